@@ -1,0 +1,69 @@
+// Package llm is the model port: one Chat call per model turn, with the
+// conversation, optional native tools, and the usage it cost. Providers live
+// in llm/openai (OpenAI and LM Studio) and llm/ollama.
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+)
+
+// Roles of a message.
+const (
+	System    = "system"
+	User      = "user"
+	Assistant = "assistant"
+	ToolRole  = "tool"
+)
+
+// Message is one entry of the conversation.
+type Message struct {
+	Role       string     `json:"role"`
+	Content    string     `json:"content,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`   // assistant messages with native tool calls
+	ToolCallID string     `json:"tool_call_id,omitempty"` // tool messages: which call this answers
+	Name       string     `json:"name,omitempty"`         // tool messages: the function name
+}
+
+// ToolCall is a native function call the model asked for.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"` // a JSON object
+}
+
+// Tool describes a function the model may call natively.
+type Tool struct {
+	Name        string          `json:"name"` // matches ^[a-zA-Z0-9_-]{1,64}$
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"` // JSON Schema of the arguments object
+}
+
+// Request is one model turn. When Tools is empty no tools field is sent.
+type Request struct {
+	Messages  []Message
+	Tools     []Tool
+	MaxTokens int // 0: provider default
+}
+
+// Usage is what one call cost.
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// Response is the model's answer to one Request.
+type Response struct {
+	Message Message // role assistant
+	Usage   Usage
+}
+
+// Client is a model provider.
+type Client interface {
+	Chat(ctx context.Context, req Request) (Response, error)
+}
+
+// ErrEmptyReply is returned (wrapped) when the provider answered 200 with
+// no choice or message at all.
+var ErrEmptyReply = errors.New("model returned no message")

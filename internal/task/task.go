@@ -1,0 +1,128 @@
+// Package task is the domain vocabulary shared by every other package: what a
+// task is, where it lives, and the states it moves through. It imports nothing
+// of ours.
+package task
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Forge names the system a task lives on.
+const (
+	GitHub = "github"
+	GitLab = "gitlab"
+)
+
+// Kind is the kind of item a task is.
+type Kind string
+
+const (
+	Issue        Kind = "issue"
+	PullRequest  Kind = "pull_request"
+	MergeRequest Kind = "merge_request"
+)
+
+// Ref identifies a task across forges: github:acme/app#12 is an issue,
+// github:acme/app!13 a pull request, gitlab:group/app!7 a merge request.
+type Ref struct {
+	Forge  string // GitHub or GitLab
+	Repo   string // "owner/name" on GitHub, the full project path on GitLab
+	Kind   Kind
+	Number int // issue/PR number on GitHub, iid on GitLab
+}
+
+// String renders the ref in the form ParseRef reads.
+func (r Ref) String() string {
+	sep := "#"
+	if r.Kind == PullRequest || r.Kind == MergeRequest {
+		sep = "!"
+	}
+	return r.Forge + ":" + r.Repo + sep + strconv.Itoa(r.Number)
+}
+
+// ParseRef reads "github:owner/repo#12" (issue), "github:owner/repo!12" (pull
+// request), "gitlab:group/project#3" (issue) or "gitlab:group/project!7"
+// (merge request).
+func ParseRef(s string) (Ref, error) {
+	forge, rest, ok := strings.Cut(s, ":")
+	if !ok || (forge != GitHub && forge != GitLab) {
+		return Ref{}, fmt.Errorf("task ref %q: want github:owner/repo#N or gitlab:group/project!N", s)
+	}
+	i := strings.LastIndexAny(rest, "#!")
+	if i <= 0 {
+		return Ref{}, fmt.Errorf("task ref %q: missing #number or !number", s)
+	}
+	n, err := strconv.Atoi(rest[i+1:])
+	if err != nil || n <= 0 {
+		return Ref{}, fmt.Errorf("task ref %q: %q is not a positive number", s, rest[i+1:])
+	}
+	repo := rest[:i]
+	if !strings.Contains(repo, "/") {
+		return Ref{}, fmt.Errorf("task ref %q: repository %q must be owner/name", s, repo)
+	}
+	kind := Issue
+	if rest[i] == '!' {
+		kind = PullRequest
+		if forge == GitLab {
+			kind = MergeRequest
+		}
+	}
+	return Ref{Forge: forge, Repo: repo, Kind: kind, Number: n}, nil
+}
+
+// Task is an issue, pull request or merge request as the agent sees it.
+type Task struct {
+	Ref        Ref
+	Title      string
+	Body       string
+	Author     string
+	URL        string
+	State      string // "open" or "closed"
+	Labels     []string
+	Assignees  []string
+	HeadBranch string // pull/merge requests only
+	BaseBranch string // pull/merge requests only
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// HasLabel reports whether the task carries label (exact match).
+func (t Task) HasLabel(label string) bool {
+	for _, l := range t.Labels {
+		if l == label {
+			return true
+		}
+	}
+	return false
+}
+
+// Comment is one comment (GitHub) or note (GitLab) on a task.
+type Comment struct {
+	ID        int64
+	Author    string
+	Body      string
+	CreatedAt time.Time
+	System    bool // GitLab system notes ("added label ...")
+}
+
+// Status is where a task stands in the store.
+type Status string
+
+const (
+	Queued   Status = "queued"
+	Running  Status = "running"
+	Paused   Status = "paused"
+	Stopped  Status = "stopped"
+	Awaiting Status = "awaiting"
+	Done     Status = "done"
+	Failed   Status = "failed"
+)
+
+// Final reports whether nothing more will happen to a task in this status
+// without a person acting on it.
+func (s Status) Final() bool {
+	return s == Done || s == Failed || s == Stopped
+}
