@@ -1,0 +1,158 @@
+// Package forgetest emulates the GitHub and GitLab REST APIs for tests: an
+// httptest server per forge with in-memory issues, pull/merge requests,
+// comments, labels and users, answering with the real APIs' status codes,
+// pagination and rate-limit headers, plus injected faults.
+package forgetest
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Fault makes the emulator answer matching requests with an error instead of
+// serving them.
+type Fault struct {
+	Method     string            // "" matches any method
+	Path       string            // substring of the URL path; "" matches any
+	Status     int               // status to answer, e.g. 502, 429, 403
+	Body       string            // response body; a JSON message when empty
+	Header     map[string]string // extra headers, e.g. Retry-After
+	Times      int               // how many requests to fail; 0 means 1, -1 means forever
+	AfterServe bool              // serve the request (side effects happen), then answer Status: an ambiguous failure
+}
+
+// Request is one request the emulator received.
+type Request struct {
+	Method string
+	Path   string // URL path as sent (escaped)
+	Query  string
+	Status int // status answered
+	// Conditional is true when the request carried If-None-Match or
+	// If-Modified-Since.
+	Conditional bool
+}
+
+// base holds what both emulators share: the request log and the faults.
+type base struct {
+	mu     sync.Mutex
+	faults []*Fault
+	log    []Request
+	now    func() time.Time
+}
+
+// Inject adds a fault. Faults are matched in the order they were added.
+func (b *base) Inject(f Fault) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if f.Times == 0 {
+		f.Times = 1
+	}
+	b.faults = append(b.faults, &f)
+}
+
+// Requests returns a copy of every request received so far.
+func (b *base) Requests() []Request {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]Request(nil), b.log...)
+}
+
+// ResetRequests forgets the request log.
+func (b *base) ResetRequests() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.log = nil
+}
+
+func (b *base) clock() time.Time {
+	if b.now != nil {
+		return b.now()
+	}
+	return time.Now().UTC()
+}
+
+// takeFault returns the first fault matching r and consumes one use of it.
+func (b *base) takeFault(r *http.Request) *Fault {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, f := range b.faults {
+		if f.Method != "" && !strings.EqualFold(f.Method, r.Method) {
+			continue
+		}
+		if f.Path != "" && !strings.Contains(r.URL.EscapedPath(), f.Path) {
+			continue
+		}
+		if f.Times > 0 {
+			f.Times--
+			if f.Times == 0 {
+				b.faults = append(b.faults[:i], b.faults[i+1:]...)
+			}
+		}
+		c := *f
+		return &c
+	}
+	return nil
+}
+
+// statusRecorder remembers the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(p []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(p)
+}
+
+// discardWriter serves a request whose answer is replaced by a fault.
+type discardWriter struct{ h http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discardWriter) WriteHeader(int)             {}
+
+// wrap applies faults and records requests around next. errBody renders a
+// fault's default body in the forge's error format.
+func (b *base) wrap(next http.Handler, errBody func(status int) string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			b.mu.Lock()
+			b.log = append(b.log, Request{
+				Method: r.Method, Path: r.URL.EscapedPath(), Query: r.URL.RawQuery, Status: rec.status,
+				Conditional: r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Modified-Since") != "",
+			})
+			b.mu.Unlock()
+		}()
+		f := b.takeFault(r)
+		if f == nil {
+			next.ServeHTTP(rec, r)
+			return
+		}
+		if f.AfterServe {
+			next.ServeHTTP(&discardWriter{h: http.Header{}}, r)
+		}
+		for k, v := range f.Header {
+			rec.Header().Set(k, v)
+		}
+		body := f.Body
+		if body == "" {
+			body = errBody(f.Status)
+		}
+		rec.Header().Set("Content-Type", "application/json")
+		rec.WriteHeader(f.Status)
+		_, _ = rec.Write([]byte(body))
+	})
+}
