@@ -1,0 +1,289 @@
+// Package httpx holds the one retry layer every outbound HTTP call goes
+// through: the forges and the model providers. A transient failure (5xx,
+// 429, GitHub's secondary rate limit, a timeout, a reset connection) is
+// retried at most Options.MaxRetries times (3: four attempts in all), waiting
+// no less than Retry-After or the rate-limit reset says.
+package httpx
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Options configures the retrying transport. Zero values mean defaults.
+type Options struct {
+	// MaxRetries is how many times a failed attempt is retried; 0 → 3.
+	// Negative means no retries.
+	MaxRetries int
+	// BaseDelay is the first backoff delay, doubled each retry; 0 → 1s.
+	BaseDelay time.Duration
+	// MaxDelay caps one computed backoff delay; 0 → 30s.
+	MaxDelay time.Duration
+	// MaxWait is the longest server-requested wait (Retry-After, rate-limit
+	// reset) that is honoured; a longer one ends the retries at once; 0 → 2m.
+	MaxWait time.Duration
+	// AttemptTimeout bounds one attempt, headers and body; 0 → none.
+	AttemptTimeout time.Duration
+	// RetryUnsafe retries POST and PATCH after 5xx and timeouts too: for
+	// calls without side effects (a model completion). Otherwise those are
+	// retried only when the server refused them outright (429, rate limit)
+	// or when the request is marked with Idempotent.
+	RetryUnsafe bool
+	// Base is the underlying transport; nil → http.DefaultTransport.
+	Base http.RoundTripper
+	// Logger receives one warning per retry; nil → discard.
+	Logger *slog.Logger
+	// Sleep waits d or until ctx ends; nil → a timer. Tests inject it.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Now is the clock used for rate-limit resets; nil → time.Now.
+	Now func() time.Time
+}
+
+type idempotentKey struct{}
+
+// Idempotent marks requests made with ctx as safe to repeat (adding a label
+// with POST, say), so the transport retries them like a GET.
+func Idempotent(ctx context.Context) context.Context {
+	return context.WithValue(ctx, idempotentKey{}, true)
+}
+
+// NewClient returns an http.Client whose transport retries as opts says.
+func NewClient(opts Options) *http.Client {
+	return &http.Client{Transport: NewTransport(opts)}
+}
+
+// NewTransport returns the retrying round tripper.
+func NewTransport(opts Options) http.RoundTripper {
+	if opts.MaxRetries == 0 {
+		opts.MaxRetries = 3
+	}
+	if opts.MaxRetries < 0 {
+		opts.MaxRetries = 0
+	}
+	if opts.BaseDelay <= 0 {
+		opts.BaseDelay = time.Second
+	}
+	if opts.MaxDelay <= 0 {
+		opts.MaxDelay = 30 * time.Second
+	}
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = 2 * time.Minute
+	}
+	if opts.Base == nil {
+		opts.Base = http.DefaultTransport
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Sleep == nil {
+		opts.Sleep = sleep
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &transport{o: opts}
+}
+
+// ErrWaitTooLong is returned (wrapped) when the server asks to wait longer
+// than Options.MaxWait.
+var ErrWaitTooLong = errors.New("server asked to wait longer than allowed")
+
+type transport struct{ o Options }
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	body, err := snapshotBody(req)
+	if err != nil {
+		return nil, err
+	}
+	ctx := req.Context()
+	for attempt := 0; ; attempt++ {
+		resp, err := t.attempt(req, body)
+		retry, wait := t.classify(req, resp, err, attempt)
+		if !retry || attempt >= t.o.MaxRetries {
+			return resp, err
+		}
+		if wait > t.o.MaxWait {
+			if resp != nil {
+				resp.Body.Close()
+			}
+			return nil, fmt.Errorf("%s %s: %w (%s)", req.Method, req.URL.Redacted(), ErrWaitTooLong, wait.Round(time.Second))
+		}
+		t.o.Logger.Warn("retrying HTTP request", "method", req.Method, "host", req.URL.Host,
+			"path", req.URL.Path, "attempt", attempt+1, "wait", wait.String(), "cause", describe(resp, err))
+		if resp != nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+		}
+		if err := t.o.Sleep(ctx, wait); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// attempt sends one try, with its own timeout if configured.
+func (t *transport) attempt(req *http.Request, body []byte) (*http.Response, error) {
+	r := req.Clone(req.Context())
+	if body != nil {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	if t.o.AttemptTimeout <= 0 {
+		return t.o.Base.RoundTrip(r)
+	}
+	ctx, cancel := context.WithTimeoutCause(req.Context(), t.o.AttemptTimeout, errAttemptTimeout)
+	resp, err := t.o.Base.RoundTrip(r.WithContext(ctx))
+	if err != nil {
+		cancel()
+		if context.Cause(ctx) == errAttemptTimeout && req.Context().Err() == nil {
+			return nil, fmt.Errorf("%w after %s", errAttemptTimeout, t.o.AttemptTimeout)
+		}
+		return nil, err
+	}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+var errAttemptTimeout = errors.New("attempt timed out")
+
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelBody) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
+// classify says whether the outcome is worth another attempt and how long
+// to wait first.
+func (t *transport) classify(req *http.Request, resp *http.Response, err error, attempt int) (bool, time.Duration) {
+	if req.Context().Err() != nil {
+		return false, 0
+	}
+	backoff := t.backoff(attempt)
+	safe := t.o.RetryUnsafe || req.Context().Value(idempotentKey{}) != nil ||
+		req.Method == http.MethodGet || req.Method == http.MethodHead ||
+		req.Method == http.MethodPut || req.Method == http.MethodDelete || req.Method == http.MethodOptions
+	if err != nil {
+		// A refused connection never reached the server: always safe.
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return true, backoff
+		}
+		return safe && transient(err), backoff
+	}
+	if wait, limited := rateLimited(resp, t.o.Now()); limited {
+		return true, max(wait, backoff)
+	}
+	if resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented {
+		return safe, backoff
+	}
+	return false, 0
+}
+
+func (t *transport) backoff(attempt int) time.Duration {
+	d := t.o.BaseDelay << attempt
+	if d > t.o.MaxDelay || d <= 0 {
+		d = t.o.MaxDelay
+	}
+	// Up to 20% jitter so that several workers do not retry in step.
+	return d + time.Duration(rand.Int64N(int64(d)/5+1))
+}
+
+// rateLimited reports whether resp is a rate-limit refusal (429, or GitHub's
+// 403 with Retry-After or an exhausted quota) and how long the server asks
+// to wait.
+func rateLimited(resp *http.Response, now time.Time) (time.Duration, bool) {
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests:
+	case http.StatusForbidden:
+		if resp.Header.Get("Retry-After") == "" && resp.Header.Get("X-RateLimit-Remaining") != "0" {
+			return 0, false
+		}
+	default:
+		return 0, false
+	}
+	if wait, ok := retryAfter(resp.Header.Get("Retry-After"), now); ok {
+		return wait, true
+	}
+	for _, h := range []string{"X-RateLimit-Reset", "RateLimit-Reset"} {
+		if sec, err := strconv.ParseInt(resp.Header.Get(h), 10, 64); err == nil {
+			// GitHub sends an epoch second; GitLab's RateLimit-Reset is
+			// also an epoch second. A small number is a delay in seconds.
+			if sec < 1_000_000_000 {
+				return time.Duration(sec) * time.Second, true
+			}
+			return max(time.Unix(sec, 0).Sub(now), 0), true
+		}
+	}
+	return 0, true
+}
+
+// retryAfter reads a Retry-After value: delay-seconds or an HTTP date.
+func retryAfter(v string, now time.Time) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	if sec, err := strconv.Atoi(v); err == nil && sec >= 0 {
+		return time.Duration(sec) * time.Second, true
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return max(at.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// transient reports whether a transport error is worth retrying.
+func transient(err error) bool {
+	if errors.Is(err, errAttemptTimeout) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) // resets, broken pipes, refused connections
+}
+
+func describe(resp *http.Response, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return resp.Status
+}
+
+// snapshotBody reads the request body once so each attempt can resend it.
+func snapshotBody(req *http.Request) ([]byte, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil, nil
+	}
+	defer req.Body.Close()
+	b, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, fmt.Errorf("reading request body of %s %s: %w", req.Method, req.URL.Redacted(), err)
+	}
+	return b, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}
