@@ -1,0 +1,263 @@
+// Package config is the typed configuration of coding-agent: a YAML file with
+// ${VAR} expansion, defaults, and a Validate that lists every problem at once
+// with its key path.
+//
+// Rules a config file follows:
+//   - ${VAR} and ${VAR:-default} are expanded in every scalar value (never in
+//     keys); ":-" uses the default when VAR is unset or empty; the default is
+//     the literal text up to the first "}". $${ is a literal "${". A $ not
+//     followed by { is kept as is. Inside a flow list or map ([a, b] or
+//     {k: v}) a value holding ${...} must be quoted, as YAML requires.
+//   - A number or boolean key takes a plain scalar (max_llm_process_num: 5),
+//     or a string that came from ${VAR} expansion; a quoted literal ("5") is a
+//     string and so a type error.
+//   - An explicit null (key: or key: ~) leaves the default in place; an explicit
+//     empty string "" replaces it.
+//   - Keys of features this version does not build yet are accepted with a
+//     Warning (see notYetSupported); any other unknown key is a Problem.
+package config
+
+import (
+	"cmp"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// LLM providers accepted in llm.provider.
+const (
+	ProviderOpenAI   = "openai"
+	ProviderLMStudio = "lmstudio"
+	ProviderOllama   = "ollama"
+)
+
+// Config is the whole configuration. Task sources are task.GitHub and
+// task.GitLab.
+type Config struct {
+	TaskSource       string      `yaml:"task_source"`         // task.GitHub or task.GitLab; required
+	StateDir         string      `yaml:"state_dir"`           // directory of the embedded store; default ./data
+	GitHub           GitHub      `yaml:"github"`              // read when TaskSource is github
+	GitLab           GitLab      `yaml:"gitlab"`              // read when TaskSource is gitlab
+	LLM              LLM         `yaml:"llm"`                 // model provider settings
+	MCPServers       []MCPServer `yaml:"mcp_servers"`         // tool servers started over stdio
+	Tools            Tools       `yaml:"tools"`               // limits on tool calls
+	MaxLLMProcessNum int         `yaml:"max_llm_process_num"` // most LLM requests per task; default 1000
+	Continuous       Continuous  `yaml:"continuous"`          // long-running (producer/consumer) mode
+	Logging          Logging     `yaml:"logging"`             // log destination and level
+}
+
+// GitHub is the github section.
+type GitHub struct {
+	APIURL          string   `yaml:"api_url"`          // REST root; a GHE URL ends in /api/v3; default https://api.github.com
+	Token           string   `yaml:"token"`            // personal access or app token; required; secret
+	Owner           string   `yaml:"owner"`            // user or org whose repositories are searched
+	Repositories    []string `yaml:"repositories"`     // "owner/name" each; with Owner, at least one is required
+	Query           string   `yaml:"query"`            // extra search qualifiers appended to the search
+	BotName         string   `yaml:"bot_name"`         // the token's login; empty: learned from GET /user
+	BotLabel        string   `yaml:"bot_label"`        // label that asks for the agent; default "coding agent"
+	ProcessingLabel string   `yaml:"processing_label"` // set while the agent works; default "coding agent processing"
+	DoneLabel       string   `yaml:"done_label"`       // set when finished; default "coding agent done"
+	FailedLabel     string   `yaml:"failed_label"`     // set when the task failed; default "coding agent failed"
+}
+
+// GitLab is the gitlab section.
+type GitLab struct {
+	APIURL          string   `yaml:"api_url"`                 // REST root; default https://gitlab.com/api/v4
+	Token           string   `yaml:"token"`                   // personal, project or group access token; required; secret
+	Projects        []string `yaml:"project_id,scalarorlist"` // numeric IDs or "group/project" paths; a scalar or a list in YAML
+	Group           string   `yaml:"group"`                   // group ID or path searched with its subgroups
+	BotName         string   `yaml:"bot_name"`                // the token's username; empty: learned from GET /user
+	BotLabel        string   `yaml:"bot_label"`               // as in GitHub
+	ProcessingLabel string   `yaml:"processing_label"`        // as in GitHub
+	DoneLabel       string   `yaml:"done_label"`              // as in GitHub
+	FailedLabel     string   `yaml:"failed_label"`            // as in GitHub
+}
+
+// LLM is the llm section.
+type LLM struct {
+	Provider        string   `yaml:"provider"`         // ProviderOpenAI, ProviderLMStudio or ProviderOllama; required
+	FunctionCalling bool     `yaml:"function_calling"` // native tool calls; false: JSON text protocol; default true
+	TimeoutSeconds  int      `yaml:"timeout_seconds"`  // per request; default 600
+	OpenAI          OpenAI   `yaml:"openai"`           // read when Provider is openai
+	LMStudio        LMStudio `yaml:"lmstudio"`         // read when Provider is lmstudio
+	Ollama          Ollama   `yaml:"ollama"`           // read when Provider is ollama
+}
+
+// OpenAI is llm.openai.
+type OpenAI struct {
+	BaseURL       string `yaml:"base_url"`       // default https://api.openai.com/v1
+	APIKey        string `yaml:"api_key"`        // required; secret
+	Model         string `yaml:"model"`          // required
+	MaxToken      int    `yaml:"max_token"`      // most output tokens per reply; 0: provider default
+	ContextLength int    `yaml:"context_length"` // model context window in tokens; 0: unknown
+}
+
+// LMStudio is llm.lmstudio (an OpenAI-compatible server).
+type LMStudio struct {
+	BaseURL       string `yaml:"base_url"`       // default http://localhost:1234/v1
+	Model         string `yaml:"model"`          // required
+	ContextLength int    `yaml:"context_length"` // 0: unknown
+}
+
+// Ollama is llm.ollama.
+type Ollama struct {
+	Endpoint      string `yaml:"endpoint"`       // default http://localhost:11434
+	Model         string `yaml:"model"`          // required
+	MaxToken      int    `yaml:"max_token"`      // most output tokens per reply (num_predict); 0: default
+	ContextLength int    `yaml:"context_length"` // num_ctx; 0: model default
+}
+
+// MCPServer is one entry of mcp_servers.
+type MCPServer struct {
+	Name         string            `yaml:"mcp_server_name"` // unique, ^[A-Za-z0-9_-]+$; tools are named "Name/tool"
+	Command      []string          `yaml:"command"`         // program and arguments; non-empty
+	Env          map[string]string `yaml:"env"`             // extra environment of the server process only
+	SystemPrompt string            `yaml:"system_prompt"`   // text added to the system prompt about this server
+}
+
+// Tools is the tools section.
+type Tools struct {
+	CallTimeoutSeconds int `yaml:"call_timeout_seconds"` // per tool call; default 120
+	MaxResultBytes     int `yaml:"max_result_bytes"`     // tool output passed to the model is cut here; default 32768
+}
+
+// Continuous is the continuous section (long-running mode).
+type Continuous struct {
+	Producer Producer `yaml:"producer"` // the poller
+	Consumer Consumer `yaml:"consumer"` // the workers
+}
+
+// Producer is continuous.producer.
+type Producer struct {
+	IntervalMinutes float64 `yaml:"interval_minutes"` // poll interval, fractions allowed (0.5 = 30s); default 1
+}
+
+// Consumer is continuous.consumer.
+type Consumer struct {
+	Workers int `yaml:"workers"` // tasks run at once; default 1
+}
+
+// Logging is the logging section.
+type Logging struct {
+	File       string `yaml:"file"`         // log file, rotated daily; "" disables file logging (needs Stdout)
+	Level      string `yaml:"level"`        // debug, info, warn or error; default info
+	Stdout     bool   `yaml:"stdout"`       // also log to stdout
+	MaxAgeDays int    `yaml:"max_age_days"` // rotated files are kept this many days; 0 keeps all; default 30
+}
+
+// Labels are the four labels that move a task through its states.
+type Labels struct {
+	Bot        string // asks for the agent
+	Processing string // the agent is working
+	Done       string // finished
+	Failed     string // failed
+}
+
+// Default returns a Config holding every default; TaskSource and LLM.Provider
+// are left empty.
+func Default() *Config {
+	const (
+		bot, processing = "coding agent", "coding agent processing"
+		done, failed    = "coding agent done", "coding agent failed"
+	)
+	return &Config{
+		StateDir: "./data",
+		GitHub: GitHub{APIURL: "https://api.github.com", BotLabel: bot,
+			ProcessingLabel: processing, DoneLabel: done, FailedLabel: failed},
+		GitLab: GitLab{APIURL: "https://gitlab.com/api/v4", BotLabel: bot,
+			ProcessingLabel: processing, DoneLabel: done, FailedLabel: failed},
+		LLM: LLM{
+			FunctionCalling: true,
+			TimeoutSeconds:  600,
+			OpenAI:          OpenAI{BaseURL: "https://api.openai.com/v1"},
+			LMStudio:        LMStudio{BaseURL: "http://localhost:1234/v1"},
+			Ollama:          Ollama{Endpoint: "http://localhost:11434"},
+		},
+		Tools:            Tools{CallTimeoutSeconds: 120, MaxResultBytes: 32768},
+		MaxLLMProcessNum: 1000,
+		Continuous:       Continuous{Producer: Producer{IntervalMinutes: 1}, Consumer: Consumer{Workers: 1}},
+		Logging:          Logging{File: "logs/coding-agent.log", Level: "info", MaxAgeDays: 30},
+	}
+}
+
+// Labels returns the labels of the active task source (zero for an unknown one).
+func (c *Config) Labels() Labels {
+	switch c.TaskSource {
+	case task.GitHub:
+		g := c.GitHub
+		return Labels{Bot: g.BotLabel, Processing: g.ProcessingLabel, Done: g.DoneLabel, Failed: g.FailedLabel}
+	case task.GitLab:
+		g := c.GitLab
+		return Labels{Bot: g.BotLabel, Processing: g.ProcessingLabel, Done: g.DoneLabel, Failed: g.FailedLabel}
+	}
+	return Labels{}
+}
+
+// Timeout is the per-request deadline of an LLM call.
+func (l LLM) Timeout() time.Duration { return time.Duration(l.TimeoutSeconds) * time.Second }
+
+// CallTimeout is the deadline of one tool call.
+func (t Tools) CallTimeout() time.Duration { return time.Duration(t.CallTimeoutSeconds) * time.Second }
+
+// Interval is the poll interval of the producer.
+func (p Producer) Interval() time.Duration {
+	return time.Duration(p.IntervalMinutes * float64(time.Minute))
+}
+
+// SlogLevel is Level as a slog.Level (info for an unknown level).
+func (l Logging) SlogLevel() slog.Level {
+	switch l.Level {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// secretEnvKey matches names of MCP server environment variables whose values
+// are treated as secrets.
+var secretEnvKey = regexp.MustCompile(`(?i)(token|key|secret|password|pass|auth|credential)`)
+
+// Secrets returns every configured secret, for redaction of logs and comments:
+// the forge tokens, the OpenAI API key, MCP server env values whose name
+// looks secret, and passwords in URL fields. Empty values are left out;
+// duplicates appear once; longer values come first so a redactor replacing
+// them in order never leaves part of one behind.
+func (c *Config) Secrets() []string {
+	all := []string{c.GitHub.Token, c.GitLab.Token, c.LLM.OpenAI.APIKey}
+	for _, s := range c.MCPServers {
+		for k, v := range s.Env {
+			if secretEnvKey.MatchString(k) {
+				all = append(all, v)
+			}
+		}
+	}
+	for _, raw := range c.urls() {
+		if u, err := url.Parse(raw); err == nil && u.User != nil {
+			p, _ := u.User.Password()
+			all = append(all, p)
+		}
+	}
+	var out []string
+	for _, s := range all {
+		if strings.TrimSpace(s) != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), cmp.Compare(a, b)) })
+	return out
+}
+
+// urls lists every URL field.
+func (c *Config) urls() []string {
+	return []string{c.GitHub.APIURL, c.GitLab.APIURL, c.LLM.OpenAI.BaseURL,
+		c.LLM.LMStudio.BaseURL, c.LLM.Ollama.Endpoint}
+}

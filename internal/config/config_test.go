@@ -1,0 +1,295 @@
+package config_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/coding-agent/coding-agent/internal/config"
+)
+
+// env returns a lookup over a fixed map.
+func env(vars map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := vars[k]
+		return v, ok
+	}
+}
+
+func mustParse(t *testing.T, src string, vars map[string]string) (*config.Config, []config.Warning) {
+	t.Helper()
+	c, w, err := config.Parse([]byte(src), env(vars))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	return c, w
+}
+
+// problems parses src and returns the problems it reports; it fails the test
+// when there are none.
+func problems(t *testing.T, src string, vars map[string]string) config.Problems {
+	t.Helper()
+	c, _, err := config.Parse([]byte(src), env(vars))
+	if err == nil {
+		t.Fatalf("Parse succeeded, want problems")
+	}
+	if c != nil {
+		t.Errorf("Parse returned a config along with problems")
+	}
+	var ps *config.Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("error %T is not *config.Problems: %v", err, err)
+	}
+	return *ps
+}
+
+func readFile(t *testing.T, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestGitHubOpenAIExample(t *testing.T) {
+	c, warnings, err := config.Parse(readFile(t, "github-openai.yaml"),
+		env(map[string]string{"GITHUB_TOKEN": "ghp_example", "OPENAI_API_KEY": "sk-example"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 0 {
+		t.Errorf("warnings = %v, want none", warnings)
+	}
+	want := &config.Config{
+		TaskSource: "github",
+		StateDir:   "./data",
+		GitHub: config.GitHub{
+			APIURL: "https://api.github.com", Token: "ghp_example", Owner: "acme",
+			Repositories: []string{"acme/app", "acme/lib"},
+			BotLabel:     "coding agent", ProcessingLabel: "coding agent processing",
+			DoneLabel: "coding agent done", FailedLabel: "coding agent failed",
+		},
+		GitLab: config.Default().GitLab,
+		LLM: config.LLM{
+			Provider: "openai", FunctionCalling: true, TimeoutSeconds: 600,
+			OpenAI: config.OpenAI{BaseURL: "https://api.openai.com/v1", APIKey: "sk-example",
+				Model: "gpt-4o", MaxToken: 4096, ContextLength: 128000},
+			LMStudio: config.LMStudio{BaseURL: "http://localhost:1234/v1"},
+			Ollama:   config.Ollama{Endpoint: "http://localhost:11434"},
+		},
+		MCPServers: []config.MCPServer{
+			{
+				Name:         "fs",
+				Command:      []string{"npx", "-y", "@modelcontextprotocol/server-filesystem", "/work"},
+				SystemPrompt: "Use fs/* tools to read and write files under /work.",
+			},
+			{
+				Name: "github",
+				Command: []string{"docker", "run", "-i", "--rm", "-e", "GITHUB_PERSONAL_ACCESS_TOKEN",
+					"ghcr.io/github/github-mcp-server"},
+				Env:          map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_example"},
+				SystemPrompt: "Use github/* tools to create branches, commits and pull requests.",
+			},
+		},
+		Tools:            config.Tools{CallTimeoutSeconds: 120, MaxResultBytes: 32768},
+		MaxLLMProcessNum: 1000,
+		Continuous: config.Continuous{Producer: config.Producer{IntervalMinutes: 1},
+			Consumer: config.Consumer{Workers: 1}},
+		Logging: config.Logging{File: "logs/coding-agent.log", Level: "info", MaxAgeDays: 30},
+	}
+	if diff := cmp.Diff(want, c); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
+	wantLabels := config.Labels{Bot: "coding agent", Processing: "coding agent processing",
+		Done: "coding agent done", Failed: "coding agent failed"}
+	if got := c.Labels(); got != wantLabels {
+		t.Errorf("Labels() = %+v, want %+v", got, wantLabels)
+	}
+	if diff := cmp.Diff([]string{"ghp_example", "sk-example"}, c.Secrets()); diff != "" {
+		t.Errorf("Secrets (-want +got):\n%s", diff)
+	}
+	if c.LLM.Timeout() != 10*time.Minute || c.Tools.CallTimeout() != 2*time.Minute ||
+		c.Continuous.Producer.Interval() != time.Minute {
+		t.Errorf("durations = %v %v %v", c.LLM.Timeout(), c.Tools.CallTimeout(), c.Continuous.Producer.Interval())
+	}
+}
+
+func TestGitLabOllamaExample(t *testing.T) {
+	c, warnings, err := config.Parse(readFile(t, "gitlab-ollama.yaml"),
+		env(map[string]string{"GITLAB_TOKEN": "glpat-example"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 0 {
+		t.Errorf("warnings = %v, want none", warnings)
+	}
+	want := config.Default()
+	want.TaskSource = "gitlab"
+	want.GitLab.Token = "glpat-example"
+	want.GitLab.Projects = []string{"123", "group/other"}
+	want.LLM.Provider = "ollama"
+	want.LLM.FunctionCalling = false
+	want.LLM.Ollama = config.Ollama{Endpoint: "http://localhost:11434", Model: "qwen3:14b", ContextLength: 32768}
+	want.MCPServers = []config.MCPServer{
+		{
+			Name:         "fs",
+			Command:      []string{"npx", "-y", "@modelcontextprotocol/server-filesystem", "/work"},
+			SystemPrompt: "Use fs/* tools to read and write files under /work.",
+		},
+		{
+			Name:    "gitlab",
+			Command: []string{"npx", "-y", "@zereight/mcp-gitlab"},
+			Env: map[string]string{"GITLAB_PERSONAL_ACCESS_TOKEN": "glpat-example",
+				"GITLAB_API_URL": "https://gitlab.com/api/v4"},
+			SystemPrompt: "Use gitlab/* tools to create branches, commits and merge requests.",
+		},
+	}
+	want.Continuous.Producer.IntervalMinutes = 0.5
+	want.Continuous.Consumer.Workers = 2
+	want.Logging.Level = "debug"
+	want.Logging.Stdout = true
+	if diff := cmp.Diff(want, c); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
+	if got := c.Continuous.Producer.Interval(); got != 30*time.Second {
+		t.Errorf("Interval() = %v, want 30s", got)
+	}
+	if got := c.Labels().Processing; got != "coding agent processing" {
+		t.Errorf("Labels().Processing = %q", got)
+	}
+	if got := c.Logging.SlogLevel().String(); got != "DEBUG" {
+		t.Errorf("SlogLevel() = %s", got)
+	}
+}
+
+const minimalGitHub = `
+task_source: github
+github:
+  token: t
+  owner: acme
+llm:
+  provider: lmstudio
+  lmstudio:
+    model: m
+`
+
+func TestMinimalConfigTakesEveryDefault(t *testing.T) {
+	c, _ := mustParse(t, minimalGitHub, nil)
+	want := config.Default()
+	want.TaskSource = "github"
+	want.GitHub.Token = "t"
+	want.GitHub.Owner = "acme"
+	want.LLM.Provider = "lmstudio"
+	want.LLM.LMStudio.Model = "m"
+	if diff := cmp.Diff(want, c); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
+}
+
+func TestFunctionCalling(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		vars map[string]string
+		want bool
+	}{
+		{"", nil, true},
+		{"  function_calling: false\n", nil, false},
+		{"  function_calling: true\n", nil, true},
+		{"  function_calling: ~\n", nil, true},
+		{"  function_calling:\n", nil, true},
+		{"  function_calling: ${FC}\n", map[string]string{"FC": "false"}, false},
+		{"  function_calling: ${FC:-false}\n", nil, false},
+	} {
+		c, _ := mustParse(t, minimalGitHub+tc.line, tc.vars)
+		if c.LLM.FunctionCalling != tc.want {
+			t.Errorf("%q: FunctionCalling = %v, want %v", tc.line, c.LLM.FunctionCalling, tc.want)
+		}
+	}
+}
+
+func TestProjectID(t *testing.T) {
+	const head = "task_source: gitlab\nllm: {provider: ollama, ollama: {model: m}}\ngitlab:\n  token: t\n"
+	for _, tc := range []struct {
+		yaml string
+		want []string
+	}{
+		{"  project_id: 123\n", []string{"123"}},
+		{"  project_id: group/project\n", []string{"group/project"}},
+		{"  project_id: \"group/sub/project\"\n", []string{"group/sub/project"}},
+		{"  project_id: [123, \"group/other\", 7]\n", []string{"123", "group/other", "7"}},
+		{"  project_id:\n    - 42\n    - a/b\n", []string{"42", "a/b"}},
+		{"  project_id: ${PID}\n", []string{"99"}},
+		{"  group: my-group\n", nil},
+	} {
+		c, _ := mustParse(t, head+tc.yaml, map[string]string{"PID": "99"})
+		if diff := cmp.Diff(tc.want, c.GitLab.Projects); diff != "" {
+			t.Errorf("%q: Projects (-want +got):\n%s", tc.yaml, diff)
+		}
+	}
+
+	got := problems(t, head+"  project_id: [noslash, {a: 1}, 1.5]\n", nil)
+	want := config.Problems{
+		{Path: "gitlab.project_id[0]", Msg: `must be a numeric ID or a "group/project" path`, Line: 5},
+		{Path: "gitlab.project_id[1]", Msg: "expected a single value, got a mapping", Line: 5},
+		{Path: "gitlab.project_id[2]", Msg: `must be a numeric ID or a "group/project" path`, Line: 5},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(path, readFile(t, "github-openai.yaml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GITHUB_TOKEN", "ghp_fromenv")
+	t.Setenv("OPENAI_API_KEY", "sk-fromenv")
+	c, _, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.GitHub.Token != "ghp_fromenv" || c.LLM.OpenAI.APIKey != "sk-fromenv" {
+		t.Errorf("secrets not read from the environment")
+	}
+
+	if _, _, err := config.Load(filepath.Join(dir, "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: err = %v, want ErrNotExist", err)
+	}
+
+	if err := os.WriteFile(path, []byte("task_source: gitlab\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = config.Load(path)
+	var ps *config.Problems
+	if !errors.As(err, &ps) || len(*ps) == 0 {
+		t.Fatalf("invalid file: err = %v, want *Problems", err)
+	}
+}
+
+func TestSecrets(t *testing.T) {
+	c, _ := mustParse(t, `
+task_source: github
+github: {token: gh-token, owner: acme}
+gitlab: {token: gl-token}
+llm:
+  provider: ollama
+  ollama: {model: m, endpoint: "http://user:url-password@localhost:11434"}
+  openai: {api_key: gh-token}
+mcp_servers:
+  - mcp_server_name: a
+    command: [a]
+    env: {API_KEY: k1, DB_PASSWORD: pw-long-value, Auth_Header: hdr, HOME: /home/x, EMPTY_TOKEN: "", PASS: p}
+`, nil)
+	// Longest first (ties in byte order), each once, empty ones left out.
+	want := []string{"pw-long-value", "url-password", "gh-token", "gl-token", "hdr", "k1", "p"}
+	if diff := cmp.Diff(want, c.Secrets()); diff != "" {
+		t.Errorf("Secrets (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,123 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// Load reads the config file at path, expands ${VAR} from the process
+// environment, applies defaults and validates. Problems come back as an error
+// wrapping *Problems; warnings are returned either way.
+func Load(path string) (*Config, []Warning, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading config file: %w", err)
+	}
+	c, warnings, err := Parse(data, os.LookupEnv)
+	if err != nil {
+		return nil, warnings, fmt.Errorf("loading config file %s:\n%w", path, err)
+	}
+	return c, warnings, nil
+}
+
+// Parse is Load without file I/O: lookupEnv resolves ${VAR} (nil: every
+// variable is unset). On problems it returns a nil Config and *Problems
+// holding all of them, sorted by path.
+func Parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, []Warning, error) {
+	if lookupEnv == nil {
+		lookupEnv = func(string) (string, bool) { return "", false }
+	}
+	body, p := parseYAML(data)
+	if p != nil {
+		return nil, nil, Problems{*p}.err()
+	}
+	c := Default()
+	d := &decoder{lookup: lookupEnv, lines: map[string]int{}}
+	if body != nil {
+		for _, a := range ast.Filter(ast.AnchorType, body) {
+			d.anchors = append(d.anchors, a.(*ast.AnchorNode))
+		}
+		if _, ok := d.resolve(body).(*ast.MappingNode); !ok {
+			return nil, nil, Problems{{Msg: "the top level must be a mapping of keys", Line: lineOf(body)}}.err()
+		}
+		d.decode("", body, reflect.ValueOf(c).Elem())
+	}
+	problems := d.problems
+	var invalid *Problems
+	if errors.As(c.Validate(), &invalid) {
+		for _, p := range *invalid {
+			if coveredBy(d.problems, p.Path) {
+				continue // already reported where the value was read
+			}
+			p.Line = d.lines[p.Path]
+			problems = append(problems, p)
+		}
+	}
+	if err := problems.err(); err != nil {
+		return nil, d.warnings, err
+	}
+	return c, d.warnings, nil
+}
+
+// parseYAML returns the body of the single document in data (nil when the
+// file is empty), or the Problem that stops decoding.
+func parseYAML(data []byte) (ast.Node, *Problem) {
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return nil, syntaxProblem(data, err)
+	}
+	var body ast.Node
+	for i, doc := range f.Docs {
+		if doc.Body == nil {
+			continue
+		}
+		if body != nil {
+			return nil, &Problem{Msg: "a config file holds a single YAML document", Line: lineOf(f.Docs[i])}
+		}
+		body = doc.Body
+	}
+	return body, nil
+}
+
+// syntaxProblem turns a parser error into a Problem. The error's own text
+// quotes the source, which may hold a secret, so only its short message and
+// position are kept.
+func syntaxProblem(data []byte, err error) *Problem {
+	p := &Problem{Msg: "invalid YAML"}
+	var ye yaml.Error
+	if !errors.As(err, &ye) {
+		return p
+	}
+	p.Msg += ": " + ye.GetMessage()
+	if tk := ye.GetToken(); tk != nil && tk.Position != nil {
+		p.Line, p.Column = tk.Position.Line, tk.Position.Column
+		lines := bytes.Split(data, []byte("\n"))
+		if l := p.Line - 1; l >= 0 && l < len(lines) && bytes.Contains(lines[l], []byte("${")) &&
+			bytes.ContainsAny(lines[l], "[{") {
+			p.Msg += ` (inside [ ] or { }, quote a value holding ${...})`
+		}
+	}
+	return p
+}
+
+// coveredBy reports whether a decoding problem is at path or above it (a
+// problem of the file as a whole, path "", covers nothing).
+func coveredBy(ps Problems, path string) bool {
+	for _, p := range ps {
+		if p.Path == "" {
+			continue
+		}
+		if p.Path == path || strings.HasPrefix(path, p.Path+".") || strings.HasPrefix(path, p.Path+"[") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,333 @@
+package config_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/coding-agent/coding-agent/internal/config"
+)
+
+func TestSeveralProblemsReportedTogether(t *testing.T) {
+	const src = `task_source: github
+github:
+  api_url: not a url
+  tokn: x
+  repositories: [acme/app, justname, acme/app]
+  bot_label: same
+  processing_label: same
+llm:
+  provider: openai
+  timeout_seconds: 0
+  openai:
+    api_key: ${OPENAI_API_KEY}
+mcp_servers:
+  - mcp_server_name: fs
+    command: [npx]
+  - mcp_server_name: fs
+  - mcp_server_name: "bad name"
+    command: [x]
+tools:
+  call_timeout_seconds: -1
+max_llm_process_num: "many"
+continuous:
+  consumer:
+    workers: 0
+  producer:
+    interval_minutes: 0
+logging:
+  level: verbose
+  file: ""
+planning:
+  enabled: true
+`
+	got := problems(t, src, nil)
+	want := config.Problems{
+		{Path: "continuous.consumer.workers", Msg: "must be at least 1", Line: 24},
+		{Path: "continuous.producer.interval_minutes", Msg: "must be a number of minutes of at least one second (1/60)", Line: 26},
+		{Path: "github.api_url", Msg: "must be an absolute http or https URL", Line: 3},
+		{Path: "github.processing_label", Msg: "must differ from github.bot_label", Line: 7},
+		{Path: "github.repositories[1]", Msg: `must be "owner/name"`, Line: 5},
+		{Path: "github.repositories[2]", Msg: "repeats github.repositories[0]", Line: 5},
+		{Path: "github.token", Msg: "required when task_source is github"},
+		{Path: "github.tokn", Msg: `unknown key (did you mean "token"?)`, Line: 4},
+		{Path: "llm.openai.api_key", Msg: "environment variable OPENAI_API_KEY is not set", Line: 12},
+		{Path: "llm.openai.model", Msg: "required when llm.provider is openai"},
+		{Path: "llm.timeout_seconds", Msg: "must be at least 1", Line: 10},
+		{Path: "logging.file", Msg: "required unless logging.stdout is true", Line: 29},
+		{Path: "logging.level", Msg: "must be one of: debug, info, warn, error", Line: 28},
+		{Path: "max_llm_process_num", Msg: "expected an integer, got a string", Line: 21},
+		{Path: "mcp_servers[1].command", Msg: "required: a list of the program and its arguments"},
+		{Path: "mcp_servers[1].mcp_server_name", Msg: "repeats mcp_servers[0].mcp_server_name", Line: 16},
+		{Path: "mcp_servers[2].mcp_server_name", Msg: "must use only letters, digits, _ and - (it prefixes tool names as name/tool)", Line: 17},
+		{Path: "tools.call_timeout_seconds", Msg: "must be at least 1", Line: 20},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+
+	// The warning for the unsupported key comes back with the problems.
+	_, warnings, _ := config.Parse([]byte(src), nil)
+	wantWarnings := []config.Warning{{Path: "planning", Msg: "not supported by this version; ignored", Line: 30}}
+	if diff := cmp.Diff(wantWarnings, warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+}
+
+func TestProblemsErrorText(t *testing.T) {
+	ps := config.Problems{
+		{Path: "llm.openai.model", Msg: "required when llm.provider is openai"},
+		{Path: "github.tokn", Msg: `unknown key (did you mean "token"?)`, Line: 4},
+		{Msg: "invalid YAML: boom", Line: 2, Column: 7},
+	}
+	want := "line 2, column 7: invalid YAML: boom\n" +
+		"github.tokn (line 4): unknown key (did you mean \"token\"?)\n" +
+		"llm.openai.model: required when llm.provider is openai"
+	if got := ps.Error(); got != want {
+		t.Errorf("Error() =\n%s\nwant\n%s", got, want)
+	}
+	var err error = &ps
+	if got := err.Error(); got != want {
+		t.Errorf("(*Problems).Error() differs: %s", got)
+	}
+	w := config.Warning{Path: "planning", Msg: "not supported by this version; ignored", Line: 3}
+	if got := w.String(); got != "planning (line 3): not supported by this version; ignored" {
+		t.Errorf("Warning.String() = %q", got)
+	}
+}
+
+// head is a valid config in two lines, without a github section.
+const head = "task_source: github\nllm: {provider: lmstudio, lmstudio: {model: m}}\n"
+
+// gh completes head with a valid github section (lines 3-5).
+const gh = "github:\n  token: t\n  owner: acme\n"
+
+func TestUnknownKeys(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want config.Problem
+	}{
+		{head + gh + "task_sorce: github\n", config.Problem{Path: "task_sorce", Msg: `unknown key (did you mean "task_source"?)`, Line: 6}},
+		{head + gh + "  bot_lable: x\n", config.Problem{Path: "github.bot_lable", Msg: `unknown key (did you mean "bot_label"?)`, Line: 6}},
+		{gh + "task_source: github\nllm:\n  provider: lmstudio\n  lmstudio:\n    model: m\n    modle: x\n",
+			config.Problem{Path: "llm.lmstudio.modle", Msg: `unknown key (did you mean "model"?)`, Line: 9}},
+		{head + gh + "mcp_servers:\n  - mcp_server_name: a\n    command: [a]\n    comand: [a]\n",
+			config.Problem{Path: "mcp_servers[0].comand", Msg: `unknown key (did you mean "command"?)`, Line: 9}},
+		{head + gh + "wibble: 1\n", config.Problem{Path: "wibble", Msg: "unknown key", Line: 6}},
+		// A future key is only accepted where it belongs.
+		{gh + "task_source: github\nllm:\n  provider: lmstudio\n  lmstudio: {model: m}\n  planning: {}\n",
+			config.Problem{Path: "llm.planning", Msg: "unknown key", Line: 8}},
+		{head + "gitlab: {paused_label: x, stoped_label: y}\n" + gh,
+			config.Problem{Path: "gitlab.stoped_label", Msg: `unknown key (did you mean "stopped_label"?)`, Line: 3}},
+		// Keys are never expanded.
+		{head + gh + "  ${KEY}: x\n", config.Problem{Path: "github.${KEY}", Msg: "unknown key", Line: 6}},
+	} {
+		got := problems(t, tc.yaml, map[string]string{"KEY": "query"})
+		if diff := cmp.Diff(config.Problems{tc.want}, got); diff != "" {
+			t.Errorf("%q (-want +got):\n%s", tc.yaml, diff)
+		}
+	}
+}
+
+func TestFutureKeysWarn(t *testing.T) {
+	src := head + gh + `  paused_label: p
+  stopped_label: s
+  awaiting_response_label: a
+planning:
+  enabled: true
+  max_revisions: ${UNSET_IN_IGNORED_SECTION}
+comment_detection: {enabled: true}
+conversation: {enabled: true}
+language: ja
+queue: {type: rabbitmq}
+database: {type: sqlite}
+pause_resume: {enabled: true}
+metrics: {enabled: true}
+health: {port: 8080}
+gitlab:
+  paused_label: coding agent paused
+  stopped_label: coding agent stopped
+  awaiting_response_label: coding agent awaiting
+`
+	_, warnings := mustParse(t, src, nil)
+	var got []string
+	for _, w := range warnings {
+		if w.Msg != "not supported by this version; ignored" {
+			t.Errorf("warning %v: unexpected message", w)
+		}
+		got = append(got, w.Path)
+	}
+	want := []string{
+		"github.paused_label", "github.stopped_label", "github.awaiting_response_label",
+		"planning", "comment_detection", "conversation", "language", "queue", "database",
+		"pause_resume", "metrics", "health",
+		"gitlab.paused_label", "gitlab.stopped_label", "gitlab.awaiting_response_label",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("warning paths (-want +got):\n%s", diff)
+	}
+	if warnings[3].Line != 9 {
+		t.Errorf("planning warning line = %d, want 9", warnings[3].Line)
+	}
+}
+
+func TestTypeErrors(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want config.Problem
+	}{
+		{"max_llm_process_num: 1.5\n", config.Problem{Path: "max_llm_process_num", Msg: "expected an integer, got a number", Line: 6}},
+		{"max_llm_process_num: \"5\"\n", config.Problem{Path: "max_llm_process_num", Msg: "expected an integer, got a string", Line: 6}},
+		{"max_llm_process_num: 99999999999\n", config.Problem{Path: "max_llm_process_num", Msg: "integer out of range", Line: 6}},
+		{"max_llm_process_num: ${N}\n", config.Problem{Path: "max_llm_process_num", Msg: "expected an integer, got a string", Line: 6}},
+		{"tools: [1]\n", config.Problem{Path: "tools", Msg: "expected a mapping, got a list", Line: 6}},
+		{"logging:\n  stdout: yes\n", config.Problem{Path: "logging.stdout", Msg: "expected true or false, got a string", Line: 7}},
+		{"mcp_servers: {a: b}\n", config.Problem{Path: "mcp_servers", Msg: "expected a list, got a mapping", Line: 6}},
+		{"mcp_servers:\n  - mcp_server_name: a\n    command: npx\n", config.Problem{Path: "mcp_servers[0].command", Msg: "expected a list, got a string", Line: 8}},
+		{"mcp_servers:\n  - mcp_server_name: a\n    command: [a]\n    env: [A=1]\n", config.Problem{Path: "mcp_servers[0].env", Msg: "expected a mapping, got a list", Line: 9}},
+		{"state_dir: {a: 1}\n", config.Problem{Path: "state_dir", Msg: "expected a single value, got a mapping", Line: 6}},
+		{"continuous:\n  producer:\n    interval_minutes: .inf\n", config.Problem{Path: "continuous.producer.interval_minutes", Msg: "too large", Line: 8}},
+		{"continuous:\n  producer:\n    interval_minutes: .nan\n", config.Problem{Path: "continuous.producer.interval_minutes", Msg: "must be a number of minutes of at least one second (1/60)", Line: 8}},
+		{"continuous:\n  producer:\n    interval_minutes: 0.01\n", config.Problem{Path: "continuous.producer.interval_minutes", Msg: "must be a number of minutes of at least one second (1/60)", Line: 8}},
+		{"continuous:\n  producer:\n    interval_minutes: soon\n", config.Problem{Path: "continuous.producer.interval_minutes", Msg: "expected a number, got a string", Line: 8}},
+		{"  query: [a]\n", config.Problem{Path: "github.query", Msg: "expected a single value, got a list", Line: 6}},
+	} {
+		got := problems(t, head+gh+tc.yaml, map[string]string{"N": "lots"})
+		if diff := cmp.Diff(config.Problems{tc.want}, got); diff != "" {
+			t.Errorf("%q (-want +got):\n%s", tc.yaml, diff)
+		}
+	}
+}
+
+func TestSyntaxError(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want config.Problem
+	}{
+		{"task_source: github\ngithub:\n  token: \"unterminated\n  owner: acme\n",
+			config.Problem{Msg: "invalid YAML: could not find end character of double-quoted text", Line: 3, Column: 10}},
+		{"a:\n  b: 1\n c: 2\n",
+			config.Problem{Msg: "invalid YAML: value is not allowed in this context", Line: 3, Column: 2}},
+		{"mcp_servers:\n  - command: [run, ${X}]\n",
+			config.Problem{Msg: "invalid YAML: ',' or ']' must be specified (inside [ ] or { }, quote a value holding ${...})", Line: 2, Column: 21}},
+		{"- a\n- b\n", config.Problem{Msg: "the top level must be a mapping of keys", Line: 1}},
+		{"a: 1\n---\nb: 2\n", config.Problem{Msg: "a config file holds a single YAML document", Line: 3}},
+	} {
+		got := problems(t, tc.yaml, nil)
+		if diff := cmp.Diff(config.Problems{tc.want}, got); diff != "" {
+			t.Errorf("%q (-want +got):\n%s", tc.yaml, diff)
+		}
+	}
+}
+
+func TestEmptyFileListsRequiredKeys(t *testing.T) {
+	got := problems(t, "# nothing yet\n", nil)
+	want := config.Problems{
+		{Path: "llm.provider", Msg: "required (one of: openai, lmstudio, ollama)"},
+		{Path: "task_source", Msg: "required (one of: github, gitlab)"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
+// A secret in the wrong place never shows up in an error or warning.
+func TestSecretNeverInErrors(t *testing.T) {
+	const secret = "ghp_S3cr3tT0kenValue1234567890abcdef"
+	vars := map[string]string{"TOKEN": secret}
+	for _, src := range []string{
+		"max_llm_process_num: " + secret + "\n",
+		"max_llm_process_num: ${TOKEN}\n",
+		"max_llm_process_num: \"" + secret + "\"\n",
+		"llm:\n  function_calling: " + secret + "\n",
+		"llm:\n  timeout_seconds: ${TOKEN}\n",
+		"task_source: " + secret + "\n",
+		"logging:\n  level: ${TOKEN}\n",
+		"github:\n  api_url: https://x:" + secret + "@exa mple.com\n",
+		"github:\n  repositories: [" + secret + "]\n",
+		"mcp_servers: " + secret + "\n",
+		"mcp_servers:\n  - mcp_server_name: ${TOKEN}/x\n    command: [a]\n",
+		"continuous:\n  producer:\n    interval_minutes: ${TOKEN}\n",
+		"tools: " + secret + "\n",
+		"github:\n  token: \"" + secret + "\n",
+		"github:\n  token: " + secret + "\n token: x\n",
+		"github:\n  token: [${TOKEN}, ${TOKEN:-" + secret + "}, $${" + secret + "]\n",
+		"github:\n  token: ${" + secret + "\n",
+		"github:\n  token: { ${TOKEN} }\n",
+	} {
+		_, warnings, err := config.Parse([]byte(head+src), env(vars))
+		if err == nil {
+			t.Errorf("%q: no error", src)
+			continue
+		}
+		if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "S3cr3t") {
+			t.Errorf("%q: error shows the secret: %v", src, err)
+		}
+		for _, w := range warnings {
+			if strings.Contains(w.String(), secret) {
+				t.Errorf("%q: warning shows the secret: %v", src, w)
+			}
+		}
+	}
+}
+
+func TestValidateRequiredPerSourceAndProvider(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want config.Problems
+	}{
+		{"task_source: gitlab\nllm: {provider: ollama}\n", config.Problems{
+			{Path: "gitlab", Msg: "project_id or group is required (or both)"},
+			{Path: "gitlab.token", Msg: "required when task_source is gitlab"},
+			{Path: "llm.ollama.model", Msg: "required when llm.provider is ollama"},
+		}},
+		{"task_source: github\ngithub: {token: t}\nllm: {provider: lmstudio}\n", config.Problems{
+			{Path: "github", Msg: "owner or repositories is required (or both)", Line: 2},
+			{Path: "llm.lmstudio.model", Msg: "required when llm.provider is lmstudio"},
+		}},
+		{"task_source: svn\nllm: {provider: gpt}\n", config.Problems{
+			{Path: "llm.provider", Msg: "must be one of: openai, lmstudio, ollama", Line: 2},
+			{Path: "task_source", Msg: "must be one of: github, gitlab", Line: 1},
+		}},
+		{"task_source: github\ngithub: {token: t, owner: a/b, api_url: \"ftp://x\", failed_label: \"\"}\n" +
+			"llm: {provider: openai, openai: {model: m, api_key: k, base_url: /v1, max_token: -1}}\n", config.Problems{
+			{Path: "github.api_url", Msg: "must be an absolute http or https URL", Line: 2},
+			{Path: "github.failed_label", Msg: "required", Line: 2},
+			{Path: "github.owner", Msg: "must be a user or organization name (list repositories under github.repositories)", Line: 2},
+			{Path: "llm.openai.base_url", Msg: "must be an absolute http or https URL", Line: 3},
+			{Path: "llm.openai.max_token", Msg: "must be at least 0", Line: 3},
+		}},
+		{"task_source: gitlab\ngitlab: {token: t, group: g, done_label: coding agent}\n" +
+			"llm: {provider: ollama, ollama: {model: m, endpoint: \"\"}}\n" +
+			"mcp_servers: [{mcp_server_name: a, command: [\"\"]}]\nlogging: {max_age_days: -1}\n", config.Problems{
+			{Path: "gitlab.done_label", Msg: "must differ from gitlab.bot_label", Line: 2},
+			{Path: "llm.ollama.endpoint", Msg: "required", Line: 3},
+			{Path: "logging.max_age_days", Msg: "must be at least 0", Line: 5},
+			{Path: "mcp_servers[0].command[0]", Msg: "must name a program", Line: 4},
+		}},
+	} {
+		got := problems(t, tc.yaml, nil)
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%q (-want +got):\n%s", tc.yaml, diff)
+		}
+	}
+}
+
+func TestValidateOnDefault(t *testing.T) {
+	c := config.Default()
+	c.TaskSource = "github"
+	c.GitHub.Token = "t"
+	c.GitHub.Repositories = []string{"a/b"}
+	c.LLM.Provider = "ollama"
+	c.LLM.Ollama.Model = "m"
+	if err := c.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+	c.MaxLLMProcessNum = 0
+	var ps *config.Problems
+	if err := c.Validate(); !errors.As(err, &ps) || len(*ps) != 1 || (*ps)[0].Path != "max_llm_process_num" {
+		t.Errorf("Validate = %v, want one problem at max_llm_process_num", err)
+	}
+}

@@ -1,0 +1,216 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+var (
+	repoPattern    = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
+	projectPattern = regexp.MustCompile(`^([0-9]+|[^/\s]+(/[^/\s]+)+)$`)
+	mcpNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+)
+
+// Validate checks a Config whose defaults are already in place (Parse and
+// Load do that; Default gives a starting point) and returns every problem at
+// once as *Problems, or nil. Sections of the task source and provider not
+// selected are not checked.
+func (c *Config) Validate() error {
+	var k checker
+	if k.oneOf("task_source", c.TaskSource, task.GitHub, task.GitLab) {
+		switch c.TaskSource {
+		case task.GitHub:
+			c.GitHub.validate(&k)
+		case task.GitLab:
+			c.GitLab.validate(&k)
+		}
+	}
+	k.required("state_dir", c.StateDir, "required")
+	c.LLM.validate(&k)
+	validateMCP(&k, c.MCPServers)
+	k.atLeast("tools.call_timeout_seconds", c.Tools.CallTimeoutSeconds, 1)
+	k.atLeast("tools.max_result_bytes", c.Tools.MaxResultBytes, 1)
+	k.atLeast("max_llm_process_num", c.MaxLLMProcessNum, 1)
+	switch m := c.Continuous.Producer.IntervalMinutes; {
+	case math.IsNaN(m) || m*60 < 1:
+		k.add("continuous.producer.interval_minutes", "must be a number of minutes of at least one second (1/60)")
+	case m*float64(time.Minute) >= math.MaxInt64:
+		k.add("continuous.producer.interval_minutes", "too large")
+	}
+	k.atLeast("continuous.consumer.workers", c.Continuous.Consumer.Workers, 1)
+	k.oneOf("logging.level", c.Logging.Level, "debug", "info", "warn", "error")
+	k.atLeast("logging.max_age_days", c.Logging.MaxAgeDays, 0)
+	if c.Logging.File == "" && !c.Logging.Stdout {
+		k.add("logging.file", "required unless logging.stdout is true")
+	}
+	return k.ps.err()
+}
+
+func (g *GitHub) validate(k *checker) {
+	const when = "required when task_source is github"
+	k.url("github.api_url", g.APIURL)
+	k.required("github.token", g.Token, when)
+	if g.Owner == "" && len(g.Repositories) == 0 {
+		k.add("github", "owner or repositories is required (or both)")
+	}
+	if strings.ContainsAny(g.Owner, "/ ") {
+		k.add("github.owner", "must be a user or organization name (list repositories under github.repositories)")
+	}
+	seen := map[string]string{}
+	for i, r := range g.Repositories {
+		p := fmt.Sprintf("github.repositories[%d]", i)
+		switch first, dup := seen[strings.ToLower(r)]; {
+		case !repoPattern.MatchString(r):
+			k.add(p, `must be "owner/name"`)
+		case dup:
+			k.add(p, "repeats "+first)
+		default:
+			seen[strings.ToLower(r)] = p
+		}
+	}
+	validateLabels(k, "github", Labels{g.BotLabel, g.ProcessingLabel, g.DoneLabel, g.FailedLabel})
+}
+
+func (g *GitLab) validate(k *checker) {
+	const when = "required when task_source is gitlab"
+	k.url("gitlab.api_url", g.APIURL)
+	k.required("gitlab.token", g.Token, when)
+	if len(g.Projects) == 0 && g.Group == "" {
+		k.add("gitlab", "project_id or group is required (or both)")
+	}
+	for i, p := range g.Projects {
+		if !projectPattern.MatchString(p) {
+			k.add(fmt.Sprintf("gitlab.project_id[%d]", i), `must be a numeric ID or a "group/project" path`)
+		}
+	}
+	validateLabels(k, "gitlab", Labels{g.BotLabel, g.ProcessingLabel, g.DoneLabel, g.FailedLabel})
+}
+
+// validateLabels wants four non-empty, distinct labels: a task whose
+// processing label equals its bot label would be picked up again and again.
+func validateLabels(k *checker, section string, l Labels) {
+	keys := []string{"bot_label", "processing_label", "done_label", "failed_label"}
+	vals := []string{l.Bot, l.Processing, l.Done, l.Failed}
+	for i, v := range vals {
+		p := section + "." + keys[i]
+		if !k.required(p, v, "required") {
+			continue
+		}
+		for j := range i {
+			if strings.EqualFold(strings.TrimSpace(vals[j]), strings.TrimSpace(v)) {
+				k.add(p, "must differ from "+section+"."+keys[j])
+				break
+			}
+		}
+	}
+}
+
+func (l *LLM) validate(k *checker) {
+	k.atLeast("llm.timeout_seconds", l.TimeoutSeconds, 1)
+	if !k.oneOf("llm.provider", l.Provider, ProviderOpenAI, ProviderLMStudio, ProviderOllama) {
+		return
+	}
+	when := "required when llm.provider is " + l.Provider
+	switch l.Provider {
+	case ProviderOpenAI:
+		o := l.OpenAI
+		k.url("llm.openai.base_url", o.BaseURL)
+		k.required("llm.openai.api_key", o.APIKey, when)
+		k.required("llm.openai.model", o.Model, when)
+		k.atLeast("llm.openai.max_token", o.MaxToken, 0)
+		k.atLeast("llm.openai.context_length", o.ContextLength, 0)
+	case ProviderLMStudio:
+		s := l.LMStudio
+		k.url("llm.lmstudio.base_url", s.BaseURL)
+		k.required("llm.lmstudio.model", s.Model, when)
+		k.atLeast("llm.lmstudio.context_length", s.ContextLength, 0)
+	case ProviderOllama:
+		o := l.Ollama
+		k.url("llm.ollama.endpoint", o.Endpoint)
+		k.required("llm.ollama.model", o.Model, when)
+		k.atLeast("llm.ollama.max_token", o.MaxToken, 0)
+		k.atLeast("llm.ollama.context_length", o.ContextLength, 0)
+	}
+}
+
+func validateMCP(k *checker, servers []MCPServer) {
+	seen := map[string]string{}
+	for i, s := range servers {
+		p := fmt.Sprintf("mcp_servers[%d]", i)
+		name := p + ".mcp_server_name"
+		switch first, dup := seen[s.Name]; {
+		case s.Name == "":
+			k.add(name, "required")
+		case !mcpNamePattern.MatchString(s.Name):
+			k.add(name, "must use only letters, digits, _ and - (it prefixes tool names as name/tool)")
+		case dup:
+			k.add(name, "repeats "+first)
+		default:
+			seen[s.Name] = name
+		}
+		switch {
+		case len(s.Command) == 0:
+			k.add(p+".command", "required: a list of the program and its arguments")
+		case strings.TrimSpace(s.Command[0]) == "":
+			k.add(p+".command[0]", "must name a program")
+		}
+		for key := range s.Env {
+			if key == "" || strings.ContainsAny(key, "=\x00") {
+				k.add(p+".env", "variable names must be non-empty and without = or NUL")
+			}
+		}
+	}
+}
+
+// checker collects problems. Its messages never include the checked value.
+type checker struct{ ps Problems }
+
+func (k *checker) add(path, msg string) { k.ps = append(k.ps, Problem{Path: path, Msg: msg}) }
+
+// required reports whether v is set, adding msg when it is not.
+func (k *checker) required(path, v, msg string) bool {
+	if strings.TrimSpace(v) == "" {
+		k.add(path, msg)
+		return false
+	}
+	return true
+}
+
+// oneOf reports whether v is one of allowed, adding a problem when it is not.
+func (k *checker) oneOf(path, v string, allowed ...string) bool {
+	for _, a := range allowed {
+		if v == a {
+			return true
+		}
+	}
+	want := strings.Join(allowed, ", ")
+	if v == "" {
+		k.add(path, "required (one of: "+want+")")
+	} else {
+		k.add(path, "must be one of: "+want)
+	}
+	return false
+}
+
+func (k *checker) atLeast(path string, v, minimum int) {
+	if v < minimum {
+		k.add(path, fmt.Sprintf("must be at least %d", minimum))
+	}
+}
+
+// url wants an absolute http or https URL with a host.
+func (k *checker) url(path, v string) {
+	if !k.required(path, v, "required") {
+		return
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		k.add(path, "must be an absolute http or https URL")
+	}
+}

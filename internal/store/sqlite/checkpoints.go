@@ -1,0 +1,80 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/coding-agent/coding-agent/internal/store"
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// SaveCheckpoint replaces the task's checkpoint. A zero cp.CreatedAt is
+// stamped with the store's clock.
+func (s *Store) SaveCheckpoint(ctx context.Context, ref task.Ref, cp store.Checkpoint) error {
+	created := cp.CreatedAt
+	if created.IsZero() {
+		created = s.now()
+	}
+	data := cp.Data
+	if data == nil {
+		data = []byte{}
+	}
+	// INSERT ... SELECT ... WHERE EXISTS inserts nothing for an unknown task,
+	// which RowsAffected turns into ErrNotFound.
+	res, err := s.db.ExecContext(ctx, `INSERT INTO checkpoints (ref, step, data, created_at)
+		SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM tasks WHERE ref = ?)
+		ON CONFLICT (ref) DO UPDATE SET step = excluded.step, data = excluded.data,
+			created_at = excluded.created_at`,
+		ref.String(), cp.Step, data, formatTime(created), ref.String())
+	if err := affectedOne(res, err); err != nil {
+		return fmt.Errorf("saving checkpoint of %s: %w", ref, err)
+	}
+	return nil
+}
+
+// LoadCheckpoint returns the task's checkpoint; ok is false when it has none.
+func (s *Store) LoadCheckpoint(ctx context.Context, ref task.Ref) (store.Checkpoint, bool, error) {
+	var (
+		step    sql.NullInt64
+		data    []byte
+		created sql.NullString
+	)
+	err := s.db.QueryRowContext(ctx, `SELECT c.step, c.data, c.created_at
+		FROM tasks t LEFT JOIN checkpoints c ON c.ref = t.ref WHERE t.ref = ?`, ref.String()).
+		Scan(&step, &data, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.Checkpoint{}, false, fmt.Errorf("loading checkpoint of %s: %w", ref, err)
+	}
+	if !step.Valid {
+		return store.Checkpoint{}, false, nil
+	}
+	t, err := parseTime(created.String)
+	if err != nil {
+		return store.Checkpoint{}, false, fmt.Errorf("loading checkpoint of %s: %w", ref, err)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return store.Checkpoint{Step: int(step.Int64), Data: data, CreatedAt: t}, true, nil
+}
+
+// ClearCheckpoint deletes the task's checkpoint, if any.
+func (s *Store) ClearCheckpoint(ctx context.Context, ref task.Ref) error {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM checkpoints WHERE ref = ?`, ref.String())
+	if err == nil {
+		var n int64
+		if n, err = res.RowsAffected(); err == nil && n == 0 {
+			// Nothing deleted: fine for a known task, an error for an unknown one.
+			_, err = getRecord(ctx, s.db, ref)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("clearing checkpoint of %s: %w", ref, err)
+	}
+	return nil
+}

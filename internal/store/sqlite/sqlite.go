@@ -1,0 +1,246 @@
+// Package sqlite is the embedded default store.Store: one SQLite file per
+// installation (dir/coding-agent.db) on the pure-Go modernc.org/sqlite driver.
+//
+// Several processes on one machine may share the file. The database runs in
+// WAL mode, every pooled connection waits on a locked database (busy_timeout)
+// instead of failing, and every write transaction starts with BEGIN IMMEDIATE,
+// so a Claim reads and writes the task's row while holding the write lock:
+// of two processes claiming the same task at the same moment exactly one wins.
+//
+// Checkpoints: only the latest checkpoint of a task is kept (one row per task,
+// replaced on every save).
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/coding-agent/coding-agent/internal/store"
+)
+
+// FileName is the database file Open creates inside its directory.
+const FileName = "coding-agent.db"
+
+const (
+	defaultBusyTimeout = 10 * time.Second
+	// maxOpenConns bounds the pool: SQLite has one writer at a time, so
+	// more connections only add lock waits.
+	maxOpenConns = 4
+)
+
+var _ store.Store = (*Store)(nil)
+
+// Options tunes a Store. The zero value means defaults.
+type Options struct {
+	// Logger receives migration and takeover notices; nil discards them.
+	Logger *slog.Logger
+	// Hostname is this machine's name as recorded in claims; "" means
+	// os.Hostname().
+	Hostname string
+	// Alive reports whether a process on this host is still running; nil
+	// means signal 0 (a process is dead when kill(pid, 0) fails with ESRCH).
+	Alive func(pid int) bool
+	// Now is the clock for created/updated times; nil means time.Now.
+	Now func() time.Time
+	// BusyTimeout is how long a statement waits for another connection's
+	// lock before failing; 0 means 10s.
+	BusyTimeout time.Duration
+}
+
+// Store is a store.Store on a SQLite file.
+type Store struct {
+	db        *sql.DB
+	path      string
+	host      string
+	alive     func(pid int) bool
+	now       func() time.Time
+	log       *slog.Logger
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (creating if needed) dir/coding-agent.db with default options.
+func Open(ctx context.Context, dir string) (*Store, error) {
+	return OpenWith(ctx, dir, Options{})
+}
+
+// OpenWith opens (creating if needed) dir/coding-agent.db and brings its
+// schema up to date.
+func OpenWith(ctx context.Context, dir string, opts Options) (*Store, error) {
+	s, err := newStore(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating store directory %s: %w", dir, err)
+	}
+	busy := opts.BusyTimeout
+	if busy <= 0 {
+		busy = defaultBusyTimeout
+	}
+	db, err := sql.Open("sqlite", dsn(s.path, busy))
+	if err != nil {
+		return nil, fmt.Errorf("opening store %s: %w", s.path, err)
+	}
+	db.SetMaxOpenConns(maxOpenConns)
+	s.db = db
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("opening store %s: %w", s.path, err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("migrating store %s: %w", s.path, err)
+	}
+	return s, nil
+}
+
+func newStore(dir string, opts Options) (*Store, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("opening store: empty directory")
+	}
+	if strings.Contains(dir, "?") {
+		// The driver splits the DSN at the first '?'.
+		return nil, fmt.Errorf("opening store: directory %q contains '?'", dir)
+	}
+	s := &Store{
+		path:  filepath.Join(dir, FileName),
+		host:  opts.Hostname,
+		alive: opts.Alive,
+		now:   opts.Now,
+		log:   opts.Logger,
+	}
+	if s.host == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("opening store: reading hostname: %w", err)
+		}
+		s.host = h
+	}
+	if s.alive == nil {
+		s.alive = processAlive
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	return s, nil
+}
+
+// dsn builds the driver's data source name. The _pragma parameters run on
+// every connection the pool opens (busy_timeout first, the driver sorts it
+// so); _txlock=immediate makes every BeginTx a BEGIN IMMEDIATE, which takes
+// the write lock at once instead of on the first write.
+func dsn(path string, busy time.Duration) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busy.Milliseconds(), 10)+")")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", "immediate")
+	return path + "?" + q.Encode()
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the database. It may be called more than once.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		if err := s.db.Close(); err != nil {
+			s.closeErr = fmt.Errorf("closing store %s: %w", s.path, err)
+		}
+	})
+	return s.closeErr
+}
+
+// migrations are the schema versions in order; migrations[i] takes the
+// database from user_version i to i+1. Append only: never edit a released one.
+var migrations = []string{
+	`CREATE TABLE tasks (
+		ref        TEXT PRIMARY KEY,
+		forge      TEXT NOT NULL,
+		repo       TEXT NOT NULL,
+		kind       TEXT NOT NULL,
+		number     INTEGER NOT NULL,
+		status     TEXT NOT NULL,
+		host       TEXT NOT NULL DEFAULT '',
+		pid        INTEGER NOT NULL DEFAULT 0,
+		provider   TEXT NOT NULL DEFAULT '',
+		model      TEXT NOT NULL DEFAULT '',
+		llm_calls  INTEGER NOT NULL DEFAULT 0,
+		tool_calls INTEGER NOT NULL DEFAULT 0,
+		tokens_in  INTEGER NOT NULL DEFAULT 0,
+		tokens_out INTEGER NOT NULL DEFAULT 0,
+		error      TEXT NOT NULL DEFAULT '',
+		created_at TEXT NOT NULL,
+		updated_at TEXT NOT NULL
+	) STRICT;
+	CREATE INDEX tasks_by_updated ON tasks (updated_at DESC);
+	CREATE TABLE checkpoints (
+		ref        TEXT PRIMARY KEY REFERENCES tasks (ref) ON DELETE CASCADE,
+		step       INTEGER NOT NULL,
+		data       BLOB NOT NULL,
+		created_at TEXT NOT NULL
+	) STRICT;`,
+}
+
+// migrate applies the missing migrations in one IMMEDIATE transaction, so two
+// processes opening a new file at once do not both create the tables.
+func (s *Store) migrate(ctx context.Context) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("beginning transaction: %w", err)
+	}
+	defer tx.Rollback()
+	var version int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return fmt.Errorf("reading schema version: %w", err)
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("schema version %d is newer than this program knows (%d)", version, len(migrations))
+	}
+	if version == len(migrations) {
+		return nil
+	}
+	for i := version; i < len(migrations); i++ {
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			return fmt.Errorf("applying schema version %d: %w", i+1, err)
+		}
+	}
+	// PRAGMA takes no bound parameters; the value is our own integer.
+	if _, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(len(migrations))); err != nil {
+		return fmt.Errorf("setting schema version: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("committing schema version %d: %w", len(migrations), err)
+	}
+	s.log.Info("store schema migrated", "path", s.path, "from", version, "to", len(migrations))
+	return nil
+}
+
+// timeLayout is fixed-width so that text order is time order.
+const timeLayout = "2006-01-02T15:04:05.000000000Z"
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+func parseTime(s string) (time.Time, error) {
+	t, err := time.Parse(timeLayout, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("parsing stored time %q: %w", s, err)
+	}
+	return t, nil
+}

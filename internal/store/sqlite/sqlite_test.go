@@ -1,0 +1,224 @@
+package sqlite
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/coding-agent/coding-agent/internal/store"
+	"github.com/coding-agent/coding-agent/internal/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := Open(t.Context(), t.TempDir())
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return s
+	})
+}
+
+func mustOpen(t *testing.T, dir string, opts Options) *Store {
+	t.Helper()
+	s, err := OpenWith(t.Context(), dir, opts)
+	if err != nil {
+		t.Fatalf("OpenWith(%s): %v", dir, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestTwoStoresOneFile stands in for two processes sharing the file: two
+// *Store values have separate connection pools, so only SQLite's own locking
+// stands between their claims.
+func TestTwoStoresOneFile(t *testing.T) {
+	dir := t.TempDir()
+	a, b := mustOpen(t, dir, Options{}), mustOpen(t, dir, Options{})
+	const perStore = 6
+	ref := storetest.Ref(1)
+	start := make(chan struct{})
+	var (
+		wg         sync.WaitGroup
+		mu         sync.Mutex
+		wins, lost int
+	)
+	for _, s := range []*Store{a, b} {
+		for range perStore {
+			wg.Go(func() {
+				<-start
+				_, err := s.Claim(t.Context(), ref, storetest.LiveOwner(t, "m"))
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					wins++
+				case errors.Is(err, store.ErrClaimed):
+					lost++
+				default:
+					t.Errorf("Claim: %v", err)
+				}
+			})
+		}
+	}
+	close(start)
+	wg.Wait()
+	if wins != 1 || lost != 2*perStore-1 {
+		t.Errorf("wins %d, refused %d; want 1 and %d", wins, lost, 2*perStore-1)
+	}
+	ra, err := a.Get(t.Context(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := b.Get(t.Context(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cmp.Equal(ra, rb) {
+		t.Errorf("the two stores disagree (-a +b):\n%s", cmp.Diff(ra, rb))
+	}
+}
+
+func TestReopen(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := storetest.Ref(1)
+	rec, err := s.Claim(t.Context(), ref, storetest.LiveOwner(t, "m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := store.Checkpoint{Step: 3, Data: []byte("state"), CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)}
+	if err := s.SaveCheckpoint(t.Context(), ref, cp); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = mustOpen(t, dir, Options{})
+	got, err := s.Get(t.Context(), ref)
+	if err != nil {
+		t.Fatalf("Get after reopen: %v", err)
+	}
+	if !cmp.Equal(rec, got) {
+		t.Errorf("record after reopen (-before +after):\n%s", cmp.Diff(rec, got))
+	}
+	gotCP, ok, err := s.LoadCheckpoint(t.Context(), ref)
+	if err != nil || !ok || !cmp.Equal(cp, gotCP) {
+		t.Errorf("checkpoint after reopen = %+v, %v, %v; want %+v", gotCP, ok, err, cp)
+	}
+	var version int
+	if err := s.db.QueryRowContext(t.Context(), "PRAGMA user_version").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if version != len(migrations) {
+		t.Errorf("user_version = %d, want %d", version, len(migrations))
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, Options{})
+	if _, err := s.db.ExecContext(t.Context(), "PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s2, err := Open(t.Context(), dir); err == nil {
+		s2.Close()
+		t.Fatal("Open of a database from a newer program succeeded")
+	}
+}
+
+// TestConnectionPragmas checks that every pooled connection, not just the
+// first, waits on locks and enforces foreign keys.
+func TestConnectionPragmas(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), Options{BusyTimeout: 7 * time.Second})
+	var mode string
+	if err := s.db.QueryRowContext(t.Context(), "PRAGMA journal_mode").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "wal" {
+		t.Errorf("journal_mode = %q, want wal", mode)
+	}
+	for i := range maxOpenConns {
+		c, err := s.db.Conn(t.Context()) // held, so the next one is a new connection
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		var busy, fk int
+		if err := c.QueryRowContext(t.Context(), "PRAGMA busy_timeout").Scan(&busy); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.QueryRowContext(t.Context(), "PRAGMA foreign_keys").Scan(&fk); err != nil {
+			t.Fatal(err)
+		}
+		if busy != 7000 || fk != 1 {
+			t.Errorf("connection %d: busy_timeout %d foreign_keys %d, want 7000 and 1", i, busy, fk)
+		}
+	}
+}
+
+// TestTakeoverRules drives liveness through the injected probe.
+func TestTakeoverRules(t *testing.T) {
+	const deadPID = 4242
+	s := mustOpen(t, t.TempDir(), Options{
+		Hostname: "h1",
+		Alive:    func(pid int) bool { return pid != deadPID },
+	})
+	me := store.Owner{Host: "h1", PID: 1000, Model: "new"}
+	cases := []struct {
+		holder   store.Owner
+		takeover bool
+	}{
+		{store.Owner{Host: "h1", PID: deadPID}, true},
+		{store.Owner{Host: "h1", PID: deadPID + 1}, false},
+		{store.Owner{Host: "h2", PID: deadPID}, false},
+	}
+	for i, c := range cases {
+		ref := storetest.Ref(i + 1)
+		if _, err := s.Claim(t.Context(), ref, c.holder); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := s.Claim(t.Context(), ref, me)
+		switch {
+		case c.takeover && err != nil:
+			t.Errorf("holder %+v: Claim = %v, want takeover", c.holder, err)
+		case c.takeover && (rec.Host != "h1" || rec.PID != 1000 || rec.Model != "new"):
+			t.Errorf("holder %+v: after takeover %+v", c.holder, rec)
+		case !c.takeover && !errors.Is(err, store.ErrClaimed):
+			t.Errorf("holder %+v: Claim = %v, want ErrClaimed", c.holder, err)
+		}
+	}
+}
+
+func TestTimesFromClock(t *testing.T) {
+	now := time.Date(2026, 5, 6, 7, 8, 9, 123456789, time.FixedZone("X", 3600))
+	s := mustOpen(t, t.TempDir(), Options{Now: func() time.Time { return now }})
+	rec, err := s.Claim(t.Context(), storetest.Ref(1), store.Owner{Host: "h", PID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rec.CreatedAt.Equal(now) || rec.CreatedAt.Location() != time.UTC || rec.UpdatedAt.Nanosecond() != 123456789 {
+		t.Errorf("times %v / %v, want %v in UTC with nanoseconds", rec.CreatedAt, rec.UpdatedAt, now.UTC())
+	}
+}
+
+func TestOpenCreatesDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state", "nested")
+	s := mustOpen(t, dir, Options{})
+	if _, err := os.Stat(filepath.Join(dir, FileName)); err != nil {
+		t.Errorf("database file: %v", err)
+	}
+	if s.Path() != filepath.Join(dir, FileName) {
+		t.Errorf("Path() = %s", s.Path())
+	}
+}

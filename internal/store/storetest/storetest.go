@@ -1,0 +1,388 @@
+// Package storetest is the conformance suite every store.Store backend must
+// pass. A backend's test calls Run with a function that opens an empty store.
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/coding-agent/coding-agent/internal/store"
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// Run runs the suite. open must return a new, empty store on every call; the
+// suite closes it when the subtest ends, possibly after the subtest already
+// closed it, so Close must tolerate a second call.
+//
+// The backend must judge liveness with this machine's os.Hostname and process
+// table: the suite claims as the current process (alive) and as a reaped child
+// process (dead).
+func Run(t *testing.T, open func(t *testing.T) store.Store) {
+	t.Helper()
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s store.Store)
+	}{
+		{"ClaimNew", testClaimNew},
+		{"ClaimHeld", testClaimHeld},
+		{"ReclaimAfterStatus", testReclaimAfterStatus},
+		{"DeadOwnerTakeover", testDeadOwnerTakeover},
+		{"ConcurrentClaim", testConcurrentClaim},
+		{"SetStatus", testSetStatus},
+		{"ConcurrentCounters", testConcurrentCounters},
+		{"List", testList},
+		{"Checkpoint", testCheckpoint},
+		{"NotFound", testNotFound},
+		{"Close", testClose},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := open(t)
+			t.Cleanup(func() {
+				if err := s.Close(); err != nil {
+					t.Errorf("Close at cleanup: %v", err)
+				}
+			})
+			tc.fn(t, s)
+		})
+	}
+}
+
+// ignoreTimes leaves CreatedAt/UpdatedAt to the checks that are about them.
+var ignoreTimes = cmpopts.IgnoreTypes(time.Time{})
+
+// Ref returns a distinct issue ref for n.
+func Ref(n int) task.Ref {
+	return task.Ref{Forge: task.GitHub, Repo: "acme/app", Kind: task.Issue, Number: n}
+}
+
+// LiveOwner is an owner that is this (running) process on this host.
+func LiveOwner(t *testing.T, model string) store.Owner {
+	t.Helper()
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatalf("hostname: %v", err)
+	}
+	return store.Owner{Host: host, PID: os.Getpid(), Provider: "openai", Model: model}
+}
+
+// DeadOwner is an owner on this host whose process has exited: the PID of a
+// child that was started and reaped.
+func DeadOwner(t *testing.T) store.Owner {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("running a short-lived child: %v", err)
+	}
+	o := LiveOwner(t, "dead-model")
+	o.PID = cmd.Process.Pid
+	return o
+}
+
+func mustClaim(t *testing.T, s store.Store, ref task.Ref, o store.Owner) store.Record {
+	t.Helper()
+	rec, err := s.Claim(t.Context(), ref, o)
+	if err != nil {
+		t.Fatalf("Claim(%s, %+v): %v", ref, o, err)
+	}
+	return rec
+}
+
+func mustGet(t *testing.T, s store.Store, ref task.Ref) store.Record {
+	t.Helper()
+	rec, err := s.Get(t.Context(), ref)
+	if err != nil {
+		t.Fatalf("Get(%s): %v", ref, err)
+	}
+	return rec
+}
+
+func testClaimNew(t *testing.T, s store.Store) {
+	ref := task.Ref{Forge: task.GitLab, Repo: "group/sub/app", Kind: task.MergeRequest, Number: 7}
+	owner := LiveOwner(t, "m1")
+	rec := mustClaim(t, s, ref, owner)
+	want := store.Record{Ref: ref, Status: task.Running, Host: owner.Host, PID: owner.PID,
+		Provider: owner.Provider, Model: owner.Model}
+	if diff := cmp.Diff(want, rec, ignoreTimes); diff != "" {
+		t.Errorf("Claim record (-want +got):\n%s", diff)
+	}
+	if rec.CreatedAt.IsZero() || rec.UpdatedAt.IsZero() {
+		t.Errorf("Claim times not set: created %v updated %v", rec.CreatedAt, rec.UpdatedAt)
+	}
+	if rec.CreatedAt.Location() != time.UTC || rec.UpdatedAt.Location() != time.UTC {
+		t.Errorf("Claim times not UTC: %v, %v", rec.CreatedAt.Location(), rec.UpdatedAt.Location())
+	}
+	if got := mustGet(t, s, ref); !cmp.Equal(rec, got) {
+		t.Errorf("Get after Claim differs (-claim +get):\n%s", cmp.Diff(rec, got))
+	}
+}
+
+func testClaimHeld(t *testing.T, s store.Store) {
+	ref := Ref(1)
+	first := mustClaim(t, s, ref, LiveOwner(t, "m1"))
+	// The same live process (another goroutine, another worker) is refused too.
+	if _, err := s.Claim(t.Context(), ref, LiveOwner(t, "m2")); !errors.Is(err, store.ErrClaimed) {
+		t.Fatalf("Claim of a task held by a live process: err = %v, want ErrClaimed", err)
+	}
+	if got := mustGet(t, s, ref); !cmp.Equal(first, got) {
+		t.Errorf("refused Claim changed the row (-before +after):\n%s", cmp.Diff(first, got))
+	}
+	// A holder on another host cannot be probed: it holds, even with a dead PID.
+	other := DeadOwner(t)
+	other.Host = "elsewhere.invalid"
+	mustClaim(t, s, Ref(2), other)
+	if _, err := s.Claim(t.Context(), Ref(2), LiveOwner(t, "m1")); !errors.Is(err, store.ErrClaimed) {
+		t.Fatalf("Claim of a task held on another host: err = %v, want ErrClaimed", err)
+	}
+}
+
+func testReclaimAfterStatus(t *testing.T, s store.Store) {
+	statuses := []task.Status{task.Done, task.Failed, task.Stopped, task.Awaiting, task.Queued, task.Paused}
+	for i, st := range statuses {
+		ref := Ref(100 + i)
+		mustClaim(t, s, ref, LiveOwner(t, "m1"))
+		delta := store.Counters{LLMCalls: 1, ToolCalls: 2, TokensIn: 30, TokensOut: 4}
+		if err := s.AddCounters(t.Context(), ref, delta); err != nil {
+			t.Fatalf("AddCounters: %v", err)
+		}
+		if err := s.SetStatus(t.Context(), ref, st, "boom"); err != nil {
+			t.Fatalf("SetStatus(%s): %v", st, err)
+		}
+		next := LiveOwner(t, "m2")
+		next.Provider = "ollama"
+		rec, err := s.Claim(t.Context(), ref, next)
+		if err != nil {
+			t.Fatalf("Claim after %s: %v", st, err)
+		}
+		want := store.Record{Ref: ref, Status: task.Running, Host: next.Host, PID: next.PID,
+			Provider: "ollama", Model: "m2", Counters: delta}
+		if diff := cmp.Diff(want, rec, ignoreTimes); diff != "" {
+			t.Errorf("Claim after %s (-want +got):\n%s", st, diff)
+		}
+		if got := mustGet(t, s, ref); !cmp.Equal(rec, got) {
+			t.Errorf("Get after reclaim differs from Claim's record (-claim +get):\n%s", cmp.Diff(rec, got))
+		}
+	}
+}
+
+func testDeadOwnerTakeover(t *testing.T, s store.Store) {
+	ref := Ref(3)
+	dead := DeadOwner(t)
+	mustClaim(t, s, ref, dead)
+	live := LiveOwner(t, "m2")
+	rec, err := s.Claim(t.Context(), ref, live)
+	if err != nil {
+		t.Fatalf("Claim of a task held by dead pid %d: %v", dead.PID, err)
+	}
+	if rec.PID != live.PID || rec.Model != "m2" || rec.Status != task.Running {
+		t.Errorf("after takeover: pid %d model %q status %s, want pid %d model m2 running",
+			rec.PID, rec.Model, rec.Status, live.PID)
+	}
+}
+
+func testConcurrentClaim(t *testing.T, s store.Store) {
+	const n = 8
+	ref := Ref(4)
+	start := make(chan struct{})
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			_, errs[i] = s.Claim(t.Context(), ref, LiveOwner(t, fmt.Sprintf("m%d", i)))
+		})
+	}
+	close(start)
+	wg.Wait()
+	wins := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			wins++
+		case !errors.Is(err, store.ErrClaimed):
+			t.Errorf("claimer %d: err = %v, want nil or ErrClaimed", i, err)
+		}
+	}
+	if wins != 1 {
+		t.Errorf("%d of %d concurrent claims won, want exactly 1", wins, n)
+	}
+}
+
+func testSetStatus(t *testing.T, s store.Store) {
+	ref := Ref(5)
+	claimed := mustClaim(t, s, ref, LiveOwner(t, "m1"))
+	if err := s.SetStatus(t.Context(), ref, task.Failed, "model unreachable"); err != nil {
+		t.Fatalf("SetStatus failed: %v", err)
+	}
+	rec := mustGet(t, s, ref)
+	if rec.Status != task.Failed || rec.Error != "model unreachable" {
+		t.Errorf("after SetStatus(failed): status %s error %q", rec.Status, rec.Error)
+	}
+	if rec.UpdatedAt.Before(claimed.UpdatedAt) || !rec.CreatedAt.Equal(claimed.CreatedAt) {
+		t.Errorf("times after SetStatus: created %v (was %v), updated %v (was %v)",
+			rec.CreatedAt, claimed.CreatedAt, rec.UpdatedAt, claimed.UpdatedAt)
+	}
+	if rec.Host != claimed.Host || rec.PID != claimed.PID {
+		t.Errorf("SetStatus changed the owner: %s/%d", rec.Host, rec.PID)
+	}
+	if err := s.SetStatus(t.Context(), ref, task.Awaiting, "ignored"); err != nil {
+		t.Fatalf("SetStatus awaiting: %v", err)
+	}
+	rec = mustGet(t, s, ref)
+	if rec.Status != task.Awaiting || rec.Error != "" {
+		t.Errorf("after SetStatus(awaiting): status %s error %q, want awaiting and no error", rec.Status, rec.Error)
+	}
+}
+
+func testConcurrentCounters(t *testing.T, s store.Store) {
+	ref := Ref(6)
+	mustClaim(t, s, ref, LiveOwner(t, "m1"))
+	const workers, each = 8, 10
+	delta := store.Counters{LLMCalls: 1, ToolCalls: 2, TokensIn: 100, TokensOut: 7}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				if err := s.AddCounters(t.Context(), ref, delta); err != nil {
+					t.Errorf("AddCounters: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	k := workers * each
+	want := store.Counters{LLMCalls: k, ToolCalls: 2 * k, TokensIn: 100 * k, TokensOut: 7 * k}
+	if got := mustGet(t, s, ref).Counters; got != want {
+		t.Errorf("counters = %+v, want %+v", got, want)
+	}
+}
+
+func testList(t *testing.T, s store.Store) {
+	got, err := s.List(t.Context())
+	if err != nil || len(got) != 0 {
+		t.Fatalf("List of an empty store = %v, %v; want no rows", got, err)
+	}
+	a, b, c := Ref(10), Ref(11), Ref(12)
+	for _, r := range []task.Ref{a, b, c} {
+		mustClaim(t, s, r, LiveOwner(t, "m1"))
+	}
+	if err := s.SetStatus(t.Context(), b, task.Done, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddCounters(t.Context(), a, store.Counters{LLMCalls: 1}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.List(t.Context())
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	var refs []task.Ref
+	for _, r := range got {
+		refs = append(refs, r.Ref)
+	}
+	if diff := cmp.Diff([]task.Ref{a, b, c}, refs); diff != "" {
+		t.Errorf("List order, most recently updated first (-want +got):\n%s", diff)
+	}
+	for _, r := range got {
+		if g := mustGet(t, s, r.Ref); !cmp.Equal(g, r) {
+			t.Errorf("List row differs from Get (-get +list):\n%s", cmp.Diff(g, r))
+		}
+	}
+}
+
+func testCheckpoint(t *testing.T, s store.Store) {
+	ref := Ref(7)
+	mustClaim(t, s, ref, LiveOwner(t, "m1"))
+	ctx := t.Context()
+	if _, ok, err := s.LoadCheckpoint(ctx, ref); err != nil || ok {
+		t.Fatalf("LoadCheckpoint before any save: ok=%v err=%v, want ok=false", ok, err)
+	}
+	at := time.Date(2026, 3, 1, 12, 30, 45, 123456000, time.UTC)
+	cp1 := store.Checkpoint{Step: 1, Data: []byte(`{"messages":[1]}`), CreatedAt: at}
+	if err := s.SaveCheckpoint(ctx, ref, cp1); err != nil {
+		t.Fatalf("SaveCheckpoint: %v", err)
+	}
+	loadEqual(t, s, ref, cp1)
+	cp2 := store.Checkpoint{Step: 2, Data: []byte{0, 1, 2, 0xff}, CreatedAt: at.Add(time.Second)}
+	if err := s.SaveCheckpoint(ctx, ref, cp2); err != nil {
+		t.Fatalf("SaveCheckpoint replacing: %v", err)
+	}
+	loadEqual(t, s, ref, cp2)
+
+	// Another task's checkpoint is its own.
+	other := Ref(8)
+	mustClaim(t, s, other, LiveOwner(t, "m1"))
+	if err := s.SaveCheckpoint(ctx, other, store.Checkpoint{Step: 9, Data: []byte("x")}); err != nil {
+		t.Fatalf("SaveCheckpoint without time: %v", err)
+	}
+	got, ok, err := s.LoadCheckpoint(ctx, other)
+	if err != nil || !ok || got.Step != 9 || got.CreatedAt.IsZero() {
+		t.Errorf("LoadCheckpoint(other) = %+v, %v, %v; want step 9 with a creation time", got, ok, err)
+	}
+	loadEqual(t, s, ref, cp2)
+
+	if err := s.ClearCheckpoint(ctx, ref); err != nil {
+		t.Fatalf("ClearCheckpoint: %v", err)
+	}
+	if _, ok, err := s.LoadCheckpoint(ctx, ref); err != nil || ok {
+		t.Errorf("LoadCheckpoint after clear: ok=%v err=%v, want ok=false", ok, err)
+	}
+	if err := s.ClearCheckpoint(ctx, ref); err != nil {
+		t.Errorf("ClearCheckpoint without a checkpoint: %v", err)
+	}
+	if _, ok, _ := s.LoadCheckpoint(ctx, other); !ok {
+		t.Errorf("clearing one task's checkpoint cleared another's")
+	}
+}
+
+func loadEqual(t *testing.T, s store.Store, ref task.Ref, want store.Checkpoint) {
+	t.Helper()
+	got, ok, err := s.LoadCheckpoint(t.Context(), ref)
+	if err != nil || !ok {
+		t.Fatalf("LoadCheckpoint: ok=%v err=%v", ok, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("LoadCheckpoint (-want +got):\n%s", diff)
+	}
+}
+
+func testNotFound(t *testing.T, s store.Store) {
+	ctx, ref := t.Context(), Ref(404)
+	mustClaim(t, s, Ref(1), LiveOwner(t, "m1")) // a store that is not empty
+	checks := map[string]error{}
+	_, checks["Get"] = s.Get(ctx, ref)
+	checks["SetStatus"] = s.SetStatus(ctx, ref, task.Done, "")
+	checks["AddCounters"] = s.AddCounters(ctx, ref, store.Counters{LLMCalls: 1})
+	checks["SaveCheckpoint"] = s.SaveCheckpoint(ctx, ref, store.Checkpoint{Step: 1, Data: []byte("x")})
+	_, _, checks["LoadCheckpoint"] = s.LoadCheckpoint(ctx, ref)
+	checks["ClearCheckpoint"] = s.ClearCheckpoint(ctx, ref)
+	for name, err := range checks {
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s on an unknown task: err = %v, want ErrNotFound", name, err)
+		}
+	}
+	recs, err := s.List(ctx)
+	if err != nil || len(recs) != 1 {
+		t.Errorf("calls on an unknown task created rows: %d rows, err %v", len(recs), err)
+	}
+}
+
+func testClose(t *testing.T, s store.Store) {
+	mustClaim(t, s, Ref(1), LiveOwner(t, "m1"))
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	_, err := s.Get(t.Context(), Ref(1))
+	if err == nil || errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Get after Close: err = %v, want a closed-store error", err)
+	}
+}
