@@ -1,0 +1,217 @@
+// Package agent is the core loop: one model turn at a time, each reply parsed
+// (the JSON text protocol or native tool calls), its comment posted, its tool
+// calls run, and the conversation checkpointed after every step so that an
+// interrupted task resumes where it stopped.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/coding-agent/coding-agent/internal/llm"
+	"github.com/coding-agent/coding-agent/internal/store"
+	"github.com/coding-agent/coding-agent/internal/task"
+	"github.com/coding-agent/coding-agent/internal/toolhost"
+)
+
+// Tools is what the loop needs of the MCP host.
+type Tools interface {
+	Tools() []toolhost.Tool
+	Servers() []toolhost.ServerConfig
+	Call(ctx context.Context, fullName string, args json.RawMessage) (toolhost.Result, error)
+}
+
+// Poster posts a comment on the task being worked on.
+type Poster interface {
+	Post(ctx context.Context, body string) error
+}
+
+// State is where the loop keeps checkpoints and counters.
+type State interface {
+	SaveCheckpoint(ctx context.Context, ref task.Ref, cp store.Checkpoint) error
+	LoadCheckpoint(ctx context.Context, ref task.Ref) (store.Checkpoint, bool, error)
+	AddCounters(ctx context.Context, ref task.Ref, delta store.Counters) error
+}
+
+// ErrInterrupted is returned when BeforeTurn asks the loop to stop at a
+// checkpoint (shutdown); the task's state is saved and it can resume.
+var ErrInterrupted = errors.New("interrupted at a checkpoint")
+
+// Options configure an Agent. Zero values mean defaults.
+type Options struct {
+	LLM    llm.Client
+	Tools  Tools
+	State  State
+	Logger *slog.Logger
+	// FunctionCalling uses the provider's native tool calls instead of the
+	// JSON text protocol.
+	FunctionCalling bool
+	// MaxTurns is max_llm_process_num: model requests per task; 0 → 1000.
+	MaxTurns int
+	// MaxTokens is sent with each request; 0 → provider default.
+	MaxTokens int
+	// MaxUnparsable ends the task after this many unusable replies in a
+	// row; 0 → 5.
+	MaxUnparsable int
+	// BeforeTurn runs at each checkpoint, before a model request. An error
+	// ends the run with that error (ErrInterrupted for a shutdown).
+	BeforeTurn func(ctx context.Context, ref task.Ref, turn int) error
+}
+
+// Agent runs tasks. It is safe for concurrent use: each Run has its own state.
+type Agent struct {
+	o      Options
+	names  *toolNames
+	tools  []llm.Tool // native tool definitions; nil in JSON mode
+	system string
+}
+
+// New prepares the system prompt and tool definitions once.
+func New(o Options) (*Agent, error) {
+	if o.LLM == nil || o.Tools == nil || o.State == nil {
+		return nil, errors.New("agent: LLM, Tools and State are required")
+	}
+	if o.MaxTurns <= 0 {
+		o.MaxTurns = 1000
+	}
+	if o.MaxUnparsable <= 0 {
+		o.MaxUnparsable = 5
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.BeforeTurn == nil {
+		o.BeforeTurn = func(context.Context, task.Ref, int) error { return nil }
+	}
+	var full []string
+	for _, t := range o.Tools.Tools() {
+		full = append(full, t.FullName())
+	}
+	a := &Agent{o: o, names: newToolNames(full)}
+	if o.FunctionCalling {
+		for _, t := range o.Tools.Tools() {
+			params := t.InputSchema
+			if len(params) == 0 {
+				params = json.RawMessage(`{"type":"object","properties":{}}`)
+			}
+			a.tools = append(a.tools, llm.Tool{Name: a.names.fn(t.FullName()), Description: t.Description, Parameters: params})
+		}
+	}
+	sys, err := systemPrompt(o.Tools.Tools(), o.Tools.Servers(), a.names, o.FunctionCalling, o.MaxTurns)
+	if err != nil {
+		return nil, err
+	}
+	a.system = sys
+	return a, nil
+}
+
+// Input is one task to run.
+type Input struct {
+	Task     task.Task
+	Comments []task.Comment
+	BotName  string
+	Post     Poster
+}
+
+// Outcome is how a run ended when it ended without a system error.
+type Outcome struct {
+	Status  task.Status // task.Done or task.Failed
+	Comment string      // the model's closing comment (done)
+	Reason  string      // why it failed (failed)
+	Turns   int
+}
+
+// checkpoint is the loop's saved state (store.Checkpoint.Data).
+type checkpoint struct {
+	Version    int           `json:"version"`
+	Turn       int           `json:"turn"`
+	Messages   []llm.Message `json:"messages"`
+	Unparsable int           `json:"unparsable"`
+	LastCall   string        `json:"last_call,omitempty"`
+	Repeats    int           `json:"repeats,omitempty"`
+	Pending    *pending      `json:"pending,omitempty"`
+}
+
+// pending is a reply received but not yet fully acted on.
+type pending struct {
+	Action   Action `json:"action"`
+	Posted   bool   `json:"posted"`
+	Executed int    `json:"executed"` // tool calls already run
+}
+
+const checkpointVersion = 1
+
+// Run works on the task until the model says done, the turn limit is hit,
+// the model keeps answering unusably, or a system error occurs (returned).
+// It resumes from the task's checkpoint when there is one.
+func (a *Agent) Run(ctx context.Context, in Input) (Outcome, error) {
+	ref := in.Task.Ref
+	log := a.o.Logger.With("task", ref.String())
+	st, resumed, err := a.start(ctx, in)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if resumed {
+		log.Info("resuming from checkpoint", "turn", st.Turn, "pending", st.Pending != nil)
+	}
+	r := &run{a: a, in: in, st: st, log: log}
+	for {
+		if st.Pending == nil {
+			if st.Turn >= a.o.MaxTurns {
+				return Outcome{Status: task.Failed, Turns: st.Turn,
+					Reason: fmt.Sprintf("stopped after %d model turns without finishing (max_llm_process_num)", st.Turn)}, nil
+			}
+			if err := a.o.BeforeTurn(ctx, ref, st.Turn+1); err != nil {
+				return Outcome{Turns: st.Turn}, err
+			}
+			failed, err := r.ask(ctx)
+			if err != nil || failed != nil {
+				return deref(failed, st.Turn), err
+			}
+			if st.Pending == nil {
+				continue // unusable reply: the correction is in the conversation
+			}
+		}
+		done, err := r.act(ctx)
+		if err != nil {
+			return Outcome{Turns: st.Turn}, err
+		}
+		if done != nil {
+			return *done, nil
+		}
+	}
+}
+
+func deref(o *Outcome, turns int) Outcome {
+	if o == nil {
+		return Outcome{Turns: turns}
+	}
+	return *o
+}
+
+// start loads the checkpoint or builds the opening conversation.
+func (a *Agent) start(ctx context.Context, in Input) (*checkpoint, bool, error) {
+	cp, ok, err := a.o.State.LoadCheckpoint(ctx, in.Task.Ref)
+	if err != nil {
+		return nil, false, fmt.Errorf("loading checkpoint of %s: %w", in.Task.Ref, err)
+	}
+	if ok {
+		var st checkpoint
+		if err := json.Unmarshal(cp.Data, &st); err != nil || st.Version != checkpointVersion || len(st.Messages) == 0 {
+			a.o.Logger.Warn("ignoring unreadable checkpoint; starting over", "task", in.Task.Ref.String(), "error", err)
+		} else {
+			return &st, true, nil
+		}
+	}
+	first, err := taskPrompt(in.Task, in.Comments, in.BotName)
+	if err != nil {
+		return nil, false, err
+	}
+	return &checkpoint{Version: checkpointVersion, Messages: []llm.Message{
+		{Role: llm.System, Content: a.system},
+		{Role: llm.User, Content: first},
+	}}, false, nil
+}

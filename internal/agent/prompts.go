@@ -1,0 +1,124 @@
+package agent
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/coding-agent/coding-agent/internal/task"
+	"github.com/coding-agent/coding-agent/internal/toolhost"
+)
+
+//go:embed prompts/*.tmpl
+var promptFS embed.FS
+
+var prompts = template.Must(template.ParseFS(promptFS, "prompts/*.tmpl"))
+
+func render(name string, data any) (string, error) {
+	var b bytes.Buffer
+	if err := prompts.ExecuteTemplate(&b, name, data); err != nil {
+		return "", fmt.Errorf("rendering prompt %s: %w", name, err)
+	}
+	return strings.TrimSpace(b.String()), nil
+}
+
+type promptTool struct{ Name, Fn, Description, Params string }
+
+// systemPrompt lists every tool as server/tool with its parameters and
+// embeds each server's system_prompt.
+func systemPrompt(tools []toolhost.Tool, servers []toolhost.ServerConfig, names *toolNames, native bool, maxTurns int) (string, error) {
+	data := struct {
+		Tools           []promptTool
+		Servers         []toolhost.ServerConfig
+		FunctionCalling bool
+		MaxTurns        int
+	}{Servers: servers, FunctionCalling: native, MaxTurns: maxTurns}
+	for _, t := range tools {
+		params := compactJSON(t.InputSchema)
+		if params == "" {
+			params = "{}"
+		}
+		data.Tools = append(data.Tools, promptTool{
+			Name: t.FullName(), Fn: names.fn(t.FullName()),
+			Description: oneLine(t.Description), Params: params,
+		})
+	}
+	return render("system.tmpl", data)
+}
+
+type promptComment struct {
+	Author, At, Body string
+	Bot              bool
+}
+
+// taskPrompt is the first user message: the task as compact text, every
+// piece of it that people wrote fenced as untrusted.
+func taskPrompt(t task.Task, comments []task.Comment, bot string) (string, error) {
+	kind := map[task.Kind]string{task.Issue: "issue", task.PullRequest: "pull request", task.MergeRequest: "merge request"}[t.Ref.Kind]
+	data := struct {
+		task.Task
+		Kind, Ref string
+		Comments  []promptComment
+	}{Task: t, Kind: kind, Ref: t.Ref.String()}
+	data.Title = sanitize(oneLine(t.Title))
+	data.Body = fence("description", t.Body)
+	if strings.TrimSpace(t.Body) == "" {
+		data.Body = "(empty)"
+	}
+	for _, c := range comments {
+		if c.System {
+			continue
+		}
+		isBot := bot != "" && strings.EqualFold(c.Author, bot)
+		body := c.Body
+		if !isBot {
+			body = fence("comment by @"+c.Author, c.Body)
+		}
+		data.Comments = append(data.Comments, promptComment{
+			Author: c.Author, At: c.CreatedAt.UTC().Format(time.RFC3339), Body: body, Bot: isBot,
+		})
+	}
+	return render("task.tmpl", data)
+}
+
+// resultPrompt is the message after a tool call: the command, its arguments
+// and the tool's result verbatim (cut by the host at its size cap).
+func resultPrompt(call toolCall, res toolhost.Result, repeated int) (string, error) {
+	data := struct {
+		Tool, Args, Result     string
+		IsError, Truncated     bool
+		Shown, Bytes, Repeated int
+	}{
+		Tool: call.Tool, Args: compactJSON(call.Args), Result: fence("tool output of "+call.Tool, res.Text),
+		IsError: res.IsError, Truncated: res.Truncated, Shown: len(res.Text), Bytes: res.Bytes,
+	}
+	if repeated >= repeatWarnAt {
+		data.Repeated = repeated
+	}
+	return render("result.tmpl", data)
+}
+
+func correctionPrompt(reason string, native bool, count, max int) (string, error) {
+	return render("correction.tmpl", struct {
+		Reason          string
+		FunctionCalling bool
+		Count, Max      int
+	}{reason, native, count, max})
+}
+
+func compactJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

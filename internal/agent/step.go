@@ -1,0 +1,150 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/coding-agent/coding-agent/internal/llm"
+	"github.com/coding-agent/coding-agent/internal/store"
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// run is one Run's mutable state.
+type run struct {
+	a   *Agent
+	in  Input
+	st  *checkpoint
+	log *slog.Logger
+}
+
+// ask makes one model request and records what it asked for as pending.
+// A non-nil Outcome ends the task (too many unusable replies).
+func (r *run) ask(ctx context.Context) (*Outcome, error) {
+	a, st, ref := r.a, r.st, r.in.Task.Ref
+	resp, err := a.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: a.tools, MaxTokens: a.o.MaxTokens})
+	if err != nil {
+		return nil, fmt.Errorf("model request %d for %s: %w", st.Turn+1, ref, err)
+	}
+	st.Turn++
+	if err := a.o.State.AddCounters(ctx, ref, store.Counters{LLMCalls: 1,
+		TokensIn: resp.Usage.InputTokens, TokensOut: resp.Usage.OutputTokens}); err != nil {
+		return nil, fmt.Errorf("recording model usage of %s: %w", ref, err)
+	}
+	msg := resp.Message
+	msg.Role = llm.Assistant
+	msg.Content = stripThink(msg.Content)
+	var action Action
+	if a.o.FunctionCalling {
+		action, err = parseNative(resp.Message, a.names)
+	} else {
+		action, err = parseText(resp.Message.Content)
+	}
+	var bad *replyError
+	if errors.As(err, &bad) {
+		msg.ToolCalls = nil // unanswered native calls would make the next request invalid
+		st.Messages = append(st.Messages, msg)
+		return r.unusable(ctx, bad.reason)
+	}
+	if err != nil {
+		return nil, err
+	}
+	st.Unparsable = 0
+	st.Messages = append(st.Messages, msg)
+	st.Pending = &pending{Action: action}
+	return nil, r.save(ctx)
+}
+
+// unusable answers an unusable reply with a correction, or ends the task
+// after MaxUnparsable in a row.
+func (r *run) unusable(ctx context.Context, reason string) (*Outcome, error) {
+	st, max := r.st, r.a.o.MaxUnparsable
+	st.Unparsable++
+	r.log.Warn("unusable model reply", "turn", st.Turn, "count", st.Unparsable, "reason", reason)
+	if st.Unparsable >= max {
+		if err := r.save(ctx); err != nil {
+			return nil, err
+		}
+		return &Outcome{Status: task.Failed, Turns: st.Turn,
+			Reason: fmt.Sprintf("the model sent %d unusable replies in a row; the last: %s", st.Unparsable, reason)}, nil
+	}
+	text, err := correctionPrompt(reason, r.a.o.FunctionCalling, st.Unparsable, max)
+	if err != nil {
+		return nil, err
+	}
+	st.Messages = append(st.Messages, llm.Message{Role: llm.User, Content: text})
+	return nil, r.save(ctx)
+}
+
+// act carries out the pending reply: post its comment once, run its tool
+// calls one by one, checkpointing after each external action.
+func (r *run) act(ctx context.Context) (*Outcome, error) {
+	st, p := r.st, r.st.Pending
+	if !p.Posted {
+		body := p.Action.Comment
+		if body != "" {
+			if err := r.in.Post.Post(ctx, body); err != nil {
+				return nil, fmt.Errorf("posting step comment on %s: %w", r.in.Task.Ref, err)
+			}
+		}
+		p.Posted = true
+		if err := r.save(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if p.Action.Done {
+		st.Pending = nil
+		return &Outcome{Status: task.Done, Comment: p.Action.Comment, Turns: st.Turn}, r.save(ctx)
+	}
+	for p.Executed < len(p.Action.Calls) {
+		if err := r.call(ctx, p.Action.Calls[p.Executed]); err != nil {
+			return nil, err
+		}
+		p.Executed++
+		if err := r.save(ctx); err != nil {
+			return nil, err
+		}
+	}
+	st.Pending = nil
+	return nil, r.save(ctx)
+}
+
+// call runs one tool call; a tool error becomes the model's next input, only
+// a cancelled context ends the run.
+func (r *run) call(ctx context.Context, c toolCall) error {
+	ref := r.in.Task.Ref
+	res, err := r.a.o.Tools.Call(ctx, c.Tool, c.Args)
+	if err != nil {
+		return fmt.Errorf("calling %s for %s: %w", c.Tool, ref, err)
+	}
+	if err := r.a.o.State.AddCounters(ctx, ref, store.Counters{ToolCalls: 1}); err != nil {
+		return fmt.Errorf("recording tool call of %s: %w", ref, err)
+	}
+	key := c.Tool + " " + compactJSON(c.Args)
+	r.st.Repeats = repeats(r.st.LastCall, r.st.Repeats, key)
+	r.st.LastCall = key
+	text, err := resultPrompt(c, res, r.st.Repeats)
+	if err != nil {
+		return err
+	}
+	r.log.Info("tool call", "tool", c.Tool, "is_error", res.IsError, "bytes", res.Bytes, "truncated", res.Truncated)
+	if r.a.o.FunctionCalling && c.ID != "" {
+		r.st.Messages = append(r.st.Messages, llm.Message{Role: llm.ToolRole, ToolCallID: c.ID, Name: r.a.names.fn(c.Tool), Content: text})
+	} else {
+		r.st.Messages = append(r.st.Messages, llm.Message{Role: llm.User, Content: text})
+	}
+	return nil
+}
+
+func (r *run) save(ctx context.Context) error {
+	data, err := json.Marshal(r.st)
+	if err != nil {
+		return fmt.Errorf("encoding checkpoint of %s: %w", r.in.Task.Ref, err)
+	}
+	if err := r.a.o.State.SaveCheckpoint(ctx, r.in.Task.Ref, store.Checkpoint{Step: r.st.Turn, Data: data}); err != nil {
+		return fmt.Errorf("saving checkpoint of %s: %w", r.in.Task.Ref, err)
+	}
+	return nil
+}

@@ -1,0 +1,33 @@
+package report
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"strings"
+	"text/template"
+)
+
+//go:embed templates/*.tmpl
+var templateFS embed.FS
+
+var templates = template.Must(template.ParseFS(templateFS, "templates/*.tmpl"))
+
+// Failed is the comment posted when a task ends in failure.
+func Failed(reason, failedLabel, botLabel string) (string, error) {
+	return render("failed.tmpl", map[string]any{"Reason": reason, "FailedLabel": failedLabel, "BotLabel": botLabel})
+}
+
+// Interrupted is the comment posted when a shutdown stops a task at a
+// checkpoint.
+func Interrupted(turn int) (string, error) {
+	return render("interrupted.tmpl", map[string]any{"Turn": turn})
+}
+
+func render(name string, data any) (string, error) {
+	var b bytes.Buffer
+	if err := templates.ExecuteTemplate(&b, name, data); err != nil {
+		return "", fmt.Errorf("rendering %s: %w", name, err)
+	}
+	return strings.TrimSpace(b.String()), nil
+}

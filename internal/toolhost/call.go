@@ -1,0 +1,81 @@
+package toolhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// call runs tool on the server; see Host.Call for the two error channels.
+func (s *server) call(ctx context.Context, tool string, args map[string]any) (Result, error) {
+	full := s.cfg.Name + "/" + tool
+	c, err := s.current(ctx)
+	if err != nil {
+		if sysErr := s.h.systemError(ctx, full, err); sysErr != nil {
+			return Result{}, sysErr
+		}
+		return s.h.toolError(fmt.Sprintf("MCP server %q is not running and restarting it failed: %v. Its tools are unavailable for now; a later call will try to restart it again.", s.cfg.Name, err)), nil
+	}
+	base, cancelBase := s.h.untilClosed(ctx)
+	defer cancelBase()
+	callCtx, cancel := context.WithTimeout(base, s.h.opts.CallTimeout)
+	defer cancel()
+	start := time.Now()
+	res, err := c.sess.CallTool(callCtx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err == nil {
+		r := s.h.result(res)
+		s.h.log.Debug("MCP tool call", "server", s.cfg.Name, "tool", tool, "duration", time.Since(start),
+			"is_error", r.IsError, "bytes", r.Bytes)
+		return r, nil
+	}
+	if sysErr := s.h.systemError(ctx, full, context.Cause(base)); sysErr != nil {
+		return Result{}, sysErr
+	}
+	switch {
+	case callCtx.Err() != nil:
+		s.h.log.Warn("MCP tool call timed out", "server", s.cfg.Name, "tool", tool, "timeout", s.h.opts.CallTimeout)
+		return s.h.toolError(fmt.Sprintf("The call to %s timed out after %v and was cancelled. It may or may not have taken effect: check before calling it again, or ask for less work in one call.", full, s.h.opts.CallTimeout)), nil
+	case isProtocolError(err):
+		return s.h.toolError(fmt.Sprintf("The call to %s failed: %v.", full, err)), nil
+	case !isTransportFailure(err) && !c.hasExited() && s.alive(base, c):
+		return s.h.toolError(fmt.Sprintf("The call to %s failed: %v.", full, err)), nil
+	}
+	return s.crashed(ctx, c, full, err)
+}
+
+// crashed restarts the server after the call to full broke its connection.
+// The call is not run again: it may have done part of its work.
+func (s *server) crashed(ctx context.Context, c *conn, full string, cause error) (Result, error) {
+	s.h.log.Warn("MCP server crashed during a call; restarting it", "server", s.cfg.Name, "call", full,
+		"error", cause, "stderr", c.proc.stderrTail())
+	err := s.replace(ctx, c)
+	if err != nil {
+		if sysErr := s.h.systemError(ctx, full, err); sysErr != nil {
+			return Result{}, sysErr
+		}
+		return s.h.toolError(fmt.Sprintf("MCP server %q crashed during the call to %s, and restarting it failed: %v. The call may or may not have taken effect. The server's tools are unavailable for now; a later call will try to restart it again.", s.cfg.Name, full, err)), nil
+	}
+	return s.h.toolError(fmt.Sprintf("MCP server %q crashed during the call to %s and was restarted. The call may or may not have taken effect: check before calling it again.", s.cfg.Name, full)), nil
+}
+
+// alive pings the server to tell a broken connection from an odd error.
+func (s *server) alive(ctx context.Context, c *conn) bool {
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	return c.sess.Ping(ctx, nil) == nil
+}
+
+// systemError returns the error Call must return when the caller's ctx has
+// ended or the host is closed (cause), and nil for everything else.
+func (h *Host) systemError(ctx context.Context, full string, cause error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("calling MCP tool %s: %w", full, err)
+	}
+	if errors.Is(cause, ErrClosed) || h.isClosed() {
+		return fmt.Errorf("calling MCP tool %s: %w", full, ErrClosed)
+	}
+	return nil
+}

@@ -1,0 +1,233 @@
+package toolhost
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/coding-agent/coding-agent/internal/toolhost/mcptest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestStartListsToolsInMemory(t *testing.T) {
+	h := start(t, Options{
+		Servers: []ServerConfig{{Name: "a", SystemPrompt: "use a"}, {Name: "b"}},
+		Connect: inMemory(t),
+	})
+	var names []string
+	for _, tool := range h.Tools() {
+		names = append(names, tool.FullName())
+	}
+	// Servers in config order; each server's tools in its order (the go-sdk server sorts them).
+	want := []string{"a/big", "a/echo", "a/env", "a/fail", "a/pid", "a/sleep", "a/write_file",
+		"b/big", "b/echo", "b/env", "b/fail", "b/pid", "b/sleep", "b/write_file"}
+	if !slices.Equal(names, want) {
+		t.Errorf("tools = %v, want %v", names, want)
+	}
+	echo := h.Tools()[1]
+	var schema struct {
+		Type       string         `json:"type"`
+		Properties map[string]any `json:"properties"`
+	}
+	if err := json.Unmarshal(echo.InputSchema, &schema); err != nil {
+		t.Fatalf("echo schema %s: %v", echo.InputSchema, err)
+	}
+	if schema.Type != "object" || schema.Properties["text"] == nil || echo.Description == "" {
+		t.Errorf("echo tool = %+v, want an object schema with text and a description", echo)
+	}
+	if s := h.Servers(); len(s) != 2 || s[0].SystemPrompt != "use a" || s[1].Name != "b" {
+		t.Errorf("Servers() = %+v", s)
+	}
+}
+
+func TestCallEchoAndToolErrors(t *testing.T) {
+	h := start(t, Options{Servers: []ServerConfig{{Name: "t"}}, Connect: inMemory(t)})
+
+	wantOK(t, call(t, h, "t/echo", map[string]string{"text": "héllo"}), "héllo")
+	wantToolError(t, call(t, h, "t/fail", map[string]any{}), "always fails")
+	wantToolError(t, call(t, h, "t/nope", map[string]any{}), `Unknown tool "nope"`, "echo, env, fail")
+	wantToolError(t, call(t, h, "x/echo", map[string]any{}), `Unknown MCP server "x"`, "Known servers: t")
+	wantToolError(t, call(t, h, "echo", map[string]any{}), "server/tool")
+
+	for _, bad := range []string{`[1]`, `{"text":`, `{"text":"a"} {}`, `"x"`} {
+		r, err := h.Call(t.Context(), "t/echo", json.RawMessage(bad))
+		if err != nil {
+			t.Fatalf("Call with args %s: %v", bad, err)
+		}
+		wantToolError(t, r, "Invalid arguments for t/echo")
+	}
+	// Arguments the server rejects (wrong type) are a tool error too.
+	wantToolError(t, call(t, h, "t/echo", map[string]any{"text": 3}), `want "string"`)
+	// Empty arguments mean {}.
+	r, err := h.Call(t.Context(), "t/pid", nil)
+	if err != nil || r.IsError {
+		t.Errorf("Call with nil args = %+v, %v; want success", r, err)
+	}
+}
+
+func TestCallReturnsErrorOnlyWhenContextEnds(t *testing.T) {
+	h := start(t, Options{Servers: []ServerConfig{{Name: "t"}}, Connect: inMemory(t)})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := h.Call(ctx, "t/echo", json.RawMessage(`{"text":"x"}`))
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Call with cancelled ctx: err = %v, want context.Canceled", err)
+	}
+}
+
+func TestCancelDuringCallIsSystemError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t, Options{Servers: []ServerConfig{{Name: "t"}}, Connect: inMemory(t)})
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		_, err := h.Call(ctx, "t/sleep", json.RawMessage(`{"ms":600000}`))
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Call past the caller's deadline: err = %v, want context.DeadlineExceeded", err)
+		}
+	})
+}
+
+func TestCallTimeoutIsToolError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t, Options{Servers: []ServerConfig{{Name: "t"}}, Connect: inMemory(t)})
+		r := call(t, h, "t/sleep", map[string]int{"ms": 10 * 60 * 1000})
+		wantToolError(t, r, "t/sleep timed out after 2m0s", "may or may not have taken effect")
+		// The server is still fine.
+		wantOK(t, call(t, h, "t/echo", map[string]string{"text": "still here"}), "still here")
+		if n := h.Restarts("t"); n != 0 {
+			t.Errorf("Restarts = %d after a timeout, want 0", n)
+		}
+	})
+}
+
+func TestCallAfterCloseIsSystemError(t *testing.T) {
+	h, err := Start(t.Context(), Options{Servers: []ServerConfig{{Name: "t"}}, Connect: inMemory(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := h.Call(t.Context(), "t/echo", nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("Call after Close: err = %v, want ErrClosed", err)
+	}
+}
+
+func TestCloseCancelsCallsInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, err := Start(t.Context(), Options{Servers: []ServerConfig{{Name: "t"}}, Connect: inMemory(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		errc := make(chan error)
+		go func() {
+			_, err := h.Call(t.Context(), "t/sleep", json.RawMessage(`{"ms":600000}`))
+			errc <- err
+		}()
+		synctest.Wait() // the call is in flight
+		if err := h.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := <-errc; !errors.Is(err, ErrClosed) {
+			t.Errorf("Call in flight during Close: err = %v, want ErrClosed", err)
+		}
+	})
+}
+
+func TestStartRejectsBadConfig(t *testing.T) {
+	for name, servers := range map[string][]ServerConfig{
+		`"a": duplicate server name`: {{Name: "a", Command: []string{"x"}}, {Name: "a", Command: []string{"y"}}},
+		`"a/b": the name must not`:   {{Name: "a/b", Command: []string{"x"}}},
+		`#1: the server has no name`: {{Command: []string{"x"}}},
+		`"c": no command`:            {{Name: "c"}},
+	} {
+		_, err := Start(t.Context(), Options{Servers: servers})
+		if err == nil || !strings.Contains(err.Error(), "starting MCP server "+name) {
+			t.Errorf("Start(%+v) error = %v, want it to contain %q", servers, err, name)
+		}
+	}
+}
+
+func TestStartFailureNamesServerAndClosesOthers(t *testing.T) {
+	var first *mcp.ServerSession
+	var connects atomic.Int32
+	connect := func(ctx context.Context, s ServerConfig) (mcp.Transport, error) {
+		connects.Add(1)
+		if s.Name == "bad" {
+			return nil, errors.New("no such server")
+		}
+		serverT, clientT := mcp.NewInMemoryTransports()
+		ss, err := mcptest.NewServer(mcptest.ServerOptions{}).Connect(ctx, serverT, nil)
+		first = ss
+		return clientT, err
+	}
+	_, err := Start(t.Context(), Options{Servers: []ServerConfig{{Name: "good"}, {Name: "bad"}, {Name: "never"}}, Connect: connect})
+	if err == nil || !strings.Contains(err.Error(), `starting MCP server "bad": connecting: no such server`) {
+		t.Fatalf("Start error = %v, want it to name server bad", err)
+	}
+	if n := connects.Load(); n != 2 {
+		t.Errorf("connects = %d, want 2 (the servers after the failure are not started)", n)
+	}
+	// The good server's session ends: the host closed its client side.
+	if err := first.Wait(); err != nil {
+		t.Logf("first server session ended with %v", err)
+	}
+}
+
+func TestStartFailsWhenListingToolsFails(t *testing.T) {
+	connect := func(ctx context.Context, _ ServerConfig) (mcp.Transport, error) {
+		serverT, clientT := mcp.NewInMemoryTransports()
+		s := mcptest.NewServer(mcptest.ServerOptions{})
+		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "tools/list" {
+					return nil, errors.New("tools are broken")
+				}
+				return next(ctx, method, req)
+			}
+		})
+		if _, err := s.Connect(ctx, serverT, nil); err != nil {
+			return nil, err
+		}
+		return clientT, nil
+	}
+	_, err := Start(t.Context(), Options{Servers: []ServerConfig{{Name: "empty"}}, Connect: connect})
+	if err == nil || !strings.HasPrefix(err.Error(), `starting MCP server "empty": listing tools: `) ||
+		!strings.Contains(err.Error(), "tools are broken") {
+		t.Fatalf("Start error = %v, want a listing failure naming the server", err)
+	}
+}
+
+func TestStartTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		connect := func(ctx context.Context, _ ServerConfig) (mcp.Transport, error) {
+			serverT, clientT := mcp.NewInMemoryTransports()
+			conn, err := serverT.Connect(ctx)
+			if err != nil {
+				return nil, err
+			}
+			go func() { // reads every request, answers none
+				for {
+					if _, err := conn.Read(context.Background()); err != nil {
+						return
+					}
+				}
+			}()
+			return clientT, nil
+		}
+		_, err := Start(t.Context(), Options{Servers: []ServerConfig{{Name: "mute"}}, Connect: connect})
+		if err == nil || !strings.Contains(err.Error(), `starting MCP server "mute": connecting: `) ||
+			!strings.Contains(err.Error(), "no answer within 1m0s") {
+			t.Errorf("Start error = %v, want a timeout naming the server", err)
+		}
+	})
+}

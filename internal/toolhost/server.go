@@ -1,0 +1,267 @@
+package toolhost
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// pingTimeout bounds the health check after a call failed in an unclear way.
+const pingTimeout = 5 * time.Second
+
+// server is one configured MCP server and its current connection.
+type server struct {
+	h     *Host
+	cfg   ServerConfig
+	tools []Tool
+	names map[string]bool
+
+	lock     chan struct{} // held while reading or replacing live and closed
+	live     *conn         // nil while the server is down
+	closed   bool
+	restarts atomic.Int64
+}
+
+// conn is one running instance of a server.
+type conn struct {
+	sess   *mcp.ClientSession
+	proc   *process // nil with Options.Connect
+	exited chan struct{}
+}
+
+func newConn(sess *mcp.ClientSession, p *process) *conn {
+	c := &conn{sess: sess, proc: p, exited: make(chan struct{})}
+	go func() {
+		_ = sess.Wait()
+		close(c.exited)
+	}()
+	return c
+}
+
+func (c *conn) hasExited() bool {
+	select {
+	case <-c.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop ends the instance: gracefully (close its input, wait, SIGTERM, SIGKILL)
+// or, when kill is set, with SIGKILL at once.
+func (c *conn) stop(kill bool) error {
+	if kill {
+		c.proc.kill()
+	}
+	err := c.sess.Close()
+	c.proc.killGroup()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return nil // it ended, which is what we wanted
+	}
+	return err
+}
+
+// startServer starts cfg for the first time and lists its tools.
+func (h *Host) startServer(ctx context.Context, cfg ServerConfig) (*server, error) {
+	s := &server{h: h, cfg: cfg, names: map[string]bool{}, lock: make(chan struct{}, 1)}
+	c, err := h.launch(ctx, cfg, s.listTools)
+	if err != nil {
+		return nil, err
+	}
+	s.live = c
+	return s, nil
+}
+
+// listTools records the tools of a freshly started server.
+func (s *server) listTools(ctx context.Context, sess *mcp.ClientSession) error {
+	for t, err := range sess.Tools(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("listing tools: %w", err)
+		}
+		if s.names[t.Name] {
+			s.h.log.Warn("MCP server lists a tool twice; keeping the first", "server", s.cfg.Name, "tool", t.Name)
+			continue
+		}
+		schema, err := json.Marshal(t.InputSchema)
+		if err != nil {
+			return fmt.Errorf("encoding the input schema of tool %q: %w", t.Name, err)
+		}
+		s.names[t.Name] = true
+		s.tools = append(s.tools, Tool{Server: s.cfg.Name, Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	return nil
+}
+
+// launch starts one instance of cfg and runs ready on it, all within StartTimeout.
+func (h *Host) launch(ctx context.Context, cfg ServerConfig, ready func(context.Context, *mcp.ClientSession) error) (*conn, error) {
+	ctx, cancelClosed := h.untilClosed(ctx)
+	defer cancelClosed()
+	ctx, cancel := context.WithTimeout(ctx, h.opts.StartTimeout)
+	defer cancel()
+	t, p, err := h.transport(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	// A server that hangs past the deadline is killed, so the handshake ends.
+	stopKill := context.AfterFunc(ctx, p.kill)
+	defer stopKill()
+	sess, err := h.client.Connect(ctx, t, nil)
+	if err != nil {
+		p.kill()
+		return nil, startError("connecting", ctx, h.opts.StartTimeout, err, p)
+	}
+	c := newConn(sess, p)
+	if ready != nil {
+		err = ready(ctx, sess)
+	}
+	if err == nil && !stopKill() {
+		err = ctx.Err() // the deadline passed as we finished
+	}
+	if err != nil {
+		_ = c.stop(true)
+		return nil, startError("", ctx, h.opts.StartTimeout, err, p)
+	}
+	return c, nil
+}
+
+// transport returns how to reach cfg: the Connect hook, or its command.
+func (h *Host) transport(ctx context.Context, cfg ServerConfig) (mcp.Transport, *process, error) {
+	if h.opts.Connect != nil {
+		t, err := h.opts.Connect(ctx, cfg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("connecting: %w", err)
+		}
+		return t, nil, nil
+	}
+	p := newProcess(cfg, h.log)
+	cmd := p.command(cfg)
+	return &procTransport{cmd: &mcp.CommandTransport{Command: cmd, TerminateDuration: h.opts.StopTimeout}, proc: p}, p, nil
+}
+
+// startError explains a failed start (action, if any, says which step), with
+// the deadline and the server's last stderr lines when they help.
+func startError(action string, ctx context.Context, timeout time.Duration, err error, p *process) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("%w (no answer within %v)", err, timeout)
+	} else if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("no answer within %v: %w", timeout, err)
+	}
+	if tail := p.stderrTail(); len(tail) > 0 {
+		err = fmt.Errorf("%w; server stderr: %s", err, strings.Join(tail, " | "))
+	}
+	if action == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %w", action, err)
+}
+
+func (s *server) hasTool(name string) bool { return s.names[name] }
+
+func (s *server) toolNames() []string {
+	out := make([]string, len(s.tools))
+	for i, t := range s.tools {
+		out[i] = t.Name
+	}
+	return out
+}
+
+func (s *server) acquire(ctx context.Context) error {
+	select {
+	case s.lock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *server) release() { <-s.lock }
+
+// current returns the running instance, restarting the server if it has exited.
+func (s *server) current(ctx context.Context) (*conn, error) {
+	if err := s.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer s.release()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if s.live != nil && !s.live.hasExited() {
+		return s.live, nil
+	}
+	if s.live != nil {
+		s.h.log.Warn("MCP server exited; restarting it", "server", s.cfg.Name, "stderr", s.live.proc.stderrTail())
+	}
+	return s.restartLocked(ctx)
+}
+
+// replace restarts the server after a call on broken failed. If another call
+// has restarted it already, there is nothing to do.
+func (s *server) replace(ctx context.Context, broken *conn) error {
+	if err := s.acquire(ctx); err != nil {
+		return err
+	}
+	defer s.release()
+	if s.closed {
+		return ErrClosed
+	}
+	if s.live != nil && s.live != broken {
+		return nil
+	}
+	_, err := s.restartLocked(ctx)
+	return err
+}
+
+func (s *server) restartLocked(ctx context.Context) (*conn, error) {
+	if s.live != nil {
+		_ = s.live.stop(true)
+		s.live = nil
+	}
+	c, err := s.h.launch(ctx, s.cfg, nil)
+	if err != nil {
+		s.h.log.Warn("restarting MCP server failed", "server", s.cfg.Name, "error", err)
+		return nil, err
+	}
+	s.live = c
+	n := s.restarts.Add(1)
+	s.h.log.Warn("restarted MCP server", "server", s.cfg.Name, "restarts", n)
+	return c, nil
+}
+
+// close stops the server for good.
+func (s *server) close() error {
+	s.lock <- struct{}{}
+	defer s.release()
+	s.closed = true
+	if s.live == nil {
+		return nil
+	}
+	err := s.live.stop(false)
+	s.live = nil
+	if err != nil {
+		return fmt.Errorf("stopping MCP server %q: %w", s.cfg.Name, err)
+	}
+	return nil
+}
+
+// isTransportFailure reports an error that says the connection itself broke.
+func isTransportFailure(err error) bool {
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.ErrClosedPipe)
+}
+
+// isProtocolError reports an error answer from the server (unknown tool,
+// invalid parameters...): the server is fine, the call was wrong.
+func isProtocolError(err error) bool {
+	var werr *jsonrpc.Error
+	return errors.As(err, &werr)
+}

@@ -1,0 +1,304 @@
+// Package toolhost runs the MCP tool servers the agent uses: it starts each
+// configured server once, lists its tools, calls them with timeouts, restarts a
+// server that dies, and stops them all on Close. Tool failures come back as
+// results for the model; only the caller's own cancellation is an error.
+package toolhost
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const (
+	defaultCallTimeout    = 2 * time.Minute
+	defaultStartTimeout   = 60 * time.Second
+	defaultMaxResultBytes = 32 << 10
+	defaultStopTimeout    = 3 * time.Second
+)
+
+// ErrClosed is returned by Call after Close.
+var ErrClosed = errors.New("tool host is closed")
+
+// ServerConfig describes one MCP server run over stdio.
+type ServerConfig struct {
+	// Name is unique; the server's tools are called "Name/tool". No "/" or spaces.
+	Name string
+	// Command is the program and its arguments.
+	Command []string
+	// Env is the server's whole environment, plus PATH and HOME inherited from
+	// ours unless set here. No other variable of ours reaches the server.
+	Env map[string]string
+	// SystemPrompt is text about this server's tools for the system prompt.
+	SystemPrompt string
+}
+
+// Options configures Start. Zero values mean defaults.
+type Options struct {
+	Servers []ServerConfig
+	// CallTimeout bounds each tool call; 0 means 2 minutes.
+	CallTimeout time.Duration
+	// StartTimeout bounds starting a server, its handshake and listing its tools; 0 means 60s.
+	StartTimeout time.Duration
+	// MaxResultBytes caps the result text given to the model; 0 means 32 KiB.
+	MaxResultBytes int
+	// StopTimeout is how long Close waits for a server to exit after closing its
+	// input, and again after SIGTERM, before killing it; 0 means 3s.
+	StopTimeout time.Duration
+	// Logger receives start, restart and stderr logs; nil discards them.
+	Logger *slog.Logger
+	// Connect, if set, replaces running the server's Command (a test seam).
+	Connect func(ctx context.Context, s ServerConfig) (mcp.Transport, error)
+}
+
+func (o Options) withDefaults() Options {
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = defaultCallTimeout
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = defaultStartTimeout
+	}
+	if o.MaxResultBytes <= 0 {
+		o.MaxResultBytes = defaultMaxResultBytes
+	}
+	if o.StopTimeout <= 0 {
+		o.StopTimeout = defaultStopTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Tool is one tool of one server.
+type Tool struct {
+	Server      string
+	Name        string
+	Description string
+	// InputSchema is the JSON Schema of the tool's arguments, as the server sent it.
+	InputSchema json.RawMessage
+}
+
+// FullName is the name Call takes: "server/tool".
+func (t Tool) FullName() string { return t.Server + "/" + t.Name }
+
+// Host owns the running MCP servers. It is safe for concurrent use.
+type Host struct {
+	opts    Options
+	log     *slog.Logger
+	client  *mcp.Client
+	servers []*server
+	byName  map[string]*server
+	tools   []Tool
+
+	done      chan struct{} // closed by Close
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start starts every configured server in order and lists its tools. If one
+// cannot start, the error names it and the servers already started are stopped.
+func Start(ctx context.Context, opts Options) (*Host, error) {
+	opts = opts.withDefaults()
+	if err := validate(opts); err != nil {
+		return nil, err
+	}
+	h := &Host{
+		opts: opts,
+		log:  opts.Logger,
+		client: mcp.NewClient(&mcp.Implementation{Name: "coding-agent", Version: "1"},
+			// No roots: servers use the directories they are given on the command line.
+			&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}),
+		byName: make(map[string]*server, len(opts.Servers)),
+		done:   make(chan struct{}),
+	}
+	for _, cfg := range opts.Servers {
+		s, err := h.startServer(ctx, cfg)
+		if err != nil {
+			_ = h.Close()
+			return nil, fmt.Errorf("starting MCP server %q: %w", cfg.Name, err)
+		}
+		h.servers = append(h.servers, s)
+		h.byName[cfg.Name] = s
+		h.tools = append(h.tools, s.tools...)
+		h.log.Info("started MCP server", "server", cfg.Name, "tools", len(s.tools))
+	}
+	return h, nil
+}
+
+func validate(opts Options) error {
+	seen := make(map[string]bool, len(opts.Servers))
+	var errs []error
+	for i, s := range opts.Servers {
+		switch {
+		case s.Name == "":
+			errs = append(errs, fmt.Errorf("starting MCP server #%d: the server has no name", i+1))
+		case strings.ContainsAny(s.Name, "/ \t\n"):
+			errs = append(errs, fmt.Errorf("starting MCP server %q: the name must not contain '/' or spaces", s.Name))
+		case seen[s.Name]:
+			errs = append(errs, fmt.Errorf("starting MCP server %q: duplicate server name", s.Name))
+		case opts.Connect == nil && len(s.Command) == 0:
+			errs = append(errs, fmt.Errorf("starting MCP server %q: no command", s.Name))
+		}
+		seen[s.Name] = true
+	}
+	return errors.Join(errs...)
+}
+
+// Tools returns every tool of every server: servers in config order, each
+// server's tools in the order it listed them.
+func (h *Host) Tools() []Tool {
+	out := make([]Tool, len(h.tools))
+	copy(out, h.tools)
+	return out
+}
+
+// Servers returns the server configs, in order (for system prompts).
+func (h *Host) Servers() []ServerConfig {
+	out := make([]ServerConfig, len(h.opts.Servers))
+	copy(out, h.opts.Servers)
+	return out
+}
+
+// Restarts reports how many times the named server has been restarted.
+func (h *Host) Restarts(server string) int {
+	s, ok := h.byName[server]
+	if !ok {
+		return 0
+	}
+	return int(s.restarts.Load())
+}
+
+// Call calls the tool fullName ("server/tool") with args, a JSON object.
+//
+// Everything that goes wrong with the tool (an error result, an unknown tool or
+// server, bad arguments, a timeout, a crashed server) comes back as a Result
+// with IsError set and a message for the model, and a nil error. The error is
+// non-nil only when ctx ends (or the host is closed): then stop working.
+func (h *Host) Call(ctx context.Context, fullName string, args json.RawMessage) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, fmt.Errorf("calling MCP tool %s: %w", fullName, err)
+	}
+	if h.isClosed() {
+		return Result{}, fmt.Errorf("calling MCP tool %s: %w", fullName, ErrClosed)
+	}
+	s, tool, problem := h.resolve(fullName)
+	if problem != "" {
+		return h.toolError(problem), nil
+	}
+	m, err := parseArgs(args)
+	if err != nil {
+		return h.toolError(fmt.Sprintf("Invalid arguments for %s: %v. Send the arguments as one JSON object that matches the tool's input schema.", fullName, err)), nil
+	}
+	return s.call(ctx, tool, m)
+}
+
+// resolve finds the server and tool of fullName, or explains what is wrong.
+func (h *Host) resolve(fullName string) (*server, string, string) {
+	srv, tool, ok := strings.Cut(fullName, "/")
+	if !ok || srv == "" || tool == "" {
+		return nil, "", fmt.Sprintf("Invalid tool name %q: tool names have the form server/tool. Known servers: %s.", fullName, strings.Join(h.serverNames(), ", "))
+	}
+	s, ok := h.byName[srv]
+	if !ok {
+		return nil, "", fmt.Sprintf("Unknown MCP server %q in tool name %q. Known servers: %s.", srv, fullName, strings.Join(h.serverNames(), ", "))
+	}
+	if !s.hasTool(tool) {
+		return nil, "", fmt.Sprintf("Unknown tool %q on MCP server %q. Its tools are: %s.", tool, srv, strings.Join(s.toolNames(), ", "))
+	}
+	return s, tool, ""
+}
+
+func (h *Host) serverNames() []string {
+	names := make([]string, len(h.servers))
+	for i, s := range h.servers {
+		names[i] = s.cfg.Name
+	}
+	return names
+}
+
+// parseArgs checks that raw is one JSON object (empty or null means {}).
+func parseArgs(raw json.RawMessage) (map[string]any, error) {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		return map[string]any{}, nil
+	}
+	if trimmed[0] != '{' {
+		return nil, errors.New("the arguments are not a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("the arguments are not valid JSON: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("there is more after the JSON object")
+	}
+	return m, nil
+}
+
+// toolError is a tool error result with message for the model.
+func (h *Host) toolError(msg string) Result {
+	r := truncate(msg, h.opts.MaxResultBytes)
+	r.IsError = true
+	return r
+}
+
+// result turns an MCP tool result into a Result.
+func (h *Host) result(res *mcp.CallToolResult) Result {
+	r := truncate(renderContent(res), h.opts.MaxResultBytes)
+	r.IsError = res.IsError
+	return r
+}
+
+func (h *Host) isClosed() bool {
+	select {
+	case <-h.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// untilClosed derives a context that also ends, with cause ErrClosed, on Close.
+func (h *Host) untilClosed(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-h.done:
+			cancel(ErrClosed)
+		case <-stop:
+		}
+	}()
+	return ctx, func() {
+		close(stop)
+		cancel(context.Canceled)
+	}
+}
+
+// Close stops every server: calls in flight are cancelled, each server's input
+// is closed, and a server still running after StopTimeout gets SIGTERM, then
+// SIGKILL. Nothing of ours runs after Close returns.
+func (h *Host) Close() error {
+	h.closeOnce.Do(func() {
+		close(h.done)
+		errs := make([]error, len(h.servers))
+		var wg sync.WaitGroup
+		for i, s := range h.servers {
+			wg.Go(func() { errs[i] = s.close() })
+		}
+		wg.Wait()
+		h.closeErr = errors.Join(errs...)
+	})
+	return h.closeErr
+}

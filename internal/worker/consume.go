@@ -1,0 +1,84 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/coding-agent/coding-agent/internal/queue"
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// Consume runs Workers goroutines taking jobs until the queue is closed and
+// drained, or ctx ends. Closing stopping asks the tasks in hand to stop at
+// their next checkpoint (their state is saved); ctx ending cuts them off.
+func (w *Worker) Consume(ctx context.Context, stopping <-chan struct{}) error {
+	if w.o.Queue == nil {
+		return errors.New("consuming: no queue configured")
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, w.o.Workers)
+	for range w.o.Workers {
+		wg.Go(func() {
+			for {
+				job, err := w.o.Queue.Take(ctx)
+				if err != nil {
+					if !errors.Is(err, queue.ErrClosed) && ctx.Err() == nil {
+						errs <- fmt.Errorf("taking a job: %w", err)
+					}
+					return
+				}
+				if isClosed(stopping) {
+					continue // leave it queued in the store for the next run
+				}
+				w.Process(ctx, job.Ref, stopping)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return errors.Join(collect(errs)...)
+}
+
+// Backlog queues the tasks the store holds as queued that no process here is
+// working on: claimed by a producer in another process, or left queued by a
+// shutdown. It returns how many it queued.
+func (w *Worker) Backlog(ctx context.Context) (int, error) {
+	recs, err := w.o.Store.List(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("listing queued tasks: %w", err)
+	}
+	n := 0
+	for i := len(recs) - 1; i >= 0; i-- { // oldest first
+		if recs[i].Status != task.Queued {
+			continue
+		}
+		if err := w.o.Queue.Put(ctx, queue.Job{Ref: recs[i].Ref, Enqueued: time.Now().UTC()}); err != nil {
+			return n, fmt.Errorf("queueing %s: %w", recs[i].Ref, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+func isClosed(c <-chan struct{}) bool {
+	if c == nil {
+		return false
+	}
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+func collect(c <-chan error) []error {
+	var out []error
+	for err := range c {
+		out = append(out, err)
+	}
+	return out
+}

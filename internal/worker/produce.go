@@ -1,0 +1,97 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/coding-agent/coding-agent/internal/httpx"
+	"github.com/coding-agent/coding-agent/internal/queue"
+	"github.com/coding-agent/coding-agent/internal/store"
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// Produce discovers tasks carrying the bot label, claims each one (store
+// first, atomically, then the labels: processing added, bot removed) and
+// queues it. It returns how many it queued. A task that fails to be claimed
+// is logged and left for the next pass; only a failed discovery is an error.
+func (w *Worker) Produce(ctx context.Context) (int, error) {
+	found, err := w.o.Forge.Discover(ctx, w.o.Labels.Bot)
+	if err != nil {
+		return 0, fmt.Errorf("discovering tasks labelled %q: %w", w.o.Labels.Bot, err)
+	}
+	n := 0
+	for _, t := range found {
+		if ctx.Err() != nil {
+			return n, ctx.Err()
+		}
+		ok, err := w.claim(ctx, t.Ref)
+		if err != nil {
+			w.log(t.Ref).Error("claiming task", "error", err)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		n++
+		if w.o.Queue == nil {
+			continue
+		}
+		if err := w.o.Queue.Put(ctx, queue.Job{Ref: t.Ref, Enqueued: time.Now().UTC()}); err != nil {
+			return n, fmt.Errorf("queueing %s: %w", t.Ref, err)
+		}
+	}
+	return n, nil
+}
+
+// claim takes the task for this process. It reports false when someone else
+// holds it or it no longer asks for the agent.
+func (w *Worker) claim(ctx context.Context, ref task.Ref) (bool, error) {
+	log := w.log(ref)
+	// The discovery may be stale: another process may have claimed and even
+	// finished the task since. Only a task that still carries the bot label
+	// is ours; the store claim right after is atomic across processes.
+	t, err := w.o.Forge.Get(ctx, ref)
+	if err != nil {
+		return false, fmt.Errorf("re-reading %s before claiming it: %w", ref, err)
+	}
+	if t.State != "open" || !t.HasLabel(w.o.Labels.Bot) {
+		log.Info("task no longer asks for the agent; skipping", "state", t.State)
+		return false, nil
+	}
+	if rec, err := w.o.Store.Get(ctx, ref); err == nil && w.ours(rec) {
+		return false, nil // already queued or running here
+	}
+	if _, err := w.o.Store.Claim(ctx, ref, w.o.Owner); err != nil {
+		if errors.Is(err, store.ErrClaimed) {
+			log.Info("task is held by another process; skipping")
+			return false, nil
+		}
+		return false, fmt.Errorf("claiming %s in the store: %w", ref, err)
+	}
+	lctx := httpx.Idempotent(ctx)
+	if err := w.o.Forge.AddLabel(lctx, ref, w.o.Labels.Processing); err != nil {
+		err = fmt.Errorf("claiming %s: %w", ref, err)
+		// The bot label is still there: the next pass tries again.
+		if serr := w.o.Store.SetStatus(ctx, ref, task.Failed, err.Error()); serr != nil {
+			log.Error("recording failed claim", "error", serr)
+		}
+		return false, err
+	}
+	if err := w.o.Forge.RemoveLabel(lctx, ref, w.o.Labels.Bot); err != nil {
+		// Keep going: the task is ours (processing) and the store holds it.
+		log.Warn("could not remove the bot label", "error", err)
+	}
+	if err := w.o.Store.SetStatus(ctx, ref, task.Queued, ""); err != nil {
+		return false, fmt.Errorf("marking %s queued: %w", ref, err)
+	}
+	log.Info("claimed task")
+	return true, nil
+}
+
+// ours reports whether this process already holds the task.
+func (w *Worker) ours(rec store.Record) bool {
+	return (rec.Status == task.Queued || rec.Status == task.Running) &&
+		rec.Host == w.o.Owner.Host && rec.PID == w.o.Owner.PID
+}

@@ -1,0 +1,72 @@
+// Package worker moves tasks through their life: the producer discovers
+// labelled tasks, claims them and queues them; the consumer takes jobs with
+// bounded concurrency, runs the agent on each, and leaves every task in a
+// truthful final state on the forge and in the store.
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/coding-agent/coding-agent/internal/agent"
+	"github.com/coding-agent/coding-agent/internal/forge"
+	"github.com/coding-agent/coding-agent/internal/queue"
+	"github.com/coding-agent/coding-agent/internal/store"
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// Labels are the four labels of a task's life on the forge.
+type Labels struct {
+	Bot        string // asks for the agent
+	Processing string // the agent is working
+	Done       string
+	Failed     string
+}
+
+// Runner runs the agent on one task.
+type Runner interface {
+	Run(ctx context.Context, in agent.Input) (agent.Outcome, error)
+}
+
+// Options configure a Worker. Zero values mean defaults.
+type Options struct {
+	Forge  forge.Forge
+	Store  store.Store
+	Queue  queue.Queue // nil: the producer only marks tasks queued in the store
+	Agent  Runner
+	Labels Labels
+	Owner  store.Owner
+	// BotName is the forge user the agent posts as; empty → learned from
+	// the forge (GET /user).
+	BotName string
+	// Workers is how many tasks run at once; 0 → 1.
+	Workers int
+	// Redact removes secrets from comment bodies.
+	Redact func(string) string
+	Logger *slog.Logger
+}
+
+// Worker produces and consumes jobs.
+type Worker struct {
+	o      Options
+	active sync.Map // task.Ref → struct{}: tasks in hand in this process
+}
+
+// New returns a Worker.
+func New(o Options) *Worker {
+	if o.Workers <= 0 {
+		o.Workers = 1
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Redact == nil {
+		o.Redact = func(s string) string { return s }
+	}
+	return &Worker{o: o}
+}
+
+func (w *Worker) log(ref task.Ref) *slog.Logger {
+	return w.o.Logger.With("task", ref.String())
+}
