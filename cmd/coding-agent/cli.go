@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/coding-agent/coding-agent/internal/app"
+	"github.com/coding-agent/coding-agent/internal/config"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1 // could not run: forge unreachable at start, MCP server would not start, ...
+	exitUsage   = 2 // bad command line or bad config
+)
+
+const usage = `usage: coding-agent <command> [--config FILE]
+
+commands:
+  run            one pass: discover labelled tasks, process them all, exit
+  serve          poll every continuous.producer.interval_minutes until SIGINT/SIGTERM
+  produce        discover and claim tasks, queue them in the state store [--once]
+  consume        process the tasks queued in the state store [--once]
+  status         list known tasks with their state and counters
+  config check   validate the config file and list every problem
+`
+
+// run is main without the process: it returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	cmd, rest := args[0], args[1:]
+	if cmd == "config" {
+		if len(rest) == 0 || rest[0] != "check" {
+			fmt.Fprint(stderr, "usage: coding-agent config check --config FILE\n")
+			return exitUsage
+		}
+		cmd, rest = "config check", rest[1:]
+	}
+	fs := flag.NewFlagSet("coding-agent "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "config.yaml", "config file (YAML)")
+	once := fs.Bool("once", false, "produce/consume: one pass, then exit")
+	if err := fs.Parse(rest); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "coding-agent %s: unexpected argument %q\n", cmd, fs.Arg(0))
+		return exitUsage
+	}
+	cfg, warnings, err := config.Load(*path)
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "config %s:\n%s\n", *path, indent(err))
+		return exitUsage
+	}
+	if cmd == "config check" {
+		fmt.Fprintln(stdout, "ok")
+		return exitOK
+	}
+	return runCommand(ctx, cmd, *once, cfg, stdout, stderr)
+}
+
+func runCommand(ctx context.Context, cmd string, once bool, cfg *config.Config, stdout, stderr io.Writer) int {
+	var do func(*app.App) error
+	switch cmd {
+	case "run":
+		do = func(a *app.App) error { return a.Run(ctx) }
+	case "serve":
+		do = func(a *app.App) error { return a.Serve(ctx) }
+	case "produce":
+		do = func(a *app.App) error { return a.Produce(ctx, once) }
+	case "consume":
+		do = func(a *app.App) error { return a.Consume(ctx, once) }
+	case "status":
+		do = func(a *app.App) error { return a.Status(ctx, stdout) }
+	default:
+		fmt.Fprintf(stderr, "coding-agent: unknown command %q\n\n%s", cmd, usage)
+		return exitUsage
+	}
+	a, err := app.New(ctx, cfg, app.Options{})
+	if err != nil {
+		fmt.Fprintf(stderr, "coding-agent %s: %v\n", cmd, app.Redact(cfg, err.Error()))
+		return exitFailure
+	}
+	err = do(a)
+	failed := err != nil && !errors.Is(err, context.Canceled)
+	if failed {
+		a.Log.Error("command failed", "command", cmd, "error", err)
+	}
+	if cerr := a.Close(); cerr != nil {
+		fmt.Fprintf(stderr, "coding-agent %s: closing: %v\n", cmd, app.Redact(cfg, cerr.Error()))
+	}
+	if failed {
+		fmt.Fprintf(stderr, "coding-agent %s: %v\n", cmd, app.Redact(cfg, err.Error()))
+		return exitFailure
+	}
+	return exitOK
+}
+
+func indent(err error) string {
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = "  " + l
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,17 @@
+// Command coding-agent watches GitHub or GitLab for tasks labelled
+// "coding agent" and works on them with an LLM and MCP tool servers.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

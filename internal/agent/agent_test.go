@@ -1,0 +1,367 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/coding-agent/coding-agent/internal/llm"
+	"github.com/coding-agent/coding-agent/internal/store"
+	"github.com/coding-agent/coding-agent/internal/task"
+	"github.com/coding-agent/coding-agent/internal/toolhost"
+	"github.com/coding-agent/coding-agent/internal/toolhost/mcptest"
+)
+
+// scriptLLM answers each Chat with the next scripted reply and records the
+// requests.
+type scriptLLM struct {
+	mu       sync.Mutex
+	replies  []any // llm.Message or error
+	requests []llm.Request
+}
+
+func (s *scriptLLM) Chat(_ context.Context, req llm.Request) (llm.Response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	req.Messages = append([]llm.Message(nil), req.Messages...)
+	s.requests = append(s.requests, req)
+	if len(s.replies) == 0 {
+		return llm.Response{}, fmt.Errorf("script exhausted at request %d", len(s.requests))
+	}
+	r := s.replies[0]
+	s.replies = s.replies[1:]
+	if err, ok := r.(error); ok {
+		return llm.Response{}, err
+	}
+	return llm.Response{Message: r.(llm.Message), Usage: llm.Usage{InputTokens: 10, OutputTokens: 3}}, nil
+}
+
+func text(s string) llm.Message { return llm.Message{Role: llm.Assistant, Content: s} }
+
+// memState is an in-memory State.
+type memState struct {
+	mu       sync.Mutex
+	cp       map[task.Ref]store.Checkpoint
+	counters store.Counters
+	saves    int
+}
+
+func newMemState() *memState { return &memState{cp: map[task.Ref]store.Checkpoint{}} }
+
+func (m *memState) SaveCheckpoint(_ context.Context, ref task.Ref, cp store.Checkpoint) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cp[ref] = cp
+	m.saves++
+	return nil
+}
+
+func (m *memState) LoadCheckpoint(_ context.Context, ref task.Ref) (store.Checkpoint, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cp, ok := m.cp[ref]
+	return cp, ok, nil
+}
+
+func (m *memState) AddCounters(_ context.Context, _ task.Ref, d store.Counters) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.counters.LLMCalls += d.LLMCalls
+	m.counters.ToolCalls += d.ToolCalls
+	m.counters.TokensIn += d.TokensIn
+	m.counters.TokensOut += d.TokensOut
+	return nil
+}
+
+// posts records comments; failNext makes the next posts fail.
+type posts struct {
+	mu       sync.Mutex
+	bodies   []string
+	failNext int
+}
+
+func (p *posts) Post(_ context.Context, body string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.failNext > 0 {
+		p.failNext--
+		return errors.New("forge answered 502")
+	}
+	p.bodies = append(p.bodies, body)
+	return nil
+}
+
+func startTools(t *testing.T) *toolhost.Host {
+	t.Helper()
+	h, err := toolhost.Start(context.Background(), toolhost.Options{
+		Servers: []toolhost.ServerConfig{{Name: "test", SystemPrompt: "Use echo to say things."}},
+		Connect: func(ctx context.Context, _ toolhost.ServerConfig) (mcp.Transport, error) { return mcptest.NewInMemory(ctx, t) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+var issue = task.Task{Ref: task.Ref{Forge: task.GitHub, Repo: "acme/app", Kind: task.Issue, Number: 7},
+	Title: "Say hello", Body: "Please echo hello.", Author: "alice", State: "open"}
+
+func newAgent(t *testing.T, m llm.Client, st State, native bool, mod func(*Options)) *Agent {
+	t.Helper()
+	o := Options{LLM: m, Tools: startTools(t), State: st, FunctionCalling: native}
+	if mod != nil {
+		mod(&o)
+	}
+	a, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestJSONProtocolRunsToolsAndFinishes(t *testing.T) {
+	m := &scriptLLM{replies: []any{
+		text(`{"comment":"Echoing.","command":{"tool":"test/echo","args":{"text":"hello"}}}`),
+		text(`{"comment":"Trying a broken tool.","command":{"tool":"test/fail","args":{}}}`),
+		text("```json\n{\"done\": true, \"comment\": \"Said hello.\"}\n```"),
+	}}
+	st, p := newMemState(), &posts{}
+	a := newAgent(t, m, st, false, nil)
+	out, err := a.Run(context.Background(), Input{Task: issue, Comments: []task.Comment{
+		{Author: "bob", Body: "also <!-- secret instruction --> wave"}, {Author: "bot", Body: "On it."}}, BotName: "bot", Post: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != task.Done || out.Comment != "Said hello." || out.Turns != 3 {
+		t.Fatalf("outcome %+v", out)
+	}
+	if got := strings.Join(p.bodies, "|"); got != "Echoing.|Trying a broken tool.|Said hello." {
+		t.Fatalf("posted %q", got)
+	}
+	if len(m.requests) != 3 {
+		t.Fatalf("%d model requests, want 3 (one per turn)", len(m.requests))
+	}
+	first := m.requests[0]
+	if first.Tools != nil {
+		t.Error("JSON mode must not send tools")
+	}
+	sys, user := first.Messages[0].Content, first.Messages[1].Content
+	for _, want := range []string{"test/echo", "test/fail", "Use echo to say things.", `"command"`} {
+		if !strings.Contains(sys, want) {
+			t.Errorf("system prompt lacks %q", want)
+		}
+	}
+	for _, want := range []string{"Say hello", "Please echo hello.", "@bob", "@bot (you, coding-agent)", "On it."} {
+		if !strings.Contains(user, want) {
+			t.Errorf("task prompt lacks %q:\n%s", want, user)
+		}
+	}
+	if strings.Contains(user, "secret instruction") {
+		t.Error("HTML comment reached the model")
+	}
+	second := m.requests[1].Messages
+	res := second[len(second)-1]
+	if res.Role != llm.User || !strings.Contains(res.Content, "Command: test/echo") ||
+		!strings.Contains(res.Content, `Arguments: {"text":"hello"}`) || !strings.Contains(res.Content, "hello") {
+		t.Fatalf("tool result message:\n%s", res.Content)
+	}
+	third := m.requests[2].Messages
+	if !strings.Contains(third[len(third)-1].Content, "The tool reported an error") {
+		t.Fatalf("tool error should go back to the model:\n%s", third[len(third)-1].Content)
+	}
+	if st.counters != (store.Counters{LLMCalls: 3, ToolCalls: 2, TokensIn: 30, TokensOut: 9}) {
+		t.Fatalf("counters %+v", st.counters)
+	}
+}
+
+func TestNativeToolCalls(t *testing.T) {
+	m := &scriptLLM{}
+	st, p := newMemState(), &posts{}
+	a := newAgent(t, m, st, true, nil)
+	m.replies = []any{
+		llm.Message{Content: "Echoing twice.", ToolCalls: []llm.ToolCall{
+			{ID: "call_1", Name: a.names.fn("test/echo"), Arguments: json.RawMessage(`{"text":"one"}`)},
+			{ID: "call_2", Name: a.names.fn("test/echo"), Arguments: json.RawMessage(`{"text":"two"}`)},
+		}},
+		text(`{"done": true, "comment": "Done."}`),
+	}
+	out, err := a.Run(context.Background(), Input{Task: issue, Post: p})
+	if err != nil || out.Status != task.Done {
+		t.Fatalf("%+v %v", out, err)
+	}
+	req := m.requests[0]
+	if len(req.Tools) == 0 || req.Tools[0].Name != "test__echo" && !hasTool(req.Tools, "test__echo") {
+		t.Fatalf("native tools not offered: %+v", req.Tools)
+	}
+	msgs := m.requests[1].Messages
+	n := len(msgs)
+	if msgs[n-3].Role != llm.Assistant || len(msgs[n-3].ToolCalls) != 2 ||
+		msgs[n-2].ToolCallID != "call_1" || msgs[n-1].ToolCallID != "call_2" || msgs[n-1].Role != llm.ToolRole ||
+		!strings.Contains(msgs[n-1].Content, "two") {
+		t.Fatalf("tool messages wrong: %+v", msgs[n-3:])
+	}
+	if strings.Join(p.bodies, "|") != "Echoing twice.|Done." {
+		t.Fatalf("posted %q", p.bodies)
+	}
+}
+
+func hasTool(ts []llm.Tool, name string) bool {
+	for _, t := range ts {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func TestFiveUnusableRepliesFailTheTask(t *testing.T) {
+	for _, native := range []bool{false, true} {
+		t.Run(fmt.Sprint("native=", native), func(t *testing.T) {
+			m := &scriptLLM{replies: []any{text("hmm"), text(`{"comment":"x"}`), text("no json"), text("{broken"), text("still nothing"), text(`{"done":true,"comment":"never read"}`)}}
+			p := &posts{}
+			a := newAgent(t, m, newMemState(), native, nil)
+			out, err := a.Run(context.Background(), Input{Task: issue, Post: p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Status != task.Failed || !strings.Contains(out.Reason, "5 unusable replies") {
+				t.Fatalf("outcome %+v", out)
+			}
+			if len(m.requests) != 5 {
+				t.Fatalf("%d requests, want 5", len(m.requests))
+			}
+			// Each retry tells the model what was wrong, so each differs.
+			seen := map[string]bool{}
+			for i := 1; i < 5; i++ {
+				last := m.requests[i].Messages[len(m.requests[i].Messages)-1]
+				if !strings.Contains(last.Content, "could not be used") || seen[last.Content] {
+					t.Fatalf("request %d correction: %q", i+1, last.Content)
+				}
+				seen[last.Content] = true
+			}
+			if len(p.bodies) != 0 {
+				t.Fatalf("nothing should be posted, got %q", p.bodies)
+			}
+		})
+	}
+}
+
+func TestUsableReplyResetsTheUnusableCount(t *testing.T) {
+	var replies []any
+	for range 4 {
+		replies = append(replies, text("nope"))
+	}
+	replies = append(replies, text(`{"command":{"tool":"test/echo","args":{"text":"x"}}}`))
+	for range 4 {
+		replies = append(replies, text("nope"))
+	}
+	replies = append(replies, text(`{"done":true,"comment":"ok"}`))
+	m := &scriptLLM{replies: replies}
+	out, err := newAgent(t, m, newMemState(), false, nil).Run(context.Background(), Input{Task: issue, Post: &posts{}})
+	if err != nil || out.Status != task.Done {
+		t.Fatalf("%+v %v", out, err)
+	}
+}
+
+func TestTurnLimitFailsTheTask(t *testing.T) {
+	m := &scriptLLM{replies: []any{
+		text(`{"command":{"tool":"test/echo","args":{"text":"1"}}}`),
+		text(`{"command":{"tool":"test/echo","args":{"text":"2"}}}`),
+	}}
+	a := newAgent(t, m, newMemState(), false, func(o *Options) { o.MaxTurns = 2 })
+	out, err := a.Run(context.Background(), Input{Task: issue, Post: &posts{}})
+	if err != nil || out.Status != task.Failed || !strings.Contains(out.Reason, "max_llm_process_num") {
+		t.Fatalf("%+v %v", out, err)
+	}
+	if len(m.requests) != 2 {
+		t.Fatalf("%d requests, want 2", len(m.requests))
+	}
+}
+
+func TestRepeatedIdenticalCallsAreFlagged(t *testing.T) {
+	call := text(`{"command":{"tool":"test/echo","args":{"text":"same"}}}`)
+	m := &scriptLLM{replies: []any{call, call, call, text(`{"done":true,"comment":"ok"}`)}}
+	if _, err := newAgent(t, m, newMemState(), false, nil).Run(context.Background(), Input{Task: issue, Post: &posts{}}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := m.requests[3].Messages
+	if !strings.Contains(msgs[len(msgs)-1].Content, "3 times in a row") {
+		t.Fatalf("third identical call not flagged:\n%s", msgs[len(msgs)-1].Content)
+	}
+	if strings.Contains(m.requests[2].Messages[len(m.requests[2].Messages)-1].Content, "times in a row") {
+		t.Fatal("second call flagged too early")
+	}
+}
+
+func TestModelErrorIsASystemError(t *testing.T) {
+	m := &scriptLLM{replies: []any{errors.New("503 after 4 attempts")}}
+	_, err := newAgent(t, m, newMemState(), false, nil).Run(context.Background(), Input{Task: issue, Post: &posts{}})
+	if err == nil || !strings.Contains(err.Error(), "model request 1 for github:acme/app#7") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// A run that stops after the model replied but before its comment landed
+// resumes from the checkpoint: the model is not asked again and the comment
+// is posted once.
+func TestResumeDoesNotReaskOrRepost(t *testing.T) {
+	m := &scriptLLM{replies: []any{
+		text(`{"comment":"Step one.","command":{"tool":"test/echo","args":{"text":"a"}}}`),
+		text(`{"comment":"Finished.","done":true}`),
+	}}
+	st, p := newMemState(), &posts{failNext: 1}
+	a := newAgent(t, m, st, false, nil)
+	if _, err := a.Run(context.Background(), Input{Task: issue, Post: p}); err == nil {
+		t.Fatal("want the posting error")
+	}
+	out, err := a.Run(context.Background(), Input{Task: issue, Post: p})
+	if err != nil || out.Status != task.Done {
+		t.Fatalf("%+v %v", out, err)
+	}
+	if len(m.requests) != 2 {
+		t.Fatalf("%d model requests, want 2", len(m.requests))
+	}
+	if strings.Join(p.bodies, "|") != "Step one.|Finished." {
+		t.Fatalf("posted %q", p.bodies)
+	}
+}
+
+func TestInterruptAtCheckpointThenResume(t *testing.T) {
+	m := &scriptLLM{replies: []any{
+		text(`{"comment":"One.","command":{"tool":"test/echo","args":{"text":"a"}}}`),
+		text(`{"comment":"Two.","done":true}`),
+	}}
+	st, p := newMemState(), &posts{}
+	stop := false
+	a := newAgent(t, m, st, false, func(o *Options) {
+		o.BeforeTurn = func(_ context.Context, _ task.Ref, turn int) error {
+			if stop && turn == 2 {
+				return ErrInterrupted
+			}
+			return nil
+		}
+	})
+	stop = true
+	if _, err := a.Run(context.Background(), Input{Task: issue, Post: p}); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("err = %v, want ErrInterrupted", err)
+	}
+	stop = false
+	out, err := a.Run(context.Background(), Input{Task: issue, Post: p})
+	if err != nil || out.Status != task.Done || out.Turns != 2 {
+		t.Fatalf("%+v %v", out, err)
+	}
+	if len(m.requests) != 2 || strings.Join(p.bodies, "|") != "One.|Two." {
+		t.Fatalf("%d requests, posted %q", len(m.requests), p.bodies)
+	}
+	// The resumed request carries the whole conversation so far.
+	if n := len(m.requests[1].Messages); n != 4 {
+		t.Fatalf("resumed request has %d messages, want 4 (system, task, reply, result)", n)
+	}
+}

@@ -1,0 +1,210 @@
+// Package app is the composition root: it builds the adapters the config
+// names, wires them into the core, runs the commands, and closes everything
+// in reverse order.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/coding-agent/coding-agent/internal/agent"
+	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/forge"
+	ghforge "github.com/coding-agent/coding-agent/internal/forge/github"
+	glforge "github.com/coding-agent/coding-agent/internal/forge/gitlab"
+	"github.com/coding-agent/coding-agent/internal/httpx"
+	"github.com/coding-agent/coding-agent/internal/llm"
+	"github.com/coding-agent/coding-agent/internal/llm/ollama"
+	"github.com/coding-agent/coding-agent/internal/llm/openai"
+	"github.com/coding-agent/coding-agent/internal/obs"
+	"github.com/coding-agent/coding-agent/internal/queue/memqueue"
+	"github.com/coding-agent/coding-agent/internal/store"
+	"github.com/coding-agent/coding-agent/internal/store/sqlite"
+	"github.com/coding-agent/coding-agent/internal/task"
+	"github.com/coding-agent/coding-agent/internal/toolhost"
+	"github.com/coding-agent/coding-agent/internal/worker"
+)
+
+// forgeTimeout bounds one forge HTTP attempt.
+const forgeTimeout = 30 * time.Second
+
+// Options are what the process gives the app besides the config.
+type Options struct {
+	// Sleep replaces the retry waits (tests); nil → real timers.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// App holds the built components.
+type App struct {
+	cfg     *config.Config
+	o       Options
+	Log     *slog.Logger
+	redact  func(string) string
+	closers []io.Closer
+	forge   forge.Forge
+	store   store.Store
+	host    *toolhost.Host
+	runner  *agent.Agent
+}
+
+// New builds the logger, the store and the forge adapter. Commands that run
+// the agent also start the MCP servers and the model client (startAgent).
+func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
+	a := &App{cfg: cfg, o: o, redact: obs.Redactor(cfg.Secrets())}
+	logger, closer, err := obs.NewLogger(obs.LogOptions{
+		File: cfg.Logging.File, Level: cfg.Logging.Level, Stdout: cfg.Logging.Stdout,
+		MaxAgeDays: cfg.Logging.MaxAgeDays, Secrets: cfg.Secrets(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("setting up logging: %w", err)
+	}
+	a.Log = logger
+	a.closers = append(a.closers, closer)
+	st, err := sqlite.Open(ctx, cfg.StateDir)
+	if err != nil {
+		a.Close()
+		return nil, fmt.Errorf("opening the state store in %s: %w", cfg.StateDir, err)
+	}
+	a.store = st
+	a.closers = append(a.closers, st)
+	if a.forge, err = a.newForge(); err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *App) httpClient(timeout time.Duration, retryUnsafe bool) *http.Client {
+	return httpx.NewClient(httpx.Options{
+		AttemptTimeout: timeout, RetryUnsafe: retryUnsafe, Logger: a.Log, Sleep: a.o.Sleep,
+	})
+}
+
+func (a *App) newForge() (forge.Forge, error) {
+	c := a.cfg
+	client := a.httpClient(forgeTimeout, false)
+	switch c.TaskSource {
+	case task.GitHub:
+		f, err := ghforge.New(ghforge.Options{APIURL: c.GitHub.APIURL, Token: c.GitHub.Token, Owner: c.GitHub.Owner,
+			Repositories: c.GitHub.Repositories, Query: c.GitHub.Query, HTTPClient: client, Logger: a.Log, Sleep: a.o.Sleep})
+		if err != nil {
+			return nil, fmt.Errorf("setting up GitHub: %w", err)
+		}
+		return f, nil
+	case task.GitLab:
+		f, err := glforge.New(glforge.Options{APIURL: c.GitLab.APIURL, Token: c.GitLab.Token, Projects: c.GitLab.Projects,
+			Group: c.GitLab.Group, HTTPClient: client, Logger: a.Log, Sleep: a.o.Sleep})
+		if err != nil {
+			return nil, fmt.Errorf("setting up GitLab: %w", err)
+		}
+		return f, nil
+	}
+	return nil, fmt.Errorf("task_source %q is not github or gitlab", c.TaskSource)
+}
+
+// startAgent starts the MCP servers and builds the model client and agent.
+func (a *App) startAgent(ctx context.Context, beforeTurn func(context.Context, task.Ref, int) error) error {
+	c := a.cfg
+	var servers []toolhost.ServerConfig
+	for _, s := range c.MCPServers {
+		servers = append(servers, toolhost.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, SystemPrompt: s.SystemPrompt})
+	}
+	host, err := toolhost.Start(ctx, toolhost.Options{Servers: servers, CallTimeout: c.Tools.CallTimeout(),
+		MaxResultBytes: c.Tools.MaxResultBytes, Logger: a.Log})
+	if err != nil {
+		return err
+	}
+	a.host = host
+	a.closers = append(a.closers, host)
+	model, maxTokens, err := a.newLLM()
+	if err != nil {
+		return err
+	}
+	a.runner, err = agent.New(agent.Options{LLM: model, Tools: host, State: a.store, Logger: a.Log,
+		FunctionCalling: c.LLM.FunctionCalling, MaxTurns: c.MaxLLMProcessNum, MaxTokens: maxTokens, BeforeTurn: beforeTurn})
+	return err
+}
+
+func (a *App) newLLM() (llm.Client, int, error) {
+	c := a.cfg.LLM
+	client := a.httpClient(c.Timeout(), true)
+	var (
+		m   llm.Client
+		max int
+		err error
+	)
+	switch c.Provider {
+	case config.ProviderOpenAI:
+		m, err = openai.New(openai.Options{BaseURL: c.OpenAI.BaseURL, APIKey: c.OpenAI.APIKey, Model: c.OpenAI.Model,
+			MaxTokens: c.OpenAI.MaxToken, HTTPClient: client, Logger: a.Log})
+		max = c.OpenAI.MaxToken
+	case config.ProviderLMStudio:
+		m, err = openai.New(openai.Options{BaseURL: c.LMStudio.BaseURL, APIKey: "lm-studio", Model: c.LMStudio.Model,
+			HTTPClient: client, Logger: a.Log})
+	case config.ProviderOllama:
+		m, err = ollama.New(ollama.Options{Endpoint: c.Ollama.Endpoint, Model: c.Ollama.Model, MaxTokens: c.Ollama.MaxToken,
+			ContextLength: c.Ollama.ContextLength, HTTPClient: client, Logger: a.Log})
+		max = c.Ollama.MaxToken
+	default:
+		err = fmt.Errorf("llm.provider %q is not openai, lmstudio or ollama", c.Provider)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("setting up the %s model client: %w", c.Provider, err)
+	}
+	return m, max, nil
+}
+
+// model is the provider and model name recorded with each task.
+func (a *App) model() (string, string) {
+	c := a.cfg.LLM
+	switch c.Provider {
+	case config.ProviderOpenAI:
+		return c.Provider, c.OpenAI.Model
+	case config.ProviderLMStudio:
+		return c.Provider, c.LMStudio.Model
+	case config.ProviderOllama:
+		return c.Provider, c.Ollama.Model
+	}
+	return c.Provider, ""
+}
+
+func (a *App) newWorker(q *memqueue.Queue) *worker.Worker {
+	l := a.cfg.Labels()
+	host, _ := os.Hostname()
+	provider, model := a.model()
+	bot := a.cfg.GitHub.BotName
+	if a.cfg.TaskSource == task.GitLab {
+		bot = a.cfg.GitLab.BotName
+	}
+	o := worker.Options{Forge: a.forge, Store: a.store, Agent: a.runner,
+		Labels:  worker.Labels{Bot: l.Bot, Processing: l.Processing, Done: l.Done, Failed: l.Failed},
+		Owner:   store.Owner{Host: host, PID: os.Getpid(), Provider: provider, Model: model},
+		BotName: bot, Workers: a.cfg.Continuous.Consumer.Workers, Redact: a.redact, Logger: a.Log}
+	if q != nil {
+		o.Queue = q
+	}
+	return worker.New(o)
+}
+
+// Close stops the MCP servers and closes the store and the log, in reverse
+// order of creation.
+func (a *App) Close() error {
+	var errs []error
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		if err := a.closers[i].Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	a.closers = nil
+	return errors.Join(errs...)
+}
+
+// Redact removes the config's secrets from s (for messages printed outside
+// the logger).
+func Redact(cfg *config.Config, s string) string { return obs.Redactor(cfg.Secrets())(s) }

@@ -1,0 +1,181 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/coding-agent/coding-agent/internal/agent"
+	"github.com/coding-agent/coding-agent/internal/queue/memqueue"
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// shutdownGrace is how long a task in hand may take, after a shutdown
+// signal, to reach its next checkpoint before its context is cut.
+const shutdownGrace = 2 * time.Minute
+
+// interruptAt returns a BeforeTurn hook that stops a task at its next
+// checkpoint once stopping is closed.
+func interruptAt(stopping <-chan struct{}) func(context.Context, task.Ref, int) error {
+	return func(context.Context, task.Ref, int) error {
+		select {
+		case <-stopping:
+			return agent.ErrInterrupted
+		default:
+			return nil
+		}
+	}
+}
+
+// taskContext is the context tasks run under: it outlives ctx by the grace
+// period, so a task stops at a checkpoint rather than mid-step.
+func taskContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(shutdownGrace, cancel)
+		context.AfterFunc(tctx, func() { t.Stop() })
+	})
+	return tctx, func() { stop(); cancel() }
+}
+
+// Run is one pass: discover and claim every labelled task, process them all,
+// return. It fails only when it could not run (discovery failed); a task that
+// fails is reported on the task.
+func (a *App) Run(ctx context.Context) error {
+	if err := a.startAgent(ctx, interruptAt(ctx.Done())); err != nil {
+		return err
+	}
+	q := memqueue.New(memqueue.Options{})
+	w := a.newWorker(q)
+	if _, err := w.Backlog(ctx); err != nil {
+		return err
+	}
+	n, err := w.Produce(ctx)
+	if err != nil {
+		return err
+	}
+	a.Log.Info("run: tasks claimed", "count", n)
+	q.Close()
+	tctx, cancel := taskContext(ctx)
+	defer cancel()
+	return w.Consume(tctx, ctx.Done())
+}
+
+// Serve polls every continuous.producer.interval_minutes and processes what
+// it finds until ctx ends; the tasks in hand then stop at their next
+// checkpoint.
+func (a *App) Serve(ctx context.Context) error {
+	if err := a.startAgent(ctx, interruptAt(ctx.Done())); err != nil {
+		return err
+	}
+	q := memqueue.New(memqueue.Options{})
+	w := a.newWorker(q)
+	tctx, cancel := taskContext(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- w.Consume(tctx, ctx.Done()) }()
+	a.poll(ctx, func(ctx context.Context) error {
+		if _, err := w.Backlog(ctx); err != nil {
+			return err
+		}
+		_, err := w.Produce(ctx)
+		return err
+	})
+	q.Close()
+	return <-done
+}
+
+// Produce discovers and claims tasks, marking them queued in the store for
+// a consumer sharing the state directory. With once it makes one pass.
+func (a *App) Produce(ctx context.Context, once bool) error {
+	w := a.newWorker(nil)
+	if once {
+		n, err := w.Produce(ctx)
+		a.Log.Info("produce: tasks queued", "count", n)
+		return err
+	}
+	a.poll(ctx, func(ctx context.Context) error {
+		_, err := w.Produce(ctx)
+		return err
+	})
+	return nil
+}
+
+// Consume processes the tasks queued in the store, polling for new ones.
+// With once it processes what is queued now and returns.
+func (a *App) Consume(ctx context.Context, once bool) error {
+	if err := a.startAgent(ctx, interruptAt(ctx.Done())); err != nil {
+		return err
+	}
+	q := memqueue.New(memqueue.Options{})
+	w := a.newWorker(q)
+	tctx, cancel := taskContext(ctx)
+	defer cancel()
+	if once {
+		if _, err := w.Backlog(ctx); err != nil {
+			return err
+		}
+		q.Close()
+		return w.Consume(tctx, ctx.Done())
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Consume(tctx, ctx.Done()) }()
+	a.poll(ctx, func(ctx context.Context) error {
+		_, err := w.Backlog(ctx)
+		return err
+	})
+	q.Close()
+	return <-done
+}
+
+// poll runs pass now and then every interval until ctx ends; a failed pass
+// is logged and retried at the next tick.
+func (a *App) poll(ctx context.Context, pass func(context.Context) error) {
+	interval := a.cfg.Continuous.Producer.Interval()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if err := pass(ctx); err != nil && ctx.Err() == nil {
+			a.Log.Error("polling pass failed; retrying at the next tick", "error", err, "interval", interval.String())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Status writes the tasks the store knows, with their state and counters.
+func (a *App) Status(ctx context.Context, out io.Writer) error {
+	recs, err := a.store.List(ctx)
+	if err != nil {
+		return fmt.Errorf("listing tasks: %w", err)
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tSTATUS\tLLM CALLS\tTOOL CALLS\tTOKENS IN\tTOKENS OUT\tMODEL\tHOST:PID\tUPDATED\tERROR")
+	for _, r := range recs {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s:%d\t%s\t%s\n", r.Ref, r.Status,
+			r.Counters.LLMCalls, r.Counters.ToolCalls, r.Counters.TokensIn, r.Counters.TokensOut,
+			r.Provider+"/"+r.Model, r.Host, r.PID, r.UpdatedAt.Local().Format(time.DateTime), oneLine(r.Error, 80))
+	}
+	if len(recs) == 0 {
+		fmt.Fprintln(tw, "(no tasks yet)")
+	}
+	return tw.Flush()
+}
+
+func oneLine(s string, max int) string {
+	r := []rune(s)
+	for i, c := range r {
+		if c == '\n' || c == '\t' {
+			r[i] = ' '
+		}
+	}
+	if len(r) > max {
+		return string(r[:max-1]) + "…"
+	}
+	return string(r)
+}

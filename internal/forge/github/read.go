@@ -1,0 +1,129 @@
+package github
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+
+	gh "github.com/google/go-github/v92/github"
+
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// Get reads an issue or pull request; for a pull request it also reads the
+// head and base branches. The kind comes from GitHub, not from ref.
+func (c *Client) Get(ctx context.Context, ref task.Ref) (task.Task, error) {
+	owner, name, err := split(ref)
+	if err != nil {
+		return task.Task{}, err
+	}
+	action := "getting " + refName(ref)
+	is, _, err := c.gh.Issues.Get(ctx, owner, name, ref.Number)
+	if err != nil {
+		return task.Task{}, wrapErr(action, err)
+	}
+	t := toTask(is, ref.Repo)
+	if is.IsPullRequest() {
+		pr, _, err := c.gh.PullRequests.Get(ctx, owner, name, ref.Number)
+		if err != nil {
+			return task.Task{}, wrapErr(action+" branches", err)
+		}
+		t.HeadBranch = pr.GetHead().GetRef()
+		t.BaseBranch = pr.GetBase().GetRef()
+	}
+	return t, nil
+}
+
+// Comments reads every comment of an issue or pull request (the
+// conversation, not code review comments), oldest first.
+func (c *Client) Comments(ctx context.Context, ref task.Ref) ([]task.Comment, error) {
+	owner, name, err := split(ref)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := c.listComments(ctx, owner, name, ref.Number, nil)
+	if err != nil {
+		return nil, wrapErr("listing comments of "+refName(ref), err)
+	}
+	return cs, nil
+}
+
+// listComments reads every page of an item's comments, updated at or after
+// since when it is set, in chronological order.
+func (c *Client) listComments(ctx context.Context, owner, name string, number int, opts *gh.IssueListCommentsOptions) ([]task.Comment, error) {
+	if opts == nil {
+		opts = &gh.IssueListCommentsOptions{}
+	}
+	opts.PerPage = 100
+	var out []task.Comment
+	for {
+		page, resp, err := c.gh.Issues.ListComments(ctx, owner, name, number, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, cm := range page {
+			out = append(out, toComment(cm))
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	slices.SortStableFunc(out, func(a, b task.Comment) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+func toComment(cm *gh.IssueComment) task.Comment {
+	return task.Comment{
+		ID:        cm.GetID(),
+		Author:    cm.GetUser().GetLogin(),
+		Body:      cm.GetBody(),
+		CreatedAt: cm.GetCreatedAt().Time,
+	}
+}
+
+// toTask translates an issue (or the issue view of a pull request). repo is
+// used when the payload does not say which repository it belongs to.
+func toTask(is *gh.Issue, repo string) task.Task {
+	if r := repoFromURL(is.GetRepositoryURL()); r != "" {
+		repo = r
+	}
+	kind := task.Issue
+	if is.IsPullRequest() {
+		kind = task.PullRequest
+	}
+	t := task.Task{
+		Ref:       task.Ref{Forge: task.GitHub, Repo: repo, Kind: kind, Number: is.GetNumber()},
+		Title:     is.GetTitle(),
+		Body:      is.GetBody(),
+		Author:    is.GetUser().GetLogin(),
+		URL:       is.GetHTMLURL(),
+		State:     is.GetState(),
+		CreatedAt: is.GetCreatedAt().Time,
+		UpdatedAt: is.GetUpdatedAt().Time,
+	}
+	for _, l := range is.Labels {
+		t.Labels = append(t.Labels, l.GetName())
+	}
+	for _, a := range is.Assignees {
+		t.Assignees = append(t.Assignees, a.GetLogin())
+	}
+	return t
+}
+
+// repoFromURL reads "owner/name" out of a repository_url such as
+// https://api.github.com/repos/acme/app or https://ghe/api/v3/repos/acme/app.
+func repoFromURL(u string) string {
+	i := strings.LastIndex(u, "/repos/")
+	if i < 0 {
+		return ""
+	}
+	r := u[i+len("/repos/"):]
+	if !repoPattern.MatchString(r) {
+		return ""
+	}
+	return r
+}

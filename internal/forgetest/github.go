@@ -1,0 +1,406 @@
+package forgetest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// GitHub emulates the parts of the GitHub REST API the agent uses, at the
+// server root and under /api/v3 (GitHub Enterprise style). Seed it with
+// AddRepo, AddIssue, AddPull and AddComment; inspect it with Labels,
+// Comments, Requests and Count; break it with Inject.
+//
+// Token and BotLogin may be changed right after NewGitHub, before the first
+// request.
+type GitHub struct {
+	base
+
+	// Token is the only token accepted, as "Authorization: Bearer <token>"
+	// or "Authorization: token <token>".
+	Token string
+	// BotLogin is the login of the token's user (GET /user); comments posted
+	// through the API are authored by it.
+	BotLogin string
+
+	srv *httptest.Server
+
+	st     sync.Mutex // guards the fields below
+	repos  map[string]*ghRepo
+	users  map[string]*ghUser
+	rates  map[string]*ghRate
+	nextID int64
+}
+
+// PullSeed describes a pull request to add. Pull requests share the issue
+// number space, as on GitHub.
+type PullSeed struct {
+	IssueSeed
+	Head string // head branch; "" means "feature"
+	Base string // base branch; "" means "main"
+}
+
+// Comment is an issue comment as stored by the emulator.
+type Comment struct {
+	ID        int64
+	Author    string
+	Body      string
+	CreatedAt time.Time
+}
+
+type ghUser struct {
+	id      int64
+	login   string
+	created time.Time
+}
+
+type ghLabel struct {
+	id    int64
+	name  string
+	color string
+}
+
+type ghRepo struct {
+	id      int64
+	owner   string
+	name    string
+	created time.Time
+	labels  []*ghLabel
+	items   []*ghItem // index number-1
+}
+
+type ghItem struct {
+	id        int64
+	number    int
+	title     string
+	body      string
+	author    string
+	state     string
+	labels    []*ghLabel
+	assignees []string
+	pull      *ghPull
+	created   time.Time
+	updated   time.Time
+	closed    time.Time
+	comments  []*ghComment
+}
+
+type ghPull struct {
+	head, base string
+}
+
+type ghComment struct {
+	id      int64
+	author  string
+	body    string
+	created time.Time
+	updated time.Time
+}
+
+type ghRate struct {
+	limit  int
+	used   int
+	window time.Duration
+	reset  time.Time
+}
+
+// NewGitHub starts an emulator and closes it when the test ends.
+func NewGitHub(t testing.TB) *GitHub {
+	t.Helper()
+	var raw [16]byte
+	_, _ = rand.Read(raw[:])
+	g := &GitHub{
+		Token:    "ghp_test" + hex.EncodeToString(raw[:]),
+		BotLogin: "coding-agent-bot",
+		repos:    map[string]*ghRepo{},
+		users:    map[string]*ghUser{},
+		rates: map[string]*ghRate{
+			"core":   {limit: 5000, window: time.Hour},
+			"search": {limit: 30, window: time.Minute},
+		},
+	}
+	g.srv = httptest.NewServer(g.handler())
+	t.Cleanup(g.srv.Close)
+	return g
+}
+
+// URL is the REST root, like https://api.github.com. The same API answers
+// under URL()+"/api/v3".
+func (g *GitHub) URL() string { return g.srv.URL }
+
+// Client returns an HTTP client for the emulator's server.
+func (g *GitHub) Client() *http.Client { return g.srv.Client() }
+
+// SetRateLimit sets the request budget of a rate-limit resource ("core" or
+// "search") and forgets what was used.
+func (g *GitHub) SetRateLimit(resource string, limit int) {
+	g.st.Lock()
+	defer g.st.Unlock()
+	g.rateLocked(resource).limit = limit
+	g.rateLocked(resource).used = 0
+}
+
+// RateRemaining returns what is left of a rate-limit resource's budget.
+func (g *GitHub) RateRemaining(resource string) int {
+	g.st.Lock()
+	defer g.st.Unlock()
+	r := g.rateLocked(resource)
+	return r.limit - r.used
+}
+
+// AddUser makes a user known. Users are also created on first mention.
+func (g *GitHub) AddUser(login string) {
+	g.st.Lock()
+	defer g.st.Unlock()
+	g.userLocked(login)
+}
+
+// AddRepo creates "owner/name". Adding an existing repository does nothing.
+func (g *GitHub) AddRepo(fullName string) {
+	g.st.Lock()
+	defer g.st.Unlock()
+	g.repoLocked(fullName)
+}
+
+// AddIssue creates an issue (creating the repository if needed) and returns
+// its number.
+func (g *GitHub) AddIssue(repo string, s IssueSeed) int {
+	g.st.Lock()
+	defer g.st.Unlock()
+	return g.addItemLocked(repo, s, nil).number
+}
+
+// AddPull creates a pull request and returns its number.
+func (g *GitHub) AddPull(repo string, s PullSeed) int {
+	g.st.Lock()
+	defer g.st.Unlock()
+	p := &ghPull{head: s.Head, base: s.Base}
+	if p.head == "" {
+		p.head = "feature"
+	}
+	if p.base == "" {
+		p.base = "main"
+	}
+	return g.addItemLocked(repo, s.IssueSeed, p).number
+}
+
+// AddComment adds a comment by author to an issue or pull request and
+// returns its id. It panics if the item does not exist.
+func (g *GitHub) AddComment(repo string, number int, author, body string) int64 {
+	g.st.Lock()
+	defer g.st.Unlock()
+	it := g.mustItemLocked(repo, number)
+	return g.commentLocked(it, author, body).id
+}
+
+// SetState opens or closes an issue or pull request.
+func (g *GitHub) SetState(repo string, number int, state string) {
+	g.st.Lock()
+	defer g.st.Unlock()
+	it := g.mustItemLocked(repo, number)
+	it.state = state
+	it.updated = g.nowLocked()
+	it.closed = time.Time{}
+	if state == "closed" {
+		it.closed = it.updated
+	}
+}
+
+// SetCreatedAt backdates an issue or pull request (its updated_at too).
+func (g *GitHub) SetCreatedAt(repo string, number int, t time.Time) {
+	g.st.Lock()
+	defer g.st.Unlock()
+	it := g.mustItemLocked(repo, number)
+	it.created = t.UTC().Truncate(time.Second)
+	it.updated = it.created
+	if it.state == "closed" {
+		it.closed = it.created
+	}
+}
+
+// AddLabelDirect adds a label the way a person in the web UI would, without
+// going through the API (no request is logged).
+func (g *GitHub) AddLabelDirect(repo string, number int, label string) {
+	g.st.Lock()
+	defer g.st.Unlock()
+	r := g.repoLocked(repo)
+	it := g.mustItemLocked(repo, number)
+	g.attachLabelLocked(r, it, label)
+}
+
+// Labels returns the names of the labels on an issue or pull request, in
+// the order they were added; nil if the item does not exist.
+func (g *GitHub) Labels(repo string, number int) []string {
+	g.st.Lock()
+	defer g.st.Unlock()
+	it := g.itemLocked(repo, number)
+	if it == nil {
+		return nil
+	}
+	out := make([]string, 0, len(it.labels))
+	for _, l := range it.labels {
+		out = append(out, l.name)
+	}
+	return out
+}
+
+// Comments returns the comments of an issue or pull request, oldest first.
+func (g *GitHub) Comments(repo string, number int) []Comment {
+	g.st.Lock()
+	defer g.st.Unlock()
+	it := g.itemLocked(repo, number)
+	if it == nil {
+		return nil
+	}
+	out := make([]Comment, 0, len(it.comments))
+	for _, c := range it.comments {
+		out = append(out, Comment{ID: c.id, Author: c.author, Body: c.body, CreatedAt: c.created})
+	}
+	return out
+}
+
+// Count returns how many requests with method (any when "") had a path
+// containing pathSubstring.
+func (g *GitHub) Count(method, pathSubstring string) int {
+	n := 0
+	for _, r := range g.Requests() {
+		if (method == "" || strings.EqualFold(method, r.Method)) && strings.Contains(r.Path, pathSubstring) {
+			n++
+		}
+	}
+	return n
+}
+
+func (g *GitHub) nowLocked() time.Time { return g.clock().UTC().Truncate(time.Second) }
+
+func (g *GitHub) idLocked() int64 {
+	g.nextID++
+	return 1000 + g.nextID
+}
+
+func (g *GitHub) rateLocked(resource string) *ghRate {
+	r, ok := g.rates[resource]
+	if !ok {
+		r = &ghRate{limit: 5000, window: time.Hour}
+		g.rates[resource] = r
+	}
+	return r
+}
+
+func (g *GitHub) userLocked(login string) *ghUser {
+	key := strings.ToLower(login)
+	u, ok := g.users[key]
+	if !ok {
+		u = &ghUser{id: g.idLocked(), login: login, created: g.nowLocked()}
+		g.users[key] = u
+	}
+	return u
+}
+
+func (g *GitHub) repoLocked(fullName string) *ghRepo {
+	key := strings.ToLower(fullName)
+	if r, ok := g.repos[key]; ok {
+		return r
+	}
+	owner, name, ok := strings.Cut(fullName, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		panic("forgetest: repository must be owner/name, got " + fullName)
+	}
+	g.userLocked(owner)
+	r := &ghRepo{id: g.idLocked(), owner: owner, name: name, created: g.nowLocked()}
+	g.repos[key] = r
+	return r
+}
+
+// findRepoLocked returns the repository or nil; it never creates one.
+func (g *GitHub) findRepoLocked(owner, name string) *ghRepo {
+	return g.repos[strings.ToLower(owner+"/"+name)]
+}
+
+func (g *GitHub) itemLocked(repo string, number int) *ghItem {
+	r := g.repos[strings.ToLower(repo)]
+	if r == nil || number < 1 || number > len(r.items) {
+		return nil
+	}
+	return r.items[number-1]
+}
+
+func (g *GitHub) mustItemLocked(repo string, number int) *ghItem {
+	it := g.itemLocked(repo, number)
+	if it == nil {
+		panic("forgetest: no issue or pull request " + repo + "#" + strconv.Itoa(number))
+	}
+	return it
+}
+
+func (g *GitHub) addItemLocked(repo string, s IssueSeed, p *ghPull) *ghItem {
+	r := g.repoLocked(repo)
+	it := &ghItem{
+		id: g.idLocked(), number: len(r.items) + 1, title: s.Title, body: s.Body,
+		author: s.Author, state: s.State, assignees: slices.Clone(s.Assignees), pull: p,
+	}
+	if it.author == "" {
+		it.author = "octocat"
+	}
+	g.userLocked(it.author)
+	if it.state == "" || it.state == "opened" {
+		it.state = "open"
+	}
+	it.created = g.nowLocked()
+	it.updated = it.created
+	if it.state == "closed" {
+		it.closed = it.created
+	}
+	for _, a := range it.assignees {
+		g.userLocked(a)
+	}
+	for _, l := range s.Labels {
+		g.attachLabelLocked(r, it, l)
+	}
+	r.items = append(r.items, it)
+	return it
+}
+
+func (g *GitHub) commentLocked(it *ghItem, author, body string) *ghComment {
+	g.userLocked(author)
+	now := g.nowLocked()
+	c := &ghComment{id: g.idLocked(), author: author, body: body, created: now, updated: now}
+	it.comments = append(it.comments, c)
+	it.updated = now
+	return c
+}
+
+// repoLabelLocked finds a repository label by name (case-insensitive, as on
+// GitHub), creating it when create is set.
+func (g *GitHub) repoLabelLocked(r *ghRepo, name string, create bool) *ghLabel {
+	for _, l := range r.labels {
+		if strings.EqualFold(l.name, name) {
+			return l
+		}
+	}
+	if !create {
+		return nil
+	}
+	l := &ghLabel{id: g.idLocked(), name: name, color: "ededed"}
+	r.labels = append(r.labels, l)
+	return l
+}
+
+// attachLabelLocked puts a label on an item; it reports whether it was
+// absent before.
+func (g *GitHub) attachLabelLocked(r *ghRepo, it *ghItem, name string) bool {
+	l := g.repoLabelLocked(r, name, true)
+	if slices.Contains(it.labels, l) {
+		return false
+	}
+	it.labels = append(it.labels, l)
+	it.updated = g.nowLocked()
+	return true
+}

@@ -1,0 +1,362 @@
+package forgetest
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// GitLab emulates the GitLab REST API v4 (https://gitlab.com/api/v4) for
+// tests: projects in nested groups, issues and merge requests with their own
+// iid spaces, notes, labels and the current user, answered with GitLab's JSON
+// shapes, offset pagination headers, ETags and rate-limit headers. Faults are
+// injected with Inject.
+type GitLab struct {
+	base
+
+	// Token is the personal access token the emulator accepts, sent as
+	// PRIVATE-TOKEN or as "Authorization: Bearer". Set it before the first
+	// request if the default does not suit.
+	Token string
+	// BotUsername is the user the token belongs to (GET /user).
+	BotUsername string
+
+	t   testing.TB
+	srv *httptest.Server
+
+	dmu       sync.Mutex // guards everything below
+	groups    map[string]*glGroup
+	projects  map[string]*glProject // by lowercased path
+	users     map[string]int64
+	nextID    int64 // global ids of issues, merge requests and notes
+	nextProj  int
+	nextGroup int
+	last      time.Time // last timestamp handed out, to keep them increasing
+	born      time.Time
+	rlWindow  time.Time
+	rlCount   int
+}
+
+// IssueSeed describes an issue to add (GitLab.AddIssue, GitHub.AddIssue). It
+// is shared by both emulators; each reads State in its own words: "opened"
+// on GitLab, "open" on GitHub, either accepted by both, or "closed" (a GitLab
+// merge request may also be "merged").
+type IssueSeed struct {
+	Title     string
+	Body      string
+	Author    string // username; "" means "octocat"
+	Labels    []string
+	State     string // "" means open
+	Assignees []string
+}
+
+// MRSeed describes a merge request to add with AddMR.
+type MRSeed struct {
+	IssueSeed
+	SourceBranch string // "feature" when empty
+	TargetBranch string // "main" when empty
+}
+
+// Note is a note on an issue or merge request, as the emulator holds it.
+type Note struct {
+	ID        int64
+	Author    string
+	Body      string
+	CreatedAt time.Time
+	System    bool
+}
+
+// Kinds of noteable items, as AddNote, Labels and Notes take them.
+const (
+	KindIssue        = "issue"
+	KindMergeRequest = "merge_request"
+)
+
+const glRateLimit = 2000 // requests per minute, as on gitlab.com
+
+type glGroup struct {
+	id   int
+	path string // full path, "grp/sub"
+}
+
+type glProject struct {
+	id      int
+	path    string // path_with_namespace as added
+	group   *glGroup
+	created time.Time
+	issues  map[int]*glItem
+	mrs     map[int]*glItem
+}
+
+type glItem struct {
+	id        int64
+	iid       int
+	kind      string
+	project   *glProject
+	title     string
+	body      string
+	author    string
+	labels    []string // sorted, as GitLab lists them
+	state     string
+	assignees []string
+	source    string
+	target    string
+	created   time.Time
+	updated   time.Time
+	closed    time.Time
+	notes     []*glNote
+}
+
+type glNote struct {
+	id      int64
+	author  string
+	body    string
+	system  bool
+	created time.Time
+	updated time.Time
+}
+
+// NewGitLab starts an emulated GitLab; it is closed when the test ends.
+func NewGitLab(t testing.TB) *GitLab {
+	t.Helper()
+	g := &GitLab{
+		Token:       "glpat-forgetest-token",
+		BotUsername: "coding-agent-bot",
+		t:           t,
+		groups:      map[string]*glGroup{},
+		projects:    map[string]*glProject{},
+		users:       map[string]int64{},
+		nextID:      1000,
+		nextProj:    100,
+		nextGroup:   10,
+	}
+	g.born = g.stamp()
+	g.srv = httptest.NewServer(g.wrap(http.HandlerFunc(g.serve), glErrBody))
+	t.Cleanup(g.srv.Close)
+	return g
+}
+
+// URL returns the API base, ending in /api/v4.
+func (g *GitLab) URL() string { return g.srv.URL + "/api/v4" }
+
+// Client returns an HTTP client for the emulator.
+func (g *GitLab) Client() *http.Client { return g.srv.Client() }
+
+// AddProject adds a project such as "acme/app" or "grp/sub/app" and the
+// groups it sits in, and returns its numeric id. Adding it again returns the
+// same id.
+func (g *GitLab) AddProject(path string) int {
+	g.t.Helper()
+	g.dmu.Lock()
+	defer g.dmu.Unlock()
+	if p := g.projects[strings.ToLower(path)]; p != nil {
+		return p.id
+	}
+	parts := strings.Split(path, "/")
+	if len(parts) < 2 || slices.Contains(parts, "") {
+		g.t.Fatalf("forgetest: gitlab project path %q: want group/project", path)
+	}
+	var grp *glGroup
+	for i := 1; i < len(parts); i++ {
+		gp := strings.Join(parts[:i], "/")
+		grp = g.groups[strings.ToLower(gp)]
+		if grp == nil {
+			g.nextGroup++
+			grp = &glGroup{id: g.nextGroup, path: gp}
+			g.groups[strings.ToLower(gp)] = grp
+		}
+	}
+	g.nextProj++
+	p := &glProject{
+		id: g.nextProj, path: path, group: grp, created: g.stamp(),
+		issues: map[int]*glItem{}, mrs: map[int]*glItem{},
+	}
+	g.projects[strings.ToLower(path)] = p
+	return p.id
+}
+
+// AddIssue adds an issue to an existing project and returns its iid.
+func (g *GitLab) AddIssue(project string, s IssueSeed) int {
+	g.t.Helper()
+	g.dmu.Lock()
+	defer g.dmu.Unlock()
+	p := g.mustProject(project)
+	it := g.newItem(p, KindIssue, s)
+	it.iid = len(p.issues) + 1
+	p.issues[it.iid] = it
+	return it.iid
+}
+
+// AddMR adds a merge request to an existing project and returns its iid.
+func (g *GitLab) AddMR(project string, s MRSeed) int {
+	g.t.Helper()
+	g.dmu.Lock()
+	defer g.dmu.Unlock()
+	p := g.mustProject(project)
+	it := g.newItem(p, KindMergeRequest, s.IssueSeed)
+	it.source, it.target = s.SourceBranch, s.TargetBranch
+	if it.source == "" {
+		it.source = "feature"
+	}
+	if it.target == "" {
+		it.target = "main"
+	}
+	it.iid = len(p.mrs) + 1
+	p.mrs[it.iid] = it
+	return it.iid
+}
+
+// AddNote adds a note to an issue or merge request (kind KindIssue or
+// KindMergeRequest) and returns its id. A system note is what GitLab writes
+// itself, such as "changed the description".
+func (g *GitLab) AddNote(project, kind string, iid int, author, body string, system bool) int64 {
+	g.t.Helper()
+	g.dmu.Lock()
+	defer g.dmu.Unlock()
+	it := g.mustItem(project, kind, iid)
+	return g.addNote(it, author, body, system).id
+}
+
+// Labels returns the labels of an issue or merge request, sorted.
+func (g *GitLab) Labels(project, kind string, iid int) []string {
+	g.t.Helper()
+	g.dmu.Lock()
+	defer g.dmu.Unlock()
+	return slices.Clone(g.mustItem(project, kind, iid).labels)
+}
+
+// Notes returns the notes of an issue or merge request, oldest first.
+func (g *GitLab) Notes(project, kind string, iid int) []Note {
+	g.t.Helper()
+	g.dmu.Lock()
+	defer g.dmu.Unlock()
+	it := g.mustItem(project, kind, iid)
+	out := make([]Note, 0, len(it.notes))
+	for _, n := range it.notes {
+		out = append(out, Note{ID: n.id, Author: n.author, Body: n.body, CreatedAt: n.created, System: n.system})
+	}
+	return out
+}
+
+// Count returns how many requests had method (any when "") and a URL path
+// (as sent, escaped) containing pathSubstring.
+func (g *GitLab) Count(method, pathSubstring string) int {
+	n := 0
+	for _, r := range g.Requests() {
+		if (method == "" || strings.EqualFold(method, r.Method)) && strings.Contains(r.Path, pathSubstring) {
+			n++
+		}
+	}
+	return n
+}
+
+func (g *GitLab) mustProject(project string) *glProject {
+	g.t.Helper()
+	p := g.project(project)
+	if p == nil {
+		g.t.Fatalf("forgetest: gitlab project %q not added", project)
+	}
+	return p
+}
+
+func (g *GitLab) mustItem(project, kind string, iid int) *glItem {
+	g.t.Helper()
+	p := g.mustProject(project)
+	var it *glItem
+	switch kind {
+	case KindIssue:
+		it = p.issues[iid]
+	case KindMergeRequest:
+		it = p.mrs[iid]
+	default:
+		g.t.Fatalf("forgetest: gitlab kind %q: want %q or %q", kind, KindIssue, KindMergeRequest)
+	}
+	if it == nil {
+		g.t.Fatalf("forgetest: gitlab %s %d not found in %s", kind, iid, project)
+	}
+	return it
+}
+
+// project finds a project by numeric id or path.
+func (g *GitLab) project(id string) *glProject {
+	if n, err := strconv.Atoi(id); err == nil {
+		for _, p := range g.projects {
+			if p.id == n {
+				return p
+			}
+		}
+		return nil
+	}
+	return g.projects[strings.ToLower(id)]
+}
+
+// group finds a group by numeric id or full path.
+func (g *GitLab) group(id string) *glGroup {
+	if n, err := strconv.Atoi(id); err == nil {
+		for _, gr := range g.groups {
+			if gr.id == n {
+				return gr
+			}
+		}
+		return nil
+	}
+	return g.groups[strings.ToLower(id)]
+}
+
+func (g *GitLab) newItem(p *glProject, kind string, s IssueSeed) *glItem {
+	g.nextID++
+	now := g.stamp()
+	it := &glItem{
+		id: g.nextID, kind: kind, project: p, title: s.Title, body: s.Body,
+		author: s.Author, state: s.State, assignees: slices.Clone(s.Assignees),
+		created: now, updated: now,
+	}
+	if it.author == "" {
+		it.author = "octocat"
+	}
+	if it.state == "" || it.state == "open" {
+		it.state = "opened"
+	}
+	if it.state != "opened" {
+		it.closed = it.updated
+	}
+	it.setLabels(s.Labels)
+	return it
+}
+
+func (g *GitLab) addNote(it *glItem, author, body string, system bool) *glNote {
+	g.nextID++
+	now := g.stamp()
+	n := &glNote{id: g.nextID, author: author, body: body, system: system, created: now, updated: now}
+	it.notes = append(it.notes, n)
+	it.updated = now
+	return n
+}
+
+// stamp returns the current time at GitLab's millisecond precision, always
+// later than the one before, so creation order is time order.
+func (g *GitLab) stamp() time.Time {
+	t := g.clock().UTC().Truncate(time.Millisecond)
+	if !t.After(g.last) {
+		t = g.last.Add(time.Millisecond)
+	}
+	g.last = t
+	return t
+}
+
+func (it *glItem) setLabels(labels []string) {
+	var out []string
+	for _, l := range labels {
+		l = strings.TrimSpace(l)
+		if l != "" && !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	slices.Sort(out)
+	it.labels = out
+}

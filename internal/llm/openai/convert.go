@@ -1,0 +1,140 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	oa "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/coding-agent/coding-agent/internal/llm"
+)
+
+// toMessages maps the conversation onto the wire.
+func toMessages(in []llm.Message) ([]oa.ChatCompletionMessageParamUnion, error) {
+	out := make([]oa.ChatCompletionMessageParamUnion, 0, len(in))
+	for i, m := range in {
+		switch m.Role {
+		case llm.System:
+			out = append(out, oa.SystemMessage(m.Content))
+		case llm.User:
+			out = append(out, oa.UserMessage(m.Content))
+		case llm.Assistant:
+			msg, err := assistantMessage(m)
+			if err != nil {
+				return nil, fmt.Errorf("message %d: %w", i, err)
+			}
+			out = append(out, msg)
+		case llm.ToolRole:
+			if m.ToolCallID == "" {
+				return nil, fmt.Errorf("message %d: tool message has no tool call id", i)
+			}
+			out = append(out, oa.ToolMessage(m.Content, m.ToolCallID))
+		default:
+			return nil, fmt.Errorf("message %d: unknown role %q", i, m.Role)
+		}
+	}
+	return out, nil
+}
+
+func assistantMessage(m llm.Message) (oa.ChatCompletionMessageParamUnion, error) {
+	var a oa.ChatCompletionAssistantMessageParam
+	if m.Content != "" || len(m.ToolCalls) == 0 {
+		a.Content.OfString = oa.String(m.Content)
+	}
+	for j, tc := range m.ToolCalls {
+		if tc.ID == "" || tc.Name == "" {
+			return oa.ChatCompletionMessageParamUnion{}, fmt.Errorf("tool call %d has no id or name", j)
+		}
+		a.ToolCalls = append(a.ToolCalls, oa.ChatCompletionMessageToolCallUnionParam{
+			OfFunction: &oa.ChatCompletionMessageFunctionToolCallParam{
+				ID: tc.ID,
+				Function: oa.ChatCompletionMessageFunctionToolCallFunctionParam{
+					Name: tc.Name, Arguments: argumentsText(tc.Arguments),
+				},
+			},
+		})
+	}
+	return oa.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+}
+
+// toTools maps tool definitions; nil when there are none, so that no tools
+// field is sent. The schema's top-level keys are kept with their values
+// verbatim (in their original order below the top level).
+func toTools(in []llm.Tool) ([]oa.ChatCompletionToolUnionParam, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make([]oa.ChatCompletionToolUnionParam, 0, len(in))
+	for _, t := range in {
+		params := shared.FunctionParameters{"type": "object", "properties": map[string]any{}}
+		if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
+			var top map[string]json.RawMessage
+			if err := json.Unmarshal(t.Parameters, &top); err != nil {
+				return nil, fmt.Errorf("tool %q: parameters are not a JSON object: %w", t.Name, err)
+			}
+			params = make(shared.FunctionParameters, len(top))
+			for k, v := range top {
+				params[k] = v
+			}
+		}
+		fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: params}
+		if t.Description != "" {
+			fd.Description = oa.String(t.Description)
+		}
+		out = append(out, oa.ChatCompletionFunctionTool(fd))
+	}
+	return out, nil
+}
+
+// fromMessage maps the model's message back. Tool calls without an id get a
+// stable one made of the conversation length and the call's index.
+func fromMessage(m oa.ChatCompletionMessage, turn int, log *slog.Logger) llm.Message {
+	out := llm.Message{Role: llm.Assistant, Content: m.Content}
+	if out.Content == "" && m.Refusal != "" {
+		out.Content = m.Refusal
+	}
+	for i, tc := range m.ToolCalls {
+		if tc.Type != "" && tc.Type != "function" {
+			log.Warn("ignoring tool call of unsupported type", "type", tc.Type, "id", tc.ID)
+			continue
+		}
+		id := tc.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%d_%d", turn, i)
+		}
+		out.ToolCalls = append(out.ToolCalls, llm.ToolCall{
+			ID: id, Name: tc.Function.Name, Arguments: argumentsJSON(tc.Function.Arguments),
+		})
+	}
+	return out
+}
+
+// argumentsJSON turns the arguments text a model wrote into JSON: verbatim
+// when valid, {} when blank, and otherwise the text as a JSON string, so
+// that the caller sees it is not an object and the message stays valid JSON.
+func argumentsJSON(s string) json.RawMessage {
+	switch {
+	case strings.TrimSpace(s) == "":
+		return json.RawMessage("{}")
+	case json.Valid([]byte(s)):
+		return json.RawMessage(s)
+	default:
+		b, _ := json.Marshal(s) // a string always marshals
+		return b
+	}
+}
+
+// argumentsText is the inverse of argumentsJSON: what goes back on the wire.
+func argumentsText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "{}"
+	}
+	var s string
+	if raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}

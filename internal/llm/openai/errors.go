@@ -1,0 +1,96 @@
+package openai
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	oa "github.com/openai/openai-go/v3"
+)
+
+// maxMessage caps the server's error text kept in a StatusError.
+const maxMessage = 500
+
+// StatusError is an HTTP error answer from the API. Callers that may not
+// import this package can still read the status with errors.As against an
+// interface{ HTTPStatus() int }.
+type StatusError struct {
+	Code    int
+	Message string // the server's error message, API key removed, capped
+}
+
+func (e *StatusError) Error() string {
+	if e.Message == "" {
+		return fmt.Sprintf("http status %d", e.Code)
+	}
+	return fmt.Sprintf("http status %d: %s", e.Code, e.Message)
+}
+
+// HTTPStatus is the status code the server answered.
+func (e *StatusError) HTTPStatus() int { return e.Code }
+
+// apiError turns an error answer into a StatusError. The library's own
+// error is not kept: it holds the request, headers and API key included.
+// raw is the last HTTP response, when there was one.
+func apiError(err error, raw *http.Response, key string) error {
+	var ae *oa.Error
+	if errors.As(err, &ae) {
+		msg := ae.Message
+		if msg == "" {
+			msg = body(ae.Response)
+		}
+		return &StatusError{Code: ae.StatusCode, Message: clean(msg, key)}
+	}
+	// An error answer whose body cannot be decoded fails in the library's
+	// decoding instead.
+	if raw != nil && raw.StatusCode >= http.StatusBadRequest {
+		return &StatusError{Code: raw.StatusCode, Message: clean(body(raw), key)}
+	}
+	return err
+}
+
+// body reads the start of an error answer's body, which the library leaves
+// readable.
+func body(resp *http.Response) string {
+	if resp == nil || resp.Body == nil {
+		return ""
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxMessage+1))
+	return string(b)
+}
+
+// clean removes the API key and caps the length of a server message.
+func clean(msg, key string) string {
+	if key != "" {
+		msg = strings.ReplaceAll(msg, key, "[redacted]")
+	}
+	msg = strings.TrimSpace(msg)
+	if len(msg) > maxMessage {
+		cut := maxMessage
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "..."
+	}
+	return msg
+}
+
+// redactedError hides the API key in an error's text and keeps the chain
+// for errors.Is and errors.As.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+func redact(err error, key string) error {
+	if key == "" || !strings.Contains(err.Error(), key) {
+		return err
+	}
+	return &redactedError{msg: strings.ReplaceAll(err.Error(), key, "[redacted]"), err: err}
+}

@@ -1,0 +1,281 @@
+package openai_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/coding-agent/coding-agent/internal/llm"
+	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
+	"github.com/coding-agent/coding-agent/internal/llm/openai"
+)
+
+const model = "gpt-test"
+
+func newClient(t *testing.T, srv *llmtest.Server, mod func(*openai.Options)) *openai.Client {
+	t.Helper()
+	opts := openai.Options{BaseURL: srv.OpenAIURL(), APIKey: "sk-test-key", Model: model}
+	if mod != nil {
+		mod(&opts)
+	}
+	c, err := openai.New(opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return c
+}
+
+var readFile = llm.Tool{
+	Name:        "fs__read_file",
+	Description: "Read a file.",
+	Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},` +
+		`"lines":{"type":"array","items":{"type":"integer"}}},"required":["path"]}`),
+}
+
+func conversation() []llm.Message {
+	return []llm.Message{
+		{Role: llm.System, Content: "You are a coding agent."},
+		{Role: llm.User, Content: "Fix the bug."},
+	}
+}
+
+func TestChatPlainContent(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Options{})
+	srv.Script(llmtest.Reply{Content: "hello", Usage: llmtest.Usage{In: 12, Out: 3}})
+	c := newClient(t, srv, nil)
+
+	got, err := c.Chat(t.Context(), llm.Request{Messages: conversation()})
+	if err != nil {
+		t.Fatalf("Chat: %v", err)
+	}
+	want := llm.Response{
+		Message: llm.Message{Role: llm.Assistant, Content: "hello"},
+		Usage:   llm.Usage{InputTokens: 12, OutputTokens: 3},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("response (-want +got):\n%s", diff)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("requests = %d, want 1", len(reqs))
+	}
+	r := reqs[0]
+	if r.Wire != llmtest.WireOpenAI || r.Model != model {
+		t.Errorf("wire, model = %q, %q; want openai, %q", r.Wire, r.Model, model)
+	}
+	if diff := cmp.Diff(conversation(), r.Messages); diff != "" {
+		t.Errorf("messages sent (-want +got):\n%s", diff)
+	}
+	if got := r.Header.Get("Authorization"); got != "Bearer sk-test-key" {
+		t.Errorf("Authorization = %q, want the bearer key", got)
+	}
+	if r.MaxTokens != 0 || strings.Contains(string(r.Body), "max_") {
+		t.Errorf("a token limit was sent without being asked for: %s", r.Body)
+	}
+}
+
+func TestChatSendsNoToolsFieldWithoutTools(t *testing.T) {
+	for name, tools := range map[string][]llm.Tool{"nil": nil, "empty": {}} {
+		t.Run(name, func(t *testing.T) {
+			srv := llmtest.NewServer(t, llmtest.Options{})
+			srv.Script(llmtest.Reply{Content: "ok"})
+			c := newClient(t, srv, nil)
+			if _, err := c.Chat(t.Context(), llm.Request{Messages: conversation(), Tools: tools}); err != nil {
+				t.Fatalf("Chat: %v", err)
+			}
+			r := srv.Requests()[0]
+			var fields map[string]json.RawMessage
+			if err := json.Unmarshal(r.Body, &fields); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := fields["tools"]; ok || r.ToolNames != nil {
+				t.Errorf("tools field sent: %s", r.Body)
+			}
+		})
+	}
+}
+
+func TestChatToolCallRoundTrip(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Options{})
+	srv.Script(
+		llmtest.Reply{Content: "Reading it.", ToolCalls: []llmtest.Call{
+			{ID: "call_abc", Name: "fs__read_file", Args: map[string]any{"path": "main.go"}},
+		}, Usage: llmtest.Usage{In: 40, Out: 9}},
+		llmtest.Reply{Content: `{"done": true, "comment": "fixed"}`},
+	)
+	c := newClient(t, srv, nil)
+	ctx := t.Context()
+
+	first, err := c.Chat(ctx, llm.Request{Messages: conversation(), Tools: []llm.Tool{readFile}})
+	if err != nil {
+		t.Fatalf("first Chat: %v", err)
+	}
+	wantCall := llm.ToolCall{ID: "call_abc", Name: "fs__read_file", Arguments: json.RawMessage(`{"path":"main.go"}`)}
+	wantAssistant := llm.Message{Role: llm.Assistant, Content: "Reading it.", ToolCalls: []llm.ToolCall{wantCall}}
+	if diff := cmp.Diff(wantAssistant, first.Message); diff != "" {
+		t.Errorf("assistant message (-want +got):\n%s", diff)
+	}
+	if first.Usage != (llm.Usage{InputTokens: 40, OutputTokens: 9}) {
+		t.Errorf("usage = %+v", first.Usage)
+	}
+
+	history := append(conversation(), first.Message,
+		llm.Message{Role: llm.ToolRole, ToolCallID: "call_abc", Name: "fs__read_file", Content: "package main"})
+	if _, err := c.Chat(ctx, llm.Request{Messages: history, Tools: []llm.Tool{readFile}}); err != nil {
+		t.Fatalf("second Chat: %v", err)
+	}
+
+	reqs := srv.Requests()
+	if diff := cmp.Diff([]string{"fs__read_file"}, reqs[0].ToolNames); diff != "" {
+		t.Errorf("tools offered (-want +got):\n%s", diff)
+	}
+	assertSameJSON(t, readFile.Parameters, reqs[0].Tools[0].Parameters)
+	if reqs[0].Tools[0].Description != readFile.Description {
+		t.Errorf("description = %q", reqs[0].Tools[0].Description)
+	}
+	// The tool message carries no name on the OpenAI wire.
+	wantHistory := append(conversation(), wantAssistant,
+		llm.Message{Role: llm.ToolRole, ToolCallID: "call_abc", Content: "package main"})
+	if diff := cmp.Diff(wantHistory, reqs[1].Messages); diff != "" {
+		t.Errorf("second request messages (-want +got):\n%s", diff)
+	}
+}
+
+func assertSameJSON(t *testing.T, want, got json.RawMessage) {
+	t.Helper()
+	var w, g any
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatalf("want: %v", err)
+	}
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("got %s: %v", got, err)
+	}
+	if diff := cmp.Diff(w, g); diff != "" {
+		t.Errorf("JSON (-want +got):\n%s", diff)
+	}
+}
+
+func TestChatKeepsInvalidArgumentsVisible(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Options{})
+	srv.Script(
+		llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "fs__read_file", Args: json.RawMessage(`{"path": `)}}},
+		llmtest.Reply{Content: "sorry"},
+	)
+	c := newClient(t, srv, nil)
+	resp, err := c.Chat(t.Context(), llm.Request{Messages: conversation(), Tools: []llm.Tool{readFile}})
+	if err != nil {
+		t.Fatalf("Chat: %v", err)
+	}
+	call := resp.Message.ToolCalls[0]
+	if string(call.Arguments) != `"{\"path\": "` {
+		t.Errorf("arguments = %s, want the text as a JSON string", call.Arguments)
+	}
+	if call.ID != "call_1_0" || resp.Message.Content != "" {
+		t.Errorf("id, content = %q, %q", call.ID, resp.Message.Content)
+	}
+	history := append(conversation(), resp.Message,
+		llm.Message{Role: llm.ToolRole, ToolCallID: call.ID, Content: "invalid arguments"})
+	if _, err := c.Chat(t.Context(), llm.Request{Messages: history}); err != nil {
+		t.Fatalf("second Chat: %v", err)
+	}
+	sent := srv.Requests()[1].Messages[2].ToolCalls[0].Arguments
+	if string(sent) != `{"path": ` {
+		t.Errorf("arguments sent back = %s, want the model's own text", sent)
+	}
+}
+
+func TestChatMaxTokens(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Options{})
+	srv.Script(llmtest.Reply{Content: "a"}, llmtest.Reply{Content: "b"})
+	c := newClient(t, srv, func(o *openai.Options) { o.MaxTokens = 50 })
+	for _, limit := range []int{0, 99} {
+		if _, err := c.Chat(t.Context(), llm.Request{Messages: conversation(), MaxTokens: limit}); err != nil {
+			t.Fatalf("Chat: %v", err)
+		}
+	}
+	reqs := srv.Requests()
+	if reqs[0].MaxTokens != 50 || reqs[1].MaxTokens != 99 {
+		t.Errorf("max tokens = %d, %d; want 50 (options), 99 (request)", reqs[0].MaxTokens, reqs[1].MaxTokens)
+	}
+	if !strings.Contains(string(reqs[0].Body), `"max_tokens":50`) {
+		t.Errorf("an OpenAI-compatible server should get max_tokens: %s", reqs[0].Body)
+	}
+}
+
+// redirect sends every request to the test server, as if it were the host
+// named in the URL.
+type redirect struct{ to *url.URL }
+
+func (r redirect) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.URL.Scheme, req.URL.Host = r.to.Scheme, r.to.Host
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+func TestChatUsesMaxCompletionTokensWithOpenAI(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Options{})
+	srv.Script(llmtest.Reply{Content: "a"})
+	to, _ := url.Parse(srv.URL())
+	c := newClient(t, srv, func(o *openai.Options) {
+		o.BaseURL = "" // the default, api.openai.com
+		o.MaxTokens = 64
+		o.HTTPClient = &http.Client{Transport: redirect{to: to}}
+	})
+	if _, err := c.Chat(t.Context(), llm.Request{Messages: conversation()}); err != nil {
+		t.Fatalf("Chat: %v", err)
+	}
+	r := srv.Requests()[0]
+	if r.Path != "/v1/chat/completions" || !strings.Contains(string(r.Body), `"max_completion_tokens":64`) {
+		t.Errorf("path %s, body %s: want max_completion_tokens on OpenAI's /v1", r.Path, r.Body)
+	}
+}
+
+func TestChatReadsNoEnvironment(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-from-env")
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+	srv := llmtest.NewServer(t, llmtest.Options{})
+	srv.Script(llmtest.Reply{Content: "a"})
+	c := newClient(t, srv, func(o *openai.Options) { o.APIKey = "" })
+	if _, err := c.Chat(t.Context(), llm.Request{Messages: conversation()}); err != nil {
+		t.Fatalf("Chat: %v", err)
+	}
+	if got := srv.Requests()[0].Header.Get("Authorization"); got != "" {
+		t.Errorf("Authorization = %q, want none: the key was not configured", got)
+	}
+}
+
+// Some OpenAI-compatible servers send tool calls without ids, and a refusal
+// comes in its own field.
+func TestChatFillsMissingIDsAndRefusals(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Options{})
+	srv.Script(
+		llmtest.Garbage{Body: `{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,
+			"message":{"role":"assistant","content":null,"tool_calls":[
+				{"type":"function","function":{"name":"a","arguments":""}},
+				{"type":"function","function":{"name":"b","arguments":"{\"k\":[1,2]}"}}]},
+			"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`},
+		llmtest.Garbage{Body: `{"id":"y","object":"chat.completion","model":"m","choices":[{"index":0,
+			"message":{"role":"assistant","content":null,"refusal":"I cannot help with that."},
+			"finish_reason":"stop"}]}`},
+	)
+	c := newClient(t, srv, nil)
+	resp, err := c.Chat(t.Context(), llm.Request{Messages: conversation()})
+	if err != nil {
+		t.Fatalf("Chat: %v", err)
+	}
+	want := []llm.ToolCall{
+		{ID: "call_2_0", Name: "a", Arguments: json.RawMessage(`{}`)},
+		{ID: "call_2_1", Name: "b", Arguments: json.RawMessage(`{"k":[1,2]}`)},
+	}
+	if diff := cmp.Diff(want, resp.Message.ToolCalls); diff != "" {
+		t.Errorf("tool calls (-want +got):\n%s", diff)
+	}
+	resp, err = c.Chat(t.Context(), llm.Request{Messages: conversation()})
+	if err != nil || resp.Message.Content != "I cannot help with that." {
+		t.Errorf("Chat = %q, %v; want the refusal as content", resp.Message.Content, err)
+	}
+}
