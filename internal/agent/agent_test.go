@@ -101,7 +101,9 @@ func startTools(t *testing.T) *toolhost.Host {
 	t.Helper()
 	h, err := toolhost.Start(context.Background(), toolhost.Options{
 		Servers: []toolhost.ServerConfig{{Name: "test", SystemPrompt: "Use echo to say things."}},
-		Connect: func(ctx context.Context, _ toolhost.ServerConfig) (mcp.Transport, error) { return mcptest.NewInMemory(ctx, t) },
+		Connect: func(ctx context.Context, _ toolhost.ServerConfig) (mcp.Transport, error) {
+			return mcptest.NewInMemory(ctx, t)
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -33,10 +33,9 @@ type Options struct {
 	MaxWait time.Duration
 	// AttemptTimeout bounds one attempt, headers and body; 0 → none.
 	AttemptTimeout time.Duration
-	// RetryUnsafe retries POST and PATCH after 5xx and timeouts too: for
-	// calls without side effects (a model completion). Otherwise those are
-	// retried only when the server refused them outright (429, rate limit)
-	// or when the request is marked with Idempotent.
+	// RetryUnsafe retries POST and PATCH too: for calls without side
+	// effects (a model completion). Otherwise those are retried only when
+	// the request is marked with Idempotent; the caller retries the rest.
 	RetryUnsafe bool
 	// Base is the underlying transport; nil → http.DefaultTransport.
 	Base http.RoundTripper
@@ -175,19 +174,19 @@ func (t *transport) classify(req *http.Request, resp *http.Response, err error, 
 	safe := t.o.RetryUnsafe || req.Context().Value(idempotentKey{}) != nil ||
 		req.Method == http.MethodGet || req.Method == http.MethodHead ||
 		req.Method == http.MethodPut || req.Method == http.MethodDelete || req.Method == http.MethodOptions
+	if !safe {
+		// A POST that may have side effects is the caller's to retry (the
+		// forge adapters check whether a comment landed before re-posting).
+		return false, 0
+	}
 	if err != nil {
-		// A refused connection never reached the server: always safe.
-		var op *net.OpError
-		if errors.As(err, &op) && op.Op == "dial" {
-			return true, backoff
-		}
-		return safe && transient(err), backoff
+		return transient(err), backoff
 	}
 	if wait, limited := rateLimited(resp, t.o.Now()); limited {
 		return true, max(wait, backoff)
 	}
 	if resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented {
-		return safe, backoff
+		return true, backoff
 	}
 	return false, 0
 }

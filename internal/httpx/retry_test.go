@@ -132,9 +132,7 @@ func TestHonoursRetryAfterAndRateLimitReset(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := &script{statuses: []int{tc.status}, headers: []http.Header{tc.header}}
 			c, url, sl := newClient(t, sc, Options{Now: func() time.Time { return now }})
-			// A POST: a rate-limit refusal means the server did nothing, so
-			// it is retried even though POST is not idempotent.
-			resp := do(t, c, context.Background(), http.MethodPost, url, "x")
+			resp := do(t, c, context.Background(), http.MethodGet, url, "")
 			if resp.StatusCode != 200 || sc.attempts() != 2 {
 				t.Fatalf("status %d after %d attempts", resp.StatusCode, sc.attempts())
 			}
@@ -158,6 +156,11 @@ func TestUnsafeMethodsAreNotRetriedBlindly(t *testing.T) {
 	c, url, _ := newClient(t, sc, Options{})
 	if resp := do(t, c, context.Background(), http.MethodPost, url, "comment"); resp.StatusCode != 502 || sc.attempts() != 1 {
 		t.Fatalf("POST: status %d after %d attempts, want 502 after 1", resp.StatusCode, sc.attempts())
+	}
+	sc = &script{statuses: []int{429}, headers: []http.Header{{"Retry-After": {"1"}}}}
+	c, url, _ = newClient(t, sc, Options{})
+	if resp := do(t, c, context.Background(), http.MethodPost, url, "comment"); resp.StatusCode != 429 || sc.attempts() != 1 {
+		t.Fatalf("POST 429: status %d after %d attempts, want 429 after 1 (the caller retries)", resp.StatusCode, sc.attempts())
 	}
 
 	sc = &script{statuses: []int{502}}
@@ -245,7 +248,7 @@ func TestRefusedConnectionIsRetried(t *testing.T) {
 	srv.Close()
 	sl := &sleeps{}
 	c := NewClient(Options{Sleep: sl.sleep})
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader("x"))
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	if _, err := c.Do(req); err == nil {
 		t.Fatal("want an error from a closed server")
 	}

@@ -1,0 +1,292 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/forgetest"
+	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
+	"github.com/coding-agent/coding-agent/internal/store"
+	"github.com/coding-agent/coding-agent/internal/task"
+	"github.com/coding-agent/coding-agent/internal/toolhost/mcptest"
+)
+
+// Every forge and item kind, with both reply protocols and both wire
+// formats: the task is claimed before the first model request, a file is
+// written through the real filesystem MCP server, the comments appear, and
+// the final labels are right.
+func TestEndToEnd(t *testing.T) {
+	items := []struct {
+		forge string
+		kind  task.Kind
+	}{
+		{task.GitHub, task.Issue}, {task.GitHub, task.PullRequest},
+		{task.GitLab, task.Issue}, {task.GitLab, task.MergeRequest},
+	}
+	for _, it := range items {
+		for _, provider := range []string{config.ProviderOpenAI, config.ProviderOllama} {
+			for _, native := range []bool{true, false} {
+				name := fmt.Sprintf("%s/%s/%s/native=%v", it.forge, it.kind, provider, native)
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					e := newEnv(t, setup{forge: it.forge, kind: it.kind, provider: provider, native: native})
+					if err := e.run(context.Background()); err != nil {
+						t.Fatalf("run: %v", err)
+					}
+					checkDone(t, e, provider, native)
+				})
+			}
+		}
+	}
+}
+
+func checkDone(t *testing.T, e *env, provider string, native bool) {
+	t.Helper()
+	got, err := os.ReadFile(filepath.Join(e.workspace, "hello.txt"))
+	if err != nil || string(got) != "hello from coding-agent\n" {
+		t.Fatalf("hello.txt = %q, %v", got, err)
+	}
+	if l := e.labels(); !slices.Equal(l, []string{"bug", "coding agent done"}) {
+		t.Errorf("final labels %v, want [bug, coding agent done]", l)
+	}
+	if !slices.Contains(e.claimedAt, "coding agent processing") || slices.Contains(e.claimedAt, "coding agent") {
+		t.Errorf("labels at the first model request %v: the claim must come first", e.claimedAt)
+	}
+	if c := e.botComments(); !slices.Equal(c, []string{"Writing hello.txt.", "Created hello.txt with a greeting."}) {
+		t.Errorf("bot comments %q", c)
+	}
+	reqs := e.model.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	wantWire := llmtest.WireOpenAI
+	if provider == config.ProviderOllama {
+		wantWire = llmtest.WireOllama
+	}
+	first := reqs[0]
+	if first.Wire != wantWire {
+		t.Errorf("wire %s, want %s", first.Wire, wantWire)
+	}
+	if native != (first.ToolNames != nil) {
+		t.Errorf("native=%v but tools offered: %v", native, first.ToolNames)
+	}
+	prompt := first.Messages[1].Content
+	for _, want := range []string{"Add a greeting file", "Create hello.txt saying hello.", "@bob", "Please keep it short."} {
+		if !strings.Contains(prompt, want) {
+			t.Errorf("first user message lacks %q:\n%s", want, prompt)
+		}
+	}
+	if e.ref.Kind != task.Issue && !strings.Contains(prompt, "feature/greeting → main") {
+		t.Errorf("first user message lacks the branches:\n%s", prompt)
+	}
+	last := reqs[1].Messages[len(reqs[1].Messages)-1].Content
+	if !strings.Contains(last, "fs/write_file") || !strings.Contains(last, "hello.txt") {
+		t.Errorf("tool result message lacks the command and args:\n%s", last)
+	}
+	rec := e.record()
+	if rec.Status != task.Done || rec.Counters.LLMCalls != 2 || rec.Counters.ToolCalls != 1 ||
+		rec.Counters.TokensIn != 220 || rec.Counters.TokensOut != 30 {
+		t.Errorf("store record %+v", rec)
+	}
+	checkNoSecrets(t, e)
+}
+
+// checkNoSecrets: the forge token and the API key appear nowhere in the log
+// or in the comments.
+func checkNoSecrets(t *testing.T, e *env) {
+	t.Helper()
+	logs, err := os.ReadFile(e.cfg.Logging.File)
+	if err != nil {
+		t.Fatalf("reading log: %v", err)
+	}
+	secrets := []string{apiKey, e.cfg.GitHub.Token, e.cfg.GitLab.Token}
+	text := string(logs) + strings.Join(e.botComments(), "\n")
+	for _, s := range secrets {
+		if s != "" && strings.Contains(text, s) {
+			t.Errorf("secret %q leaked into logs or comments", s[:6])
+		}
+	}
+	if !strings.Contains(string(logs), "task done") {
+		t.Errorf("log file lacks the task's end:\n%s", logs)
+	}
+}
+
+// checkFailed: failed label, an error comment, never the done label.
+func checkFailed(t *testing.T, e *env, wantInComment string) {
+	t.Helper()
+	if l := e.labels(); !slices.Equal(l, []string{"bug", "coding agent failed"}) {
+		t.Errorf("final labels %v, want [bug, coding agent failed]", l)
+	}
+	c := e.botComments()
+	if len(c) == 0 || !strings.Contains(c[len(c)-1], "could not finish") || !strings.Contains(c[len(c)-1], wantInComment) {
+		t.Errorf("last comment should report the failure (%q): %q", wantInComment, c)
+	}
+	if rec := e.record(); rec.Status != task.Failed || !strings.Contains(rec.Error, wantInComment) {
+		t.Errorf("store record %+v", rec)
+	}
+}
+
+func TestFiveUnusableRepliesFail(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
+		respond: func(*env, llmtest.Received) llmtest.Step { return llmtest.Reply{Content: "I am not sure what to do."} }})
+	if err := e.run(context.Background()); err != nil {
+		t.Fatalf("run should succeed even though the task failed: %v", err)
+	}
+	if n := len(e.model.Requests()); n != 5 {
+		t.Fatalf("%d model requests, want 5", n)
+	}
+	checkFailed(t, e, "5 unusable replies")
+}
+
+func TestModelDownFailsAfterFourAttempts(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitLab, kind: task.Issue, provider: config.ProviderOllama,
+		respond: func(*env, llmtest.Received) llmtest.Step { return llmtest.Fault{Status: 503} }})
+	if err := e.run(context.Background()); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if n := len(e.model.Requests()); n != 4 {
+		t.Fatalf("%d model requests, want 4 (3 retries)", n)
+	}
+	checkFailed(t, e, "503")
+}
+
+func TestForgeTransient5xxIsRetried(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: true})
+	e.gh.Inject(forgetest.Fault{Method: "GET", Path: "/repos/acme/app/issues/1", Status: 502, Times: 3})
+	e.gh.Inject(forgetest.Fault{Method: "POST", Path: "/comments", Status: 502, Times: 1, AfterServe: true})
+	if err := e.run(context.Background()); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	checkDone(t, e, config.ProviderOpenAI, true) // the comment that landed despite the 502 is not posted twice
+}
+
+func TestForgePersistent5xxFailsVisibly(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitLab, kind: task.MergeRequest, provider: config.ProviderOpenAI})
+	e.gl.Inject(forgetest.Fault{Method: "POST", Path: "/notes", Status: 500, Times: -1})
+	if err := e.run(context.Background()); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if l := e.labels(); !slices.Equal(l, []string{"bug", "coding agent failed"}) {
+		t.Errorf("final labels %v, want [bug, coding agent failed]", l)
+	}
+	if rec := e.record(); rec.Status != task.Failed || !strings.Contains(rec.Error, "posting step comment") {
+		t.Errorf("store record %+v", rec)
+	}
+	if n := len(e.model.Requests()); n != 1 {
+		t.Errorf("%d model requests; the task must stop when it cannot report", n)
+	}
+}
+
+func TestUnreachableForgeAtStartIsAnError(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
+	e.gh.Inject(forgetest.Fault{Method: "GET", Path: "/repos/acme/app/issues", Status: 500, Times: -1})
+	if err := e.run(context.Background()); err == nil || !strings.Contains(err.Error(), "discovering tasks") {
+		t.Fatalf("err = %v, want a discovery error", err)
+	}
+	if n := len(e.model.Requests()); n != 0 {
+		t.Fatalf("%d model requests, want none", n)
+	}
+}
+
+// An MCP server that dies mid-call: the model is told, the server is
+// restarted, and the task goes on.
+func TestMCPServerCrashIsSurvived(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
+		respond: func(e *env, r llmtest.Received) llmtest.Step {
+			switch toolResults(r) {
+			case 0:
+				return e.call(r, "Crashing the server.", "t/crash", map[string]any{})
+			case 1:
+				return e.call(r, "Echoing.", "t/echo", map[string]any{"text": "still here"})
+			}
+			return done("Survived.")
+		}})
+	e.cfg.MCPServers = append(e.cfg.MCPServers, config.MCPServer{Name: "t", Command: []string{mcptest.Build(t)}})
+	if err := e.run(context.Background()); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	reqs := e.model.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d model requests, want 3", len(reqs))
+	}
+	afterCrash := reqs[1].Messages[len(reqs[1].Messages)-1].Content
+	if !strings.Contains(afterCrash, "crashed") {
+		t.Errorf("the model was not told of the crash:\n%s", afterCrash)
+	}
+	afterEcho := reqs[2].Messages[len(reqs[2].Messages)-1].Content
+	if !strings.Contains(afterEcho, "still here") || strings.Contains(afterEcho, "reported an error") {
+		t.Errorf("the restarted server did not answer:\n%s", afterEcho)
+	}
+	if l := e.labels(); !slices.Equal(l, []string{"bug", "coding agent done"}) {
+		t.Errorf("final labels %v", l)
+	}
+}
+
+func TestMCPServerThatCannotStartIsAStartupError(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
+	e.cfg.MCPServers = append(e.cfg.MCPServers, config.MCPServer{Name: "broken", Command: []string{"/nonexistent/mcp-server"}})
+	err := e.run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `"broken"`) {
+		t.Fatalf("err = %v, want a startup error naming the server", err)
+	}
+	if l := e.labels(); !slices.Contains(l, "coding agent") {
+		t.Errorf("nothing should be claimed when the run cannot start: %v", l)
+	}
+}
+
+// Two runs started at the same moment on one state directory: the task is
+// processed once.
+func TestConcurrentRunsProcessOnce(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Go(func() { errs[i] = e.run(context.Background()) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.model.Requests()); n != 2 {
+		t.Fatalf("%d model requests, want 2 (one task, two turns)", n)
+	}
+	if c := e.botComments(); len(c) != 2 {
+		t.Fatalf("bot comments %q, want 2", c)
+	}
+	if l := e.labels(); !slices.Equal(l, []string{"bug", "coding agent done"}) {
+		t.Errorf("final labels %v", l)
+	}
+}
+
+// A second run finds nothing to do: a finished task is never processed twice.
+func TestFinishedTaskIsNotProcessedAgain(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitLab, kind: task.Issue, provider: config.ProviderOllama})
+	for range 2 {
+		if err := e.run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(e.model.Requests()); n != 2 {
+		t.Fatalf("%d model requests, want 2", n)
+	}
+	var _ store.Record = e.record()
+}
+
+// LM Studio speaks the OpenAI wire format with its own base URL.
+func TestLMStudio(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderLMStudio})
+	if err := e.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if reqs := e.model.Requests(); len(reqs) != 2 || reqs[0].Model != "local-model" {
+		t.Fatalf("requests %d, model %q", len(reqs), reqs[0].Model)
+	}
+}

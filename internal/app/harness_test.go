@@ -1,0 +1,243 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coding-agent/coding-agent/internal/app"
+	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/forgetest"
+	"github.com/coding-agent/coding-agent/internal/llm"
+	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
+	"github.com/coding-agent/coding-agent/internal/store"
+	"github.com/coding-agent/coding-agent/internal/store/sqlite"
+	"github.com/coding-agent/coding-agent/internal/task"
+	"github.com/coding-agent/coding-agent/internal/toolhost/mcptest"
+)
+
+const apiKey = "sk-test-0123456789abcdef"
+
+// env is one end-to-end setup: a forge emulator with one labelled task, a
+// scripted model server, a workspace the filesystem MCP server may write.
+type env struct {
+	t         *testing.T
+	gh        *forgetest.GitHub
+	gl        *forgetest.GitLab
+	model     *llmtest.Server
+	cfg       *config.Config
+	workspace string
+	ref       task.Ref
+	native    bool
+
+	mu        sync.Mutex
+	claimedAt []string // labels seen by the model server at the first request
+}
+
+type setup struct {
+	forge    string    // task.GitHub or task.GitLab
+	kind     task.Kind // task.Issue, task.PullRequest, task.MergeRequest
+	provider string    // config.ProviderOpenAI, ProviderLMStudio, ProviderOllama
+	native   bool
+	respond  func(e *env, r llmtest.Received) llmtest.Step // nil: write a file, then done
+}
+
+func newEnv(t *testing.T, s setup) *env {
+	t.Helper()
+	tmp := t.TempDir()
+	e := &env{t: t, workspace: filepath.Join(tmp, "workspace"), native: s.native}
+	if err := os.MkdirAll(e.workspace, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	respond := s.respond
+	if respond == nil {
+		respond = writeThenDone
+	}
+	key := apiKey
+	if s.provider == config.ProviderLMStudio {
+		key = "" // LM Studio takes any key
+	}
+	e.model = llmtest.NewServer(t, llmtest.Options{APIKey: key, Responder: func(r llmtest.Received) llmtest.Step {
+		if r.N == 1 {
+			e.mu.Lock()
+			e.claimedAt = e.labels()
+			e.mu.Unlock()
+		}
+		return respond(e, r)
+	}})
+	cfg := config.Default()
+	cfg.StateDir = filepath.Join(tmp, "data")
+	cfg.Logging.File = filepath.Join(tmp, "logs", "coding-agent.log")
+	cfg.Logging.Level = "debug"
+	cfg.LLM.FunctionCalling = s.native
+	cfg.LLM.Provider = s.provider
+	switch s.provider {
+	case config.ProviderOpenAI:
+		cfg.LLM.OpenAI = config.OpenAI{BaseURL: e.model.OpenAIURL(), APIKey: apiKey, Model: "gpt-test"}
+	case config.ProviderLMStudio:
+		cfg.LLM.LMStudio = config.LMStudio{BaseURL: e.model.OpenAIURL(), Model: "local-model"}
+	case config.ProviderOllama:
+		cfg.LLM.Ollama = config.Ollama{Endpoint: e.model.URL(), Model: "qwen-test", ContextLength: 8192}
+	}
+	cfg.MCPServers = []config.MCPServer{{
+		Name:         "fs",
+		Command:      []string{mcptest.NodeModule(t, ".bin/mcp-server-filesystem"), e.workspace},
+		SystemPrompt: "The project lives in " + e.workspace + ".",
+	}}
+	cfg.TaskSource = s.forge
+	seed := forgetest.IssueSeed{Title: "Add a greeting file", Body: "Create hello.txt saying hello.", Author: "alice",
+		Labels: []string{"coding agent", "bug"}}
+	switch s.forge {
+	case task.GitHub:
+		e.gh = forgetest.NewGitHub(t)
+		e.gh.AddRepo("acme/app")
+		e.gh.AddComment("acme/app", e.addGitHub(s.kind, seed), "bob", "Please keep it short.")
+		cfg.GitHub.APIURL, cfg.GitHub.Token, cfg.GitHub.Repositories = e.gh.URL(), e.gh.Token, []string{"acme/app"}
+	case task.GitLab:
+		e.gl = forgetest.NewGitLab(t)
+		e.gl.AddProject("acme/app")
+		n := e.addGitLab(s.kind, seed)
+		e.gl.AddNote("acme/app", e.glKind(), n, "bob", "Please keep it short.", false)
+		cfg.GitLab.APIURL, cfg.GitLab.Token, cfg.GitLab.Projects = e.gl.URL(), e.gl.Token, []string{"acme/app"}
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("test config is invalid: %v", err)
+	}
+	e.cfg = cfg
+	return e
+}
+
+func (e *env) addGitHub(kind task.Kind, seed forgetest.IssueSeed) int {
+	n := 0
+	if kind == task.PullRequest {
+		n = e.gh.AddPull("acme/app", forgetest.PullSeed{IssueSeed: seed, Head: "feature/greeting", Base: "main"})
+	} else {
+		n = e.gh.AddIssue("acme/app", seed)
+	}
+	e.ref = task.Ref{Forge: task.GitHub, Repo: "acme/app", Kind: kind, Number: n}
+	return n
+}
+
+func (e *env) addGitLab(kind task.Kind, seed forgetest.IssueSeed) int {
+	n := 0
+	if kind == task.MergeRequest {
+		n = e.gl.AddMR("acme/app", forgetest.MRSeed{IssueSeed: seed, SourceBranch: "feature/greeting", TargetBranch: "main"})
+	} else {
+		n = e.gl.AddIssue("acme/app", seed)
+	}
+	e.ref = task.Ref{Forge: task.GitLab, Repo: "acme/app", Kind: kind, Number: n}
+	return n
+}
+
+func (e *env) glKind() string {
+	if e.ref.Kind == task.MergeRequest {
+		return forgetest.KindMergeRequest
+	}
+	return forgetest.KindIssue
+}
+
+// labels are the task's labels on the forge now, sorted.
+func (e *env) labels() []string {
+	var l []string
+	if e.gh != nil {
+		l = e.gh.Labels(e.ref.Repo, e.ref.Number)
+	} else {
+		l = e.gl.Labels(e.ref.Repo, e.glKind(), e.ref.Number)
+	}
+	l = slices.Clone(l)
+	slices.Sort(l)
+	return l
+}
+
+// botComments are the bodies the bot posted, oldest first.
+func (e *env) botComments() []string {
+	var out []string
+	if e.gh != nil {
+		for _, c := range e.gh.Comments(e.ref.Repo, e.ref.Number) {
+			if c.Author == e.gh.BotLogin {
+				out = append(out, c.Body)
+			}
+		}
+		return out
+	}
+	for _, n := range e.gl.Notes(e.ref.Repo, e.glKind(), e.ref.Number) {
+		if n.Author == e.gl.BotUsername && !n.System {
+			out = append(out, n.Body)
+		}
+	}
+	return out
+}
+
+// run is `coding-agent run` in-process; it returns Run's error.
+func (e *env) run(ctx context.Context) error {
+	e.t.Helper()
+	a, err := app.New(ctx, e.cfg, app.Options{Sleep: noWait})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	return a.Run(ctx)
+}
+
+// noWait replaces retry backoff in tests: the retry happens at once.
+func noWait(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+
+func (e *env) record() store.Record {
+	e.t.Helper()
+	st, err := sqlite.Open(context.Background(), e.cfg.StateDir)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer st.Close()
+	rec, err := st.Get(context.Background(), e.ref)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return rec
+}
+
+// toolResults counts the tool results the conversation holds so far.
+func toolResults(r llmtest.Received) int {
+	n := 0
+	for _, m := range r.Messages {
+		if m.Role == llm.ToolRole || (m.Role == llm.User && strings.HasPrefix(m.Content, "Command: ")) {
+			n++
+		}
+	}
+	return n
+}
+
+// call asks for one tool call in the mode the env runs in.
+func (e *env) call(r llmtest.Received, comment, tool string, args map[string]any) llmtest.Step {
+	if !e.native {
+		b, _ := json.Marshal(map[string]any{"comment": comment, "command": map[string]any{"tool": tool, "args": args}})
+		return llmtest.Reply{Content: string(b), Usage: llmtest.Usage{In: 100, Out: 20}}
+	}
+	server, name, _ := strings.Cut(tool, "/")
+	for _, fn := range r.ToolNames {
+		if fn == server+"__"+name {
+			return llmtest.Reply{Content: comment, ToolCalls: []llmtest.Call{{Name: fn, Args: args}}, Usage: llmtest.Usage{In: 100, Out: 20}}
+		}
+	}
+	e.t.Errorf("request %d does not offer %s natively (offered %v)", r.N, tool, r.ToolNames)
+	return llmtest.Fault{Status: 400, Body: "tool not offered"}
+}
+
+func done(comment string) llmtest.Step {
+	b, _ := json.Marshal(map[string]any{"done": true, "comment": comment})
+	return llmtest.Reply{Content: string(b), Usage: llmtest.Usage{In: 120, Out: 10}}
+}
+
+func writeThenDone(e *env, r llmtest.Received) llmtest.Step {
+	if toolResults(r) == 0 {
+		return e.call(r, "Writing hello.txt.", "fs/write_file",
+			map[string]any{"path": filepath.Join(e.workspace, "hello.txt"), "content": "hello from coding-agent\n"})
+	}
+	return done("Created hello.txt with a greeting.")
+}
