@@ -27,7 +27,7 @@ const apiKey = "sk-test-0123456789abcdef"
 // env is one end-to-end setup: a forge emulator with one labelled task, a
 // scripted model server, a workspace the filesystem MCP server may write.
 type env struct {
-	t         *testing.T
+	t         testing.TB
 	gh        *forgetest.GitHub
 	gl        *forgetest.GitLab
 	model     *llmtest.Server
@@ -48,7 +48,7 @@ type setup struct {
 	respond  func(e *env, r llmtest.Received) llmtest.Step // nil: write a file, then done
 }
 
-func newEnv(t *testing.T, s setup) *env {
+func newEnv(t testing.TB, s setup) *env {
 	t.Helper()
 	tmp := t.TempDir()
 	e := &env{t: t, workspace: filepath.Join(tmp, "workspace"), native: s.native}

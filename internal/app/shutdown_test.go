@@ -1,0 +1,68 @@
+package app_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/coding-agent/coding-agent/internal/app"
+	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// SIGTERM while the model is answering: serve lets the step finish, stops
+// at the next checkpoint, keeps the task queued; the next run resumes it
+// without asking the model again for what it already answered.
+func TestServeShutdownCheckpointsAndRunResumes(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
+	arrived, release := make(chan struct{}), make(chan struct{})
+	e.model.Script(llmtest.Slow{Arrived: arrived, Release: release,
+		Then: llmtest.Reply{Content: `{"comment":"Writing hello.txt.","command":{"tool":"fs/write_file","args":{"path":"` +
+			e.workspace + `/hello.txt","content":"hello from coding-agent\n"}}}`}})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, e.cfg, app.Options{Sleep: noWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- a.Serve(ctx) }()
+	<-arrived
+	cancel() // the signal arrives while the model is working
+	close(release)
+	if err := <-served; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	a.Close()
+
+	if rec := e.record(); rec.Status != task.Queued || rec.Counters.LLMCalls != 1 || rec.Counters.ToolCalls != 1 {
+		t.Fatalf("after shutdown: %+v", rec)
+	}
+	if l := e.labels(); !slices.Equal(l, []string{"bug", "coding agent processing"}) {
+		t.Fatalf("labels after shutdown %v", l)
+	}
+	c := e.botComments()
+	if len(c) != 2 || c[0] != "Writing hello.txt." || !strings.Contains(c[1], "stopped while working") {
+		t.Fatalf("comments after shutdown %q", c)
+	}
+
+	if err := e.run(context.Background()); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	reqs := e.model.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests in all, want 2", len(reqs))
+	}
+	last := reqs[1].Messages[len(reqs[1].Messages)-1].Content
+	if !strings.Contains(last, "Command: fs/write_file") {
+		t.Fatalf("the resumed request does not continue the conversation:\n%s", last)
+	}
+	if l := e.labels(); !slices.Equal(l, []string{"bug", "coding agent done"}) {
+		t.Fatalf("final labels %v", l)
+	}
+	if rec := e.record(); rec.Status != task.Done || rec.Counters.LLMCalls != 2 {
+		t.Fatalf("final record %+v", rec)
+	}
+}
