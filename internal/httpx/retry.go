@@ -84,7 +84,7 @@ func NewTransport(opts Options) http.RoundTripper {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Sleep == nil {
-		opts.Sleep = sleep
+		opts.Sleep = Sleep
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -182,7 +182,8 @@ func (t *transport) classify(req *http.Request, resp *http.Response, err error, 
 	if err != nil {
 		return transient(err), backoff
 	}
-	if wait, limited := rateLimited(resp, t.o.Now()); limited {
+	if RateLimited(resp) {
+		wait, _ := ServerWait(resp, t.o.Now())
 		return true, max(wait, backoff)
 	}
 	if resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented {
@@ -192,55 +193,9 @@ func (t *transport) classify(req *http.Request, resp *http.Response, err error, 
 }
 
 func (t *transport) backoff(attempt int) time.Duration {
-	d := t.o.BaseDelay << attempt
-	if d > t.o.MaxDelay || d <= 0 {
-		d = t.o.MaxDelay
-	}
+	d := Backoff(attempt, t.o.BaseDelay, t.o.MaxDelay)
 	// Up to 20% jitter so that several workers do not retry in step.
 	return d + time.Duration(rand.Int64N(int64(d)/5+1))
-}
-
-// rateLimited reports whether resp is a rate-limit refusal (429, or GitHub's
-// 403 with Retry-After or an exhausted quota) and how long the server asks
-// to wait.
-func rateLimited(resp *http.Response, now time.Time) (time.Duration, bool) {
-	switch resp.StatusCode {
-	case http.StatusTooManyRequests:
-	case http.StatusForbidden:
-		if resp.Header.Get("Retry-After") == "" && resp.Header.Get("X-RateLimit-Remaining") != "0" {
-			return 0, false
-		}
-	default:
-		return 0, false
-	}
-	if wait, ok := retryAfter(resp.Header.Get("Retry-After"), now); ok {
-		return wait, true
-	}
-	for _, h := range []string{"X-RateLimit-Reset", "RateLimit-Reset"} {
-		if sec, err := strconv.ParseInt(resp.Header.Get(h), 10, 64); err == nil {
-			// GitHub sends an epoch second; GitLab's RateLimit-Reset is
-			// also an epoch second. A small number is a delay in seconds.
-			if sec < 1_000_000_000 {
-				return time.Duration(sec) * time.Second, true
-			}
-			return max(time.Unix(sec, 0).Sub(now), 0), true
-		}
-	}
-	return 0, true
-}
-
-// retryAfter reads a Retry-After value: delay-seconds or an HTTP date.
-func retryAfter(v string, now time.Time) (time.Duration, bool) {
-	if v == "" {
-		return 0, false
-	}
-	if sec, err := strconv.Atoi(v); err == nil && sec >= 0 {
-		return time.Duration(sec) * time.Second, true
-	}
-	if at, err := http.ParseTime(v); err == nil {
-		return max(at.Sub(now), 0), true
-	}
-	return 0, false
 }
 
 // transient reports whether a transport error is worth retrying.
@@ -274,15 +229,4 @@ func snapshotBody(req *http.Request) ([]byte, error) {
 		return nil, fmt.Errorf("reading request body of %s %s: %w", req.Method, req.URL.Redacted(), err)
 	}
 	return b, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
 }

@@ -55,13 +55,19 @@ func ParseRef(s string) (Ref, error) {
 	if i <= 0 {
 		return Ref{}, fmt.Errorf("task ref %q: missing #number or !number", s)
 	}
-	n, err := strconv.Atoi(rest[i+1:])
-	if err != nil || n <= 0 {
-		return Ref{}, fmt.Errorf("task ref %q: %q is not a positive number", s, rest[i+1:])
+	digits := rest[i+1:]
+	n, err := strconv.Atoi(digits)
+	if err != nil || n <= 0 || digits[0] < '1' || digits[0] > '9' {
+		// The first-digit check refuses "+5" and "05": a ref has one spelling.
+		return Ref{}, fmt.Errorf("task ref %q: %q is not a positive number", s, digits)
 	}
 	repo := rest[:i]
-	if !strings.Contains(repo, "/") {
-		return Ref{}, fmt.Errorf("task ref %q: repository %q must be owner/name", s, repo)
+	if !validRepo(forge, repo) {
+		want := "owner/name"
+		if forge == GitLab {
+			want = "group/project"
+		}
+		return Ref{}, fmt.Errorf("task ref %q: repository %q must be %s", s, repo, want)
 	}
 	kind := Issue
 	if rest[i] == '!' {
@@ -71,6 +77,21 @@ func ParseRef(s string) (Ref, error) {
 		}
 	}
 	return Ref{Forge: forge, Repo: repo, Kind: kind, Number: n}, nil
+}
+
+// validRepo wants non-empty path segments without #, ! or spaces: exactly two on
+// GitHub (owner/name), two or more on GitLab (group/subgroup/project).
+func validRepo(forge, repo string) bool {
+	segs := strings.Split(repo, "/")
+	if len(segs) < 2 || (forge == GitHub && len(segs) != 2) {
+		return false
+	}
+	for _, seg := range segs {
+		if seg == "" || strings.ContainsAny(seg, "#! \t\r\n") {
+			return false
+		}
+	}
+	return true
 }
 
 // Task is an issue, pull request or merge request as the agent sees it.
