@@ -2,7 +2,9 @@
 // through: the forges and the model providers. A transient failure (5xx,
 // 429, GitHub's secondary rate limit, a timeout, a reset connection) is
 // retried at most Options.MaxRetries times (3: four attempts in all), waiting
-// no less than Retry-After or the rate-limit reset says.
+// no less than Retry-After or the rate-limit reset says. The waiting rules
+// (Sleep, Backoff, RateLimited, ServerWait, RetryAfter) are exported for the
+// forge adapters, which retry their comment POSTs themselves.
 package httpx
 
 import (
@@ -15,7 +17,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"strconv"
 	"time"
 )
 

@@ -19,6 +19,7 @@ import (
 	gh "github.com/google/go-github/v92/github"
 
 	"github.com/coding-agent/coding-agent/internal/forge"
+	"github.com/coding-agent/coding-agent/internal/httpx"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -120,7 +121,7 @@ func New(opts Options) (*Client, error) {
 		cl.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if cl.sleep == nil {
-		cl.sleep = sleepCtx
+		cl.sleep = httpx.Sleep
 	}
 	if cl.maxWait <= 0 {
 		cl.maxWait = 5 * time.Minute
@@ -159,17 +160,6 @@ func dedupe(repos []string) []string {
 		}
 	}
 	return out
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // BotUser returns the login of the token's user, asking GitHub once.

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	gh "github.com/google/go-github/v92/github"
 
+	"github.com/coding-agent/coding-agent/internal/httpx"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -143,9 +143,9 @@ func normalizeBody(s string) string {
 // (Retry-After, else the rate-limit reset) or an exponential backoff of
 // 1s, 2s, 4s.
 func retryWait(err error, attempt int, now time.Time) time.Duration {
-	backoff := time.Second << (attempt - 2)
+	backoff := httpx.Backoff(attempt-2, time.Second, 0)
 	if rl, ok := errors.AsType[*gh.RateLimitError](err); ok {
-		if d, ok := retryAfter(rl.Response, now); ok {
+		if d, ok := httpx.RetryAfter(rl.Response, now); ok {
 			return d
 		}
 		if !rl.Rate.Reset.IsZero() {
@@ -154,7 +154,7 @@ func retryWait(err error, attempt int, now time.Time) time.Duration {
 		return backoff
 	}
 	if ab, ok := errors.AsType[*gh.AbuseRateLimitError](err); ok {
-		if d, ok := retryAfter(ab.Response, now); ok {
+		if d, ok := httpx.RetryAfter(ab.Response, now); ok {
 			return d
 		}
 		if ab.RetryAfter != nil && *ab.RetryAfter > 0 {
@@ -163,27 +163,9 @@ func retryWait(err error, attempt int, now time.Time) time.Duration {
 		return secondaryDefaultWait
 	}
 	if er, ok := errors.AsType[*gh.ErrorResponse](err); ok {
-		if d, ok := retryAfter(er.Response, now); ok {
+		if d, ok := httpx.RetryAfter(er.Response, now); ok {
 			return max(d, backoff)
 		}
 	}
 	return backoff
-}
-
-// retryAfter reads a Retry-After header: seconds or an HTTP date.
-func retryAfter(resp *http.Response, now time.Time) (time.Duration, bool) {
-	if resp == nil {
-		return 0, false
-	}
-	v := strings.TrimSpace(resp.Header.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
 }

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
+	"github.com/coding-agent/coding-agent/internal/httpx"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -46,7 +46,7 @@ func (c *Client) PostComment(ctx context.Context, ref task.Ref, body string) (ta
 				return task.Comment{}, fmt.Errorf("posting comment on %s: %w", name(ref), err)
 			}
 		}
-		wait = firstBackoff << (attempt - 1)
+		wait = httpx.Backoff(attempt-1, firstBackoff, maxWait)
 		if !since.IsZero() {
 			n, found, err := c.findPosted(ctx, ref, body, since)
 			if err != nil {
@@ -78,8 +78,10 @@ func (c *Client) PostComment(ctx context.Context, ref task.Ref, body string) (ta
 		if attempt == maxAttempts {
 			break
 		}
-		if d, ok := serverWait(resp, c.now()); ok {
-			wait = d
+		if resp != nil { // nil: no answer, so no wait named
+			if d, ok := httpx.ServerWait(resp.Response, c.now()); ok {
+				wait = d
+			}
 		}
 		if wait > maxWait {
 			return task.Comment{}, fmt.Errorf("posting comment on %s: server asks to wait %s: %w", name(ref), wait, lastErr)
@@ -146,26 +148,4 @@ func (c *Client) findPosted(ctx context.Context, ref task.Ref, body string, sinc
 		return task.Comment{}, false, nil
 	}
 	return noteComment(match), true, nil
-}
-
-// serverWait reads how long the server asks to wait: Retry-After (seconds
-// or a date), else on a 429 GitLab's RateLimit-Reset (Unix seconds).
-func serverWait(resp *gl.Response, now time.Time) (time.Duration, bool) {
-	if resp == nil || resp.Response == nil {
-		return 0, false
-	}
-	if v := strings.TrimSpace(resp.Header.Get("Retry-After")); v != "" {
-		if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-			return time.Duration(s) * time.Second, true
-		}
-		if t, err := http.ParseTime(v); err == nil {
-			return max(0, t.Sub(now)), true
-		}
-	}
-	if resp.StatusCode == http.StatusTooManyRequests {
-		if s, err := strconv.ParseInt(resp.Header.Get("RateLimit-Reset"), 10, 64); err == nil {
-			return max(0, time.Unix(s, 0).Sub(now)), true
-		}
-	}
-	return 0, false
 }

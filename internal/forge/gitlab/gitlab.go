@@ -22,6 +22,7 @@ import (
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
 	"github.com/coding-agent/coding-agent/internal/forge"
+	"github.com/coding-agent/coding-agent/internal/httpx"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -99,7 +100,7 @@ func New(opts Options) (*Client, error) {
 		sleep: opts.Sleep, now: time.Now, paths: map[int64]string{},
 	}
 	if c.sleep == nil {
-		c.sleep = sleepCtx
+		c.sleep = httpx.Sleep
 	}
 	return c, nil
 }
@@ -125,17 +126,6 @@ func (c *Client) BotUser(ctx context.Context) (string, error) {
 type noLimit struct{}
 
 func (noLimit) Wait(ctx context.Context) error { return ctx.Err() }
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
 
 // translateErr maps a 404 to forge.ErrNotFound and keeps anything else.
 func translateErr(err error) error {
