@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/coding-agent/coding-agent/internal/app"
@@ -30,13 +31,17 @@ commands:
   config check   validate the config file and list every problem
 `
 
+// commands are the commands run knows, besides help.
+var commands = []string{"run", "serve", "produce", "consume", "status", "config check"}
+
 // run is main without the process: it returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		if len(args) == 0 {
-			return exitUsage
-		}
+		return exitUsage
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, usage) // asked for: on stdout, so it pipes
 		return exitOK
 	}
 	cmd, rest := args[0], args[1:]
@@ -47,11 +52,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		cmd, rest = "config check", rest[1:]
 	}
+	if !slices.Contains(commands, cmd) {
+		// Before the config is read: a typo is not a config problem.
+		fmt.Fprintf(stderr, "coding-agent: unknown command %q\n\n%s", cmd, usage)
+		return exitUsage
+	}
 	fs := flag.NewFlagSet("coding-agent "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", "config.yaml", "config file (YAML)")
 	once := fs.Bool("once", false, "produce/consume: one pass, then exit")
 	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
 		return exitUsage
 	}
 	if fs.NArg() > 0 {

@@ -6,8 +6,6 @@ package report
 import (
 	"context"
 	"fmt"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -64,76 +62,4 @@ func (p *Poster) Post(ctx context.Context, body string) error {
 		}
 	}
 	return nil
-}
-
-// Split cuts body into pieces of at most max characters, at line breaks
-// where it can, closing and reopening a ``` fence cut in two, and marking
-// each piece "(i/n)" when there is more than one.
-func Split(body string, max int) []string {
-	if utf8.RuneCountInString(body) <= max {
-		return []string{body}
-	}
-	const reserve = 32 // room for the part marker and fence repair
-	limit := max - reserve
-	if limit < 16 {
-		limit = max
-	}
-	var parts []string
-	var cur strings.Builder
-	curLen, inFence := 0, false
-	flush := func() {
-		s := cur.String()
-		if inFence {
-			s += "\n```"
-		}
-		parts = append(parts, s)
-		cur.Reset()
-		curLen = 0
-		if inFence {
-			cur.WriteString("```\n")
-			curLen = 4
-		}
-	}
-	for _, line := range strings.SplitAfter(body, "\n") {
-		for utf8.RuneCountInString(line) > 0 {
-			room := limit - curLen
-			n := utf8.RuneCountInString(line)
-			if n <= room {
-				cur.WriteString(line)
-				curLen += n
-				if strings.HasPrefix(strings.TrimSpace(line), "```") {
-					inFence = !inFence
-				}
-				break
-			}
-			if curLen > 0 && n <= limit-4 {
-				flush() // the line fits on a fresh piece
-				continue
-			}
-			head := prefixRunes(line, room)
-			cur.WriteString(head)
-			line = line[len(head):]
-			flush()
-		}
-	}
-	if curLen > 0 || len(parts) == 0 {
-		parts = append(parts, cur.String())
-	}
-	if len(parts) > 1 {
-		for i := range parts {
-			parts[i] = fmt.Sprintf("(%d/%d)\n%s", i+1, len(parts), parts[i])
-		}
-	}
-	return parts
-}
-
-func prefixRunes(s string, n int) string {
-	i := 0
-	for j := range s {
-		if i == n {
-			return s[:j]
-		}
-		i++
-	}
-	return s
 }

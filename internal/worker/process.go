@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/agent"
-	"github.com/coding-agent/coding-agent/internal/httpx"
 	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -132,14 +131,13 @@ func (w *Worker) interrupted(ctx context.Context, ref task.Ref, post *report.Pos
 // relabel adds one label, then removes another: a crash in between leaves
 // both visible rather than neither.
 func (w *Worker) relabel(ctx context.Context, ref task.Ref, add, remove string) {
-	lctx := httpx.Idempotent(ctx)
 	if add != "" {
-		if err := w.o.Forge.AddLabel(lctx, ref, add); err != nil {
+		if err := w.o.Forge.AddLabel(ctx, ref, add); err != nil {
 			w.log(ref).Error("adding label", "label", add, "error", err)
 		}
 	}
 	if remove != "" {
-		if err := w.o.Forge.RemoveLabel(lctx, ref, remove); err != nil {
+		if err := w.o.Forge.RemoveLabel(ctx, ref, remove); err != nil {
 			w.log(ref).Error("removing label", "label", remove, "error", err)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/coding-agent/coding-agent/internal/httpx"
 	"github.com/coding-agent/coding-agent/internal/queue"
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -70,8 +69,7 @@ func (w *Worker) claim(ctx context.Context, ref task.Ref) (bool, error) {
 		}
 		return false, fmt.Errorf("claiming %s in the store: %w", ref, err)
 	}
-	lctx := httpx.Idempotent(ctx)
-	if err := w.o.Forge.AddLabel(lctx, ref, w.o.Labels.Processing); err != nil {
+	if err := w.o.Forge.AddLabel(ctx, ref, w.o.Labels.Processing); err != nil {
 		err = fmt.Errorf("claiming %s: %w", ref, err)
 		// The bot label is still there: the next pass tries again.
 		if serr := w.o.Store.SetStatus(ctx, ref, task.Failed, err.Error()); serr != nil {
@@ -79,7 +77,7 @@ func (w *Worker) claim(ctx context.Context, ref task.Ref) (bool, error) {
 		}
 		return false, err
 	}
-	if err := w.o.Forge.RemoveLabel(lctx, ref, w.o.Labels.Bot); err != nil {
+	if err := w.o.Forge.RemoveLabel(ctx, ref, w.o.Labels.Bot); err != nil {
 		// Keep going: the task is ours (processing) and the store holds it.
 		log.Warn("could not remove the bot label", "error", err)
 	}

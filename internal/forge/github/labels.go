@@ -9,6 +9,7 @@ import (
 
 	gh "github.com/google/go-github/v92/github"
 
+	"github.com/coding-agent/coding-agent/internal/httpx"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -27,7 +28,8 @@ func (c *Client) AddLabel(ctx context.Context, ref task.Ref, label string) error
 	if label == "" {
 		return fmt.Errorf("adding a label to %s: empty label", refName(ref))
 	}
-	if _, _, err := c.gh.Issues.AddLabelsToIssue(ctx, owner, name, ref.Number, []string{label}); err != nil {
+	// Adding a label twice leaves one label: the transport may repeat it.
+	if _, _, err := c.gh.Issues.AddLabelsToIssue(httpx.Idempotent(ctx), owner, name, ref.Number, []string{label}); err != nil {
 		return wrapErr(fmt.Sprintf("adding label %q to %s", label, refName(ref)), err)
 	}
 	return nil

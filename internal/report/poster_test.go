@@ -1,0 +1,392 @@
+package report_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/coding-agent/coding-agent/internal/report"
+	"github.com/coding-agent/coding-agent/internal/task"
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+var markerRE = regexp.MustCompile(`^\((\d+)/(\d+)\)\n`)
+
+// checkParts checks what every split must hold: each part at most max runes,
+// valid UTF-8, marked (i/n) in order, no fence left open, and the parts
+// rejoined (markers and fence repairs removed) equal to body.
+func checkParts(t *testing.T, body string, max int, parts []string) {
+	t.Helper()
+	if len(parts) < 2 {
+		t.Fatalf("Split of %d runes with max %d gave %d part(s), want several", utf8.RuneCountInString(body), max, len(parts))
+	}
+	for i, p := range parts {
+		if n := utf8.RuneCountInString(p); n > max {
+			t.Errorf("part %d has %d runes, want at most %d:\n%s", i+1, n, max, p)
+		}
+		if !utf8.ValidString(p) {
+			t.Errorf("part %d is not valid UTF-8: %q", i+1, p)
+		}
+		m := markerRE.FindStringSubmatch(p)
+		if m == nil || m[1] != strconv.Itoa(i+1) || m[2] != strconv.Itoa(len(parts)) {
+			t.Errorf("part %d does not start with the marker (%d/%d): %q", i+1, i+1, len(parts), head(p))
+			continue
+		}
+		if open := openFence("", p[len(m[0]):]); open != "" {
+			t.Errorf("part %d leaves the fence %q open, so it would not render:\n%s", i+1, open, p)
+		}
+	}
+	got, err := unsplit(parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != body {
+		t.Errorf("parts rejoined differ from the body (-want +got):\n%s", cmp.Diff(body, got))
+	}
+}
+
+// unsplit removes the markers and the fence repairs Split adds: a piece that
+// ends inside a fence closes it with "\n" and the fence, and the next piece
+// reopens it on its first line.
+func unsplit(parts []string) (string, error) {
+	var out strings.Builder
+	for i, p := range parts {
+		c := markerRE.ReplaceAllString(p, "")
+		if open := openFence("", out.String()); open != "" {
+			first, rest, ok := strings.Cut(c, "\n")
+			if !ok || !strings.HasPrefix(first, open) {
+				return "", fmt.Errorf("part %d does not reopen the fence %q cut at the end of part %d: %q", i+1, open, i, head(c))
+			}
+			c = rest
+		}
+		if i < len(parts)-1 {
+			j := strings.LastIndexByte(c, '\n')
+			if j >= 0 && c[j+1:] != "" && openFence("", out.String()+c[:j]) == c[j+1:] {
+				c = c[:j] // the closing repair
+			}
+		}
+		out.WriteString(c)
+	}
+	return out.String(), nil
+}
+
+// openFence returns the fence (its run of ` or ~) open after text, starting
+// with open: a simple reading of Markdown fences, enough for these tests.
+func openFence(open, text string) string {
+	for _, line := range strings.Split(text, "\n") {
+		l := strings.TrimSpace(line)
+		if open != "" {
+			if strings.HasPrefix(l, open) && strings.Trim(l, open[:1]) == "" {
+				open = ""
+			}
+			continue
+		}
+		for _, f := range []string{"```", "~~~"} {
+			if strings.HasPrefix(l, f) {
+				open = l[:len(l)-len(strings.TrimLeft(l, f[:1]))]
+			}
+		}
+	}
+	return open
+}
+
+func head(s string) string {
+	if r := []rune(s); len(r) > 40 {
+		return string(r[:40]) + "…"
+	}
+	return s
+}
+
+func lines(n int, format string) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, format, i+1)
+	}
+	return b.String()
+}
+
+func TestSplitShortBodyUnchanged(t *testing.T) {
+	for _, body := range []string{"", "hello", "```go\nx := 1\n", strings.Repeat("é", 100)} {
+		got := report.Split(body, 100)
+		if len(got) != 1 || got[0] != body {
+			t.Errorf("Split(%q, 100) = %q, want the body unchanged", head(body), got)
+		}
+	}
+	// Exactly max runes, multi-byte: still one part.
+	body := strings.Repeat("日", 70)
+	if got := report.Split(body, 70); len(got) != 1 || got[0] != body {
+		t.Errorf("Split of exactly max runes gave %d parts, want the body unchanged", len(got))
+	}
+}
+
+func TestSplitAtLineBreaks(t *testing.T) {
+	body := lines(40, "line %02d of a long comment\n") // 27 runes a line
+	const max = 100
+	parts := report.Split(body, max)
+	checkParts(t, body, max, parts)
+	for i, p := range parts {
+		c := markerRE.ReplaceAllString(p, "")
+		if !strings.HasSuffix(c, "\n") {
+			t.Errorf("part %d was cut inside a line: %q", i+1, c)
+		}
+		if i < len(parts)-1 && utf8.RuneCountInString(p)+27 <= max {
+			t.Errorf("part %d has room for the next line but was ended: %d runes", i+1, utf8.RuneCountInString(p))
+		}
+	}
+}
+
+func TestSplitRepairsCutFence(t *testing.T) {
+	body := "Here is the change:\n\n```go\n" + lines(30, "\tx%02d := compute(ctx)\n") + "```\n\nAnd a second block:\n\n~~~\n" +
+		lines(10, "plain %d\n") + "~~~\nThat is all.\n"
+	const max = 120
+	parts := report.Split(body, max)
+	checkParts(t, body, max, parts)
+	reopened := 0
+	for i, p := range parts[:len(parts)-1] {
+		if strings.HasSuffix(p, "\n```") && strings.HasPrefix(markerRE.ReplaceAllString(parts[i+1], ""), "```go\n") {
+			reopened++
+		}
+	}
+	if reopened == 0 {
+		t.Errorf("no part closes the go fence and the next reopens it with its language:\n%s", strings.Join(parts, "\n----\n"))
+	}
+}
+
+func TestSplitLongLineOnRuneBoundary(t *testing.T) {
+	line := strings.Repeat("日本語のテキストü🙂", 40) // 400 runes, 1, 2 and 4 bytes each
+	body := "intro\n" + line + "\noutro\n"
+	const max = 70
+	parts := report.Split(body, max)
+	checkParts(t, body, max, parts)
+	// A line longer than a part is cut inside: at least one part ends mid-line.
+	if n := len(parts); n < 400/max+1 {
+		t.Errorf("a 400-rune line at max %d gave %d parts, want at least %d", max, n, 400/max+1)
+	}
+}
+
+func TestSplitLongLineInsideFence(t *testing.T) {
+	body := "```\n" + strings.Repeat("αβγδε", 60) + "\n```\n"
+	const max = 80
+	checkParts(t, body, max, report.Split(body, max))
+}
+
+func TestSplitManyPartsMarkerWidth(t *testing.T) {
+	// Over 100 parts: the "(i/n)" marker grows to "(100/1xx)" and must still fit.
+	body := lines(700, "row %04d\n")
+	const max = 64
+	parts := report.Split(body, max)
+	checkParts(t, body, max, parts)
+	if len(parts) < 100 {
+		t.Errorf("got %d parts, want at least 100 for this test to cover three-digit markers", len(parts))
+	}
+}
+
+func TestSplitSmallMaxRaised(t *testing.T) {
+	body := lines(30, "%d abcdefghij\n")
+	parts := report.Split(body, 10)
+	checkParts(t, body, 64, parts)
+}
+
+func TestSplitRandomBodies(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pieces := []string{"word ", "ünï ", "🙂", "日本", "\n", "\n\n", "```\n", "```python\n", "~~~\n", "  ```\n", "`inline` ",
+		strings.Repeat("x", 90), "- [ ] item\n"}
+	for n := range 200 {
+		var b strings.Builder
+		for range rng.IntN(300) + 50 {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		body := b.String()
+		if openFence("", body) != "" {
+			body += "\n```\n" // a body whose fences balance (the usual case)
+			if openFence("", body) != "" {
+				continue
+			}
+		}
+		max := 64 + rng.IntN(200)
+		if utf8.RuneCountInString(body) <= max {
+			continue
+		}
+		t.Run(strconv.Itoa(n), func(t *testing.T) { checkParts(t, body, max, report.Split(body, max)) })
+	}
+}
+
+// commenter is a fake forge.Commenter recording what it is asked to post.
+type commenter struct {
+	posted []string
+	refs   []task.Ref
+	failAt int // 1-based call that fails; 0: none
+	err    error
+}
+
+func (c *commenter) PostComment(_ context.Context, ref task.Ref, body string) (task.Comment, error) {
+	if len(c.posted)+1 == c.failAt {
+		c.failAt = -1
+		return task.Comment{}, c.err
+	}
+	c.posted = append(c.posted, body)
+	c.refs = append(c.refs, ref)
+	return task.Comment{ID: int64(len(c.posted)), Body: body}, nil
+}
+
+var ghRef = task.Ref{Forge: task.GitHub, Repo: "acme/app", Kind: task.Issue, Number: 12}
+
+func TestPosterRedactsThenSplitsInOrder(t *testing.T) {
+	const secret = "ghp_SECRETSECRETSECRET"
+	redact := func(s string) string { return strings.ReplaceAll(s, secret, "[redacted]") }
+	// The secret sits where a cut falls: redacting after splitting would
+	// leave pieces of it in two comments.
+	body := strings.Repeat("a", 90) + secret + strings.Repeat("b", 200) + "\n" + lines(10, "line %d\n")
+	c := &commenter{}
+	p := report.NewPoster(report.PosterOptions{Commenter: c, Ref: ghRef, MaxLen: 100, Redact: redact})
+	if err := p.Post(context.Background(), body); err != nil {
+		t.Fatalf("Post: %v", err)
+	}
+	want := report.Split(redact(body), 100)
+	if diff := cmp.Diff(want, c.posted); diff != "" {
+		t.Errorf("posted parts differ from Split of the redacted body (-want +got):\n%s", diff)
+	}
+	for i, b := range c.posted {
+		if strings.Contains(b, "SECRET") {
+			t.Errorf("part %d carries (part of) the secret: %q", i+1, b)
+		}
+		if c.refs[i] != ghRef {
+			t.Errorf("part %d posted on %v, want %v", i+1, c.refs[i], ghRef)
+		}
+	}
+	checkParts(t, redact(body), 100, c.posted)
+}
+
+func TestPosterShortBodyOneComment(t *testing.T) {
+	c := &commenter{}
+	p := report.NewPoster(report.PosterOptions{Commenter: c, Ref: ghRef})
+	if err := p.Post(context.Background(), "done: token abc"); err != nil {
+		t.Fatalf("Post: %v", err)
+	}
+	if diff := cmp.Diff([]string{"done: token abc"}, c.posted); diff != "" {
+		t.Errorf("posted (-want +got):\n%s", diff)
+	}
+}
+
+func TestPosterErrorNamesPart(t *testing.T) {
+	boom := errors.New("forge said no")
+	c := &commenter{failAt: 2, err: boom}
+	p := report.NewPoster(report.PosterOptions{Commenter: c, Ref: ghRef, MaxLen: 100})
+	body := lines(9, "this is line number %d of it\n") // 3 parts at max 100
+	if n := len(report.Split(body, 100)); n != 3 {
+		t.Fatalf("test body splits into %d parts, want 3", n)
+	}
+	err := p.Post(context.Background(), body)
+	if !errors.Is(err, boom) {
+		t.Fatalf("Post error = %v, want it to wrap %v", err, boom)
+	}
+	if !strings.Contains(err.Error(), "part 2 of 3") {
+		t.Errorf("Post error %q does not name part 2 of 3", err)
+	}
+	if len(c.posted) != 1 || !strings.HasPrefix(c.posted[0], "(1/3)\n") {
+		t.Errorf("posted %q, want only part 1 (part 3 must not follow a failed part 2)", c.posted)
+	}
+}
+
+func TestPosterSingleCommentErrorUnchanged(t *testing.T) {
+	boom := errors.New("forge said no")
+	p := report.NewPoster(report.PosterOptions{Commenter: &commenter{failAt: 1, err: boom}, Ref: ghRef})
+	if err := p.Post(context.Background(), "short"); !errors.Is(err, boom) || strings.Contains(err.Error(), "part") {
+		t.Errorf("Post error = %v, want %v without a part number", err, boom)
+	}
+}
+
+func TestPosterForgeLimits(t *testing.T) {
+	if report.MaxComment(task.GitHub) != 65536 || report.MaxComment(task.GitLab) != 1000000 {
+		t.Fatalf("MaxComment: github %d, gitlab %d; want 65536 and 1000000",
+			report.MaxComment(task.GitHub), report.MaxComment(task.GitLab))
+	}
+	glRef := task.Ref{Forge: task.GitLab, Repo: "grp/app", Kind: task.MergeRequest, Number: 7}
+	tests := []struct {
+		name      string
+		ref       task.Ref
+		runes     int
+		wantParts int
+	}{
+		{"github at its limit", ghRef, report.GitHubMaxComment, 1},
+		{"github over its limit", ghRef, report.GitHubMaxComment + 1, 2},
+		{"gitlab over the github limit", glRef, report.GitHubMaxComment * 2, 1},
+		{"gitlab at its limit", glRef, report.GitLabMaxComment, 1},
+		{"gitlab over its limit", glRef, report.GitLabMaxComment + 1, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := strings.Repeat(strings.Repeat("ü", 99)+"\n", tt.runes/100) + strings.Repeat("x", tt.runes%100)
+			c := &commenter{}
+			if err := report.NewPoster(report.PosterOptions{Commenter: c, Ref: tt.ref}).Post(context.Background(), body); err != nil {
+				t.Fatalf("Post: %v", err)
+			}
+			if len(c.posted) != tt.wantParts {
+				t.Fatalf("posted %d comments, want %d", len(c.posted), tt.wantParts)
+			}
+			for i, b := range c.posted {
+				if n := utf8.RuneCountInString(b); n > report.MaxComment(tt.ref.Forge) {
+					t.Errorf("comment %d has %d runes, over the %s limit", i+1, n, tt.ref.Forge)
+				}
+			}
+		})
+	}
+}
+
+func TestTemplates(t *testing.T) {
+	failed, err := report.Failed("The model server answered 503 four times.", "coding agent failed", "coding agent")
+	if err != nil {
+		t.Fatalf("Failed: %v", err)
+	}
+	interrupted, err := report.Interrupted(7)
+	if err != nil {
+		t.Fatalf("Interrupted: %v", err)
+	}
+	for name, got := range map[string]string{"failed": failed, "interrupted": interrupted} {
+		t.Run(name, func(t *testing.T) { golden(t, name, got) })
+	}
+	for _, want := range []string{"The model server answered 503 four times.", "`coding agent failed`", "add `coding agent`"} {
+		if !strings.Contains(failed, want) {
+			t.Errorf("Failed comment lacks %q:\n%s", want, failed)
+		}
+	}
+	if !strings.Contains(interrupted, "after step 7.") {
+		t.Errorf("Interrupted comment lacks the step number:\n%s", interrupted)
+	}
+	// A reason is data, never a template.
+	odd, err := report.Failed("{{.BotLabel}} <!-- x -->", "F", "B")
+	if err != nil || !strings.Contains(odd, "{{.BotLabel}} <!-- x -->") {
+		t.Errorf("Failed with template text in the reason = %q, %v; want the reason verbatim", odd, err)
+	}
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading golden file (run go test -update to create it): %v", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s differs from %s (-want +got):\n%s", name, path, diff)
+	}
+}
