@@ -59,6 +59,18 @@ func (b *base) Requests() []Request {
 	return append([]Request(nil), b.log...)
 }
 
+// Count returns how many requests had method (any when "") and a URL path
+// (as sent, escaped) containing pathSubstring.
+func (b *base) Count(method, pathSubstring string) int {
+	n := 0
+	for _, r := range b.Requests() {
+		if (method == "" || strings.EqualFold(method, r.Method)) && strings.Contains(r.Path, pathSubstring) {
+			n++
+		}
+	}
+	return n
+}
+
 // ResetRequests forgets the request log.
 func (b *base) ResetRequests() {
 	b.mu.Lock()

@@ -266,18 +266,6 @@ func (g *GitHub) Comments(repo string, number int) []Comment {
 	return out
 }
 
-// Count returns how many requests with method (any when "") had a path
-// containing pathSubstring.
-func (g *GitHub) Count(method, pathSubstring string) int {
-	n := 0
-	for _, r := range g.Requests() {
-		if (method == "" || strings.EqualFold(method, r.Method)) && strings.Contains(r.Path, pathSubstring) {
-			n++
-		}
-	}
-	return n
-}
-
 func (g *GitHub) nowLocked() time.Time { return g.clock().UTC().Truncate(time.Second) }
 
 func (g *GitHub) idLocked() int64 {

@@ -243,18 +243,6 @@ func (g *GitLab) Notes(project, kind string, iid int) []Note {
 	return out
 }
 
-// Count returns how many requests had method (any when "") and a URL path
-// (as sent, escaped) containing pathSubstring.
-func (g *GitLab) Count(method, pathSubstring string) int {
-	n := 0
-	for _, r := range g.Requests() {
-		if (method == "" || strings.EqualFold(method, r.Method)) && strings.Contains(r.Path, pathSubstring) {
-			n++
-		}
-	}
-	return n
-}
-
 func (g *GitLab) mustProject(project string) *glProject {
 	g.t.Helper()
 	p := g.project(project)
