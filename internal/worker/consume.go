@@ -42,9 +42,11 @@ func (w *Worker) Consume(ctx context.Context, stopping <-chan struct{}) error {
 	return errors.Join(collect(errs)...)
 }
 
-// Backlog queues the tasks the store holds as queued that no process here is
-// working on: claimed by a producer in another process, or left queued by a
-// shutdown. It returns how many it queued.
+// Backlog queues the tasks the store holds that no process is working on:
+// queued (claimed by a producer in another process, or left by a shutdown),
+// or running under another process of this host, which may have died (the
+// claim in Process takes over only a dead holder's task). It returns how
+// many it queued.
 func (w *Worker) Backlog(ctx context.Context) (int, error) {
 	recs, err := w.o.Store.List(ctx)
 	if err != nil {
@@ -52,7 +54,9 @@ func (w *Worker) Backlog(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for i := len(recs) - 1; i >= 0; i-- { // oldest first
-		if recs[i].Status != task.Queued {
+		r := recs[i]
+		orphan := r.Status == task.Running && r.Host == w.o.Owner.Host && r.PID != w.o.Owner.PID
+		if r.Status != task.Queued && !orphan {
 			continue
 		}
 		if err := w.o.Queue.Put(ctx, queue.Job{Ref: recs[i].Ref, Enqueued: time.Now().UTC()}); err != nil {

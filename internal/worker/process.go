@@ -26,7 +26,7 @@ func (w *Worker) Process(ctx context.Context, ref task.Ref, stopping <-chan stru
 	}
 	defer w.active.Delete(ref)
 	log := w.log(ref)
-	if rec, err := w.o.Store.Get(ctx, ref); err == nil && rec.Status != task.Queued && !w.ours(rec) {
+	if rec, err := w.o.Store.Get(ctx, ref); err == nil && rec.Status != task.Queued && rec.Status != task.Running {
 		log.Info("job is stale; task is no longer queued", "status", rec.Status)
 		return
 	}

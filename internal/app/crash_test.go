@@ -1,0 +1,119 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
+	"github.com/coding-agent/coding-agent/internal/task"
+	"github.com/coding-agent/coding-agent/internal/toolhost/mcptest"
+)
+
+// A `coding-agent run` process killed (SIGKILL) in the middle of a task: the
+// next run on the same state directory takes the dead process's task over
+// and continues the conversation from the last checkpoint.
+func TestKilledRunIsResumedByTheNextRun(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
+	arrived := make(chan struct{})
+	e.model.Script(
+		llmtest.Reply{Content: `{"comment":"Writing hello.txt.","command":{"tool":"fs/write_file","args":{"path":"` +
+			e.workspace + `/hello.txt","content":"hello from coding-agent\n"}}}`},
+		// The second request hangs until the client goes away: the process
+		// is killed while the model is answering.
+		llmtest.Slow{Arrived: arrived},
+	)
+	bin := buildBinary(t)
+	cfgPath := writeConfig(t, e.cfg)
+	cmd := exec.Command(bin, "run", "--config", cfgPath)
+	cmd.Env = append(os.Environ(), "CA_TEST_TOKEN="+e.gh.Token, "CA_TEST_KEY="+apiKey)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	<-arrived
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	if rec := e.record(); rec.Status != task.Running || rec.PID != cmd.Process.Pid {
+		t.Fatalf("after the kill the store should hold the task as running under the dead process: %+v\n%s", rec, stderr.String())
+	}
+	if l := e.labels(); !slices.Equal(l, []string{"bug", "coding agent processing"}) {
+		t.Fatalf("labels after the kill %v", l)
+	}
+
+	if err := e.run(context.Background()); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	reqs := e.model.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d model requests in all, want 3 (two before the kill, one after)", len(reqs))
+	}
+	last := reqs[2].Messages[len(reqs[2].Messages)-1].Content
+	if !strings.Contains(last, "Command: fs/write_file") {
+		t.Fatalf("the resumed request does not continue the conversation:\n%s", last)
+	}
+	if l := e.labels(); !slices.Equal(l, []string{"bug", "coding agent done"}) {
+		t.Fatalf("final labels %v", l)
+	}
+	if c := e.botComments(); !slices.Equal(c, []string{"Writing hello.txt.", "Created hello.txt with a greeting."}) {
+		t.Fatalf("bot comments %q", c)
+	}
+}
+
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "coding-agent")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/coding-agent")
+	build.Dir = mcptest.ModuleRoot(t)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building coding-agent: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// writeConfig writes the GitHub + OpenAI config of an env as the YAML a user
+// would write, secrets taken from the environment.
+func writeConfig(t *testing.T, c *config.Config) string {
+	t.Helper()
+	q := func(s string) string { return fmt.Sprintf("%q", s) }
+	var mcp strings.Builder
+	for _, s := range c.MCPServers {
+		args := make([]string, len(s.Command))
+		for i, a := range s.Command {
+			args[i] = q(a)
+		}
+		fmt.Fprintf(&mcp, "  - mcp_server_name: %s\n    command: [%s]\n", s.Name, strings.Join(args, ", "))
+	}
+	yaml := fmt.Sprintf(`task_source: github
+state_dir: %s
+github:
+  api_url: %s
+  token: ${CA_TEST_TOKEN}
+  repositories: [%s]
+llm:
+  provider: openai
+  function_calling: false
+  openai:
+    base_url: %s
+    api_key: ${CA_TEST_KEY}
+    model: gpt-test
+mcp_servers:
+%slogging:
+  file: %s
+`, q(c.StateDir), q(c.GitHub.APIURL), strings.Join(c.GitHub.Repositories, ", "), q(c.LLM.OpenAI.BaseURL), mcp.String(), q(c.Logging.File))
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
