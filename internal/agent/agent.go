@@ -118,10 +118,10 @@ type Input struct {
 
 // Outcome is how a run ended when it ended without a system error.
 type Outcome struct {
-	Status  task.Status // task.Done or task.Failed
-	Comment string      // the model's closing comment (done)
-	Reason  string      // why it failed (failed)
-	Turns   int
+	Status  task.Status `json:"status"`            // task.Done or task.Failed
+	Comment string      `json:"comment,omitempty"` // the model's closing comment (done)
+	Reason  string      `json:"reason,omitempty"`  // why it failed (failed)
+	Turns   int         `json:"turns"`
 }
 
 // checkpoint is the loop's saved state (store.Checkpoint.Data).
@@ -133,6 +133,10 @@ type checkpoint struct {
 	LastCall   string        `json:"last_call,omitempty"`
 	Repeats    int           `json:"repeats,omitempty"`
 	Pending    *pending      `json:"pending,omitempty"`
+	// Final is the outcome once the run has ended: a resume (the process
+	// died before the task's labels were set) returns it without asking
+	// the model again.
+	Final *Outcome `json:"final,omitempty"`
 }
 
 // pending is a reply received but not yet fully acted on.
@@ -155,14 +159,18 @@ func (a *Agent) Run(ctx context.Context, in Input) (Outcome, error) {
 		return Outcome{}, err
 	}
 	if resumed {
+		if st.Final != nil {
+			log.Info("run had already ended; returning its outcome", "status", st.Final.Status)
+			return *st.Final, nil
+		}
 		log.Info("resuming from checkpoint", "turn", st.Turn, "pending", st.Pending != nil)
 	}
 	r := &run{a: a, in: in, st: st, log: log}
 	for {
 		if st.Pending == nil {
 			if st.Turn >= a.o.MaxTurns {
-				return Outcome{Status: task.Failed, Turns: st.Turn,
-					Reason: fmt.Sprintf("stopped after %d model turns without finishing (max_llm_process_num)", st.Turn)}, nil
+				return r.end(ctx, Outcome{Status: task.Failed, Turns: st.Turn,
+					Reason: fmt.Sprintf("stopped after %d model turns without finishing (max_llm_process_num)", st.Turn)})
 			}
 			if err := a.o.BeforeTurn(ctx, ref, st.Turn+1); err != nil {
 				return Outcome{Turns: st.Turn}, err

@@ -367,3 +367,54 @@ func TestInterruptAtCheckpointThenResume(t *testing.T) {
 		t.Fatalf("resumed request has %d messages, want 4 (system, task, reply, result)", n)
 	}
 }
+
+func TestEmptyReplyIsUnusableNotAnOutage(t *testing.T) {
+	m := &scriptLLM{replies: []any{
+		fmt.Errorf("openai chat completion: %w", llm.ErrEmptyReply),
+		text(`{"comment":"  \n ","command":{"tool":"test/echo","args":{"text":"x"}}}`),
+		text(`{"done":true,"comment":"ok"}`),
+	}}
+	p := &posts{}
+	out, err := newAgent(t, m, newMemState(), false, nil).Run(context.Background(), Input{Task: issue, Post: p})
+	if err != nil || out.Status != task.Done {
+		t.Fatalf("%+v %v", out, err)
+	}
+	second := m.requests[1].Messages
+	if !strings.Contains(second[len(second)-1].Content, "the reply was empty") {
+		t.Fatalf("the model was not told its reply was empty:\n%s", second[len(second)-1].Content)
+	}
+	if strings.Join(p.bodies, "|") != "ok" {
+		t.Fatalf("a blank comment must not be posted; posted %q", p.bodies)
+	}
+}
+
+// A run that ended (done, or failed on the protocol) keeps its outcome in the
+// checkpoint: a resume after a crash before the labels were set returns it
+// without asking the model again.
+func TestResumeAfterTheEndReturnsTheOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		replies []any
+		want    task.Status
+	}{
+		{"done", []any{text(`{"done":true,"comment":"finished"}`)}, task.Done},
+		{"unusable", []any{text("a"), text("b"), text("c"), text("d"), text("e")}, task.Failed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &scriptLLM{replies: tc.replies}
+			st, p := newMemState(), &posts{}
+			a := newAgent(t, m, st, false, nil)
+			first, err := a.Run(context.Background(), Input{Task: issue, Post: p})
+			if err != nil || first.Status != tc.want {
+				t.Fatalf("%+v %v", first, err)
+			}
+			again, err := a.Run(context.Background(), Input{Task: issue, Post: p})
+			if err != nil || again != first {
+				t.Fatalf("resume gave %+v %v, want %+v", again, err, first)
+			}
+			if len(m.requests) != len(tc.replies) || len(p.bodies) > 1 {
+				t.Fatalf("%d requests, %d posts after resume", len(m.requests), len(p.bodies))
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/coding-agent/coding-agent/internal/llm"
 	"github.com/coding-agent/coding-agent/internal/store"
@@ -25,6 +26,14 @@ type run struct {
 func (r *run) ask(ctx context.Context) (*Outcome, error) {
 	a, st, ref := r.a, r.st, r.in.Task.Ref
 	resp, err := a.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: a.tools, MaxTokens: a.o.MaxTokens})
+	if errors.Is(err, llm.ErrEmptyReply) {
+		// A 200 without a message is an unusable reply, not an outage.
+		st.Turn++
+		if err := a.o.State.AddCounters(ctx, ref, store.Counters{LLMCalls: 1}); err != nil {
+			return nil, fmt.Errorf("recording model usage of %s: %w", ref, err)
+		}
+		return r.unusable(ctx, "the reply was empty")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("model request %d for %s: %w", st.Turn+1, ref, err)
 	}
@@ -64,11 +73,9 @@ func (r *run) unusable(ctx context.Context, reason string) (*Outcome, error) {
 	st.Unparsable++
 	r.log.Warn("unusable model reply", "turn", st.Turn, "count", st.Unparsable, "reason", reason)
 	if st.Unparsable >= max {
-		if err := r.save(ctx); err != nil {
-			return nil, err
-		}
-		return &Outcome{Status: task.Failed, Turns: st.Turn,
-			Reason: fmt.Sprintf("the model sent %d unusable replies in a row; the last: %s", st.Unparsable, reason)}, nil
+		out, err := r.end(ctx, Outcome{Status: task.Failed, Turns: st.Turn,
+			Reason: fmt.Sprintf("the model sent %d unusable replies in a row; the last: %s", st.Unparsable, reason)})
+		return &out, err
 	}
 	text, err := correctionPrompt(reason, r.a.o.FunctionCalling, st.Unparsable, max)
 	if err != nil {
@@ -83,7 +90,7 @@ func (r *run) unusable(ctx context.Context, reason string) (*Outcome, error) {
 func (r *run) act(ctx context.Context) (*Outcome, error) {
 	st, p := r.st, r.st.Pending
 	if !p.Posted {
-		body := p.Action.Comment
+		body := strings.TrimSpace(p.Action.Comment)
 		if body != "" {
 			if err := r.in.Post.Post(ctx, body); err != nil {
 				return nil, fmt.Errorf("posting step comment on %s: %w", r.in.Task.Ref, err)
@@ -96,7 +103,8 @@ func (r *run) act(ctx context.Context) (*Outcome, error) {
 	}
 	if p.Action.Done {
 		st.Pending = nil
-		return &Outcome{Status: task.Done, Comment: p.Action.Comment, Turns: st.Turn}, r.save(ctx)
+		out, err := r.end(ctx, Outcome{Status: task.Done, Comment: p.Action.Comment, Turns: st.Turn})
+		return &out, err
 	}
 	for p.Executed < len(p.Action.Calls) {
 		if err := r.call(ctx, p.Action.Calls[p.Executed]); err != nil {
@@ -136,6 +144,13 @@ func (r *run) call(ctx context.Context, c toolCall) error {
 		r.st.Messages = append(r.st.Messages, llm.Message{Role: llm.User, Content: text})
 	}
 	return nil
+}
+
+// end records the run's outcome in the checkpoint, so that a resume after a
+// crash before the task's labels were set does not start working again.
+func (r *run) end(ctx context.Context, out Outcome) (Outcome, error) {
+	r.st.Final = &out
+	return out, r.save(ctx)
 }
 
 func (r *run) save(ctx context.Context) error {

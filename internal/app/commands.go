@@ -159,7 +159,7 @@ func (a *App) Status(ctx context.Context, out io.Writer) error {
 	for _, r := range recs {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s:%d\t%s\t%s\n", r.Ref, r.Status,
 			r.Counters.LLMCalls, r.Counters.ToolCalls, r.Counters.TokensIn, r.Counters.TokensOut,
-			r.Provider+"/"+r.Model, r.Host, r.PID, r.UpdatedAt.Local().Format(time.DateTime), oneLine(r.Error, 80))
+			r.Provider+"/"+r.Model, r.Host, r.PID, r.UpdatedAt.Local().Format(time.DateTime), oneLine(a.redact(r.Error), 80))
 	}
 	if len(recs) == 0 {
 		fmt.Fprintln(tw, "(no tasks yet)")

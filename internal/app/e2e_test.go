@@ -290,3 +290,43 @@ func TestLMStudio(t *testing.T) {
 		t.Fatalf("requests %d, model %q", len(reqs), reqs[0].Model)
 	}
 }
+
+// The done label cannot be set (the forge fails every attempt): the task is
+// not left without a final label; the next run sets it without asking the
+// model again or posting again.
+func TestFinalLabelFailureIsFinishedByTheNextRun(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
+		respond: func(e *env, r llmtest.Received) llmtest.Step {
+			if toolResults(r) == 0 {
+				return writeThenDone(e, r)
+			}
+			// Every attempt to add the done label will fail.
+			e.gh.Inject(forgetest.Fault{Method: "POST", Path: "/issues/1/labels", Status: 500, Times: 4})
+			return done("Created hello.txt with a greeting.")
+		}})
+	if err := e.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if l := e.labels(); !slices.Equal(l, []string{"bug", "coding agent processing"}) {
+		t.Fatalf("labels after the failed finish %v: processing must stay until a final label is set", l)
+	}
+	if rec := e.record(); rec.Status != task.Queued {
+		t.Fatalf("after the failed finish: %+v", rec)
+	}
+	if err := e.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	checkDone(t, e, config.ProviderOpenAI, false)
+}
+
+// A task done in an earlier round and asked for again: when this round
+// fails, the old done label goes.
+func TestOldDoneLabelIsRemovedWhenTheNewRoundFails(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
+		respond: func(*env, llmtest.Received) llmtest.Step { return llmtest.Reply{Content: "?"} }})
+	e.gh.AddLabelDirect(e.ref.Repo, e.ref.Number, "coding agent done")
+	if err := e.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	checkFailed(t, e, "5 unusable replies")
+}

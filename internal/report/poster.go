@@ -6,6 +6,7 @@ package report
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -51,7 +52,12 @@ func NewPoster(o PosterOptions) *Poster {
 }
 
 // Post posts body, split into several comments when it is too long.
+// A body that is empty or only white space is not posted: the forges refuse
+// it.
 func (p *Poster) Post(ctx context.Context, body string) error {
+	if strings.TrimSpace(body) == "" {
+		return nil
+	}
 	parts := Split(p.o.Redact(body), p.o.MaxLen)
 	for i, part := range parts {
 		if _, err := p.o.Commenter.PostComment(ctx, p.o.Ref, part); err != nil {

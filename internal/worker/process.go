@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/agent"
@@ -50,20 +51,26 @@ func (w *Worker) Process(ctx context.Context, ref task.Ref, stopping <-chan stru
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
+	f := ending{ref: ref, post: post, log: log, labels: in.Task.Labels}
 	switch {
 	case err != nil && (errors.Is(err, agent.ErrInterrupted) || isClosed(stopping) || ctx.Err() != nil):
-		w.interrupted(fctx, ref, post, out.Turns, log)
+		w.interrupted(fctx, f, out.Turns)
 	case err != nil:
 		// A system error: keep the checkpoint, so a retry resumes.
-		w.fail(fctx, ref, post, err.Error(), log)
+		w.fail(fctx, f, err.Error(), true)
 	case out.Status == task.Done:
-		w.done(fctx, ref, log)
+		w.done(fctx, f)
 	default:
-		w.fail(fctx, ref, post, out.Reason, log)
-		if err := w.o.Store.ClearCheckpoint(fctx, ref); err != nil {
-			log.Error("clearing checkpoint", "error", err)
-		}
+		w.fail(fctx, f, out.Reason, false)
 	}
+}
+
+// ending is what the finish steps of one task need.
+type ending struct {
+	ref    task.Ref
+	post   *report.Poster
+	log    *slog.Logger
+	labels []string // the task's labels when work started
 }
 
 // load reads the task and its comments and checks it is still ours to run.
@@ -77,7 +84,9 @@ func (w *Worker) load(ctx context.Context, ref task.Ref, post *report.Poster) (a
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 		defer cancel()
 		w.setStatus(fctx, ref, task.Stopped, "closed before work started")
-		w.relabel(fctx, ref, "", w.o.Labels.Processing)
+		if err := w.o.Forge.RemoveLabel(fctx, ref, w.o.Labels.Processing); err != nil {
+			w.log(ref).Error("removing label", "label", w.o.Labels.Processing, "error", err)
+		}
 		return agent.Input{}, true, nil
 	}
 	comments, err := w.o.Forge.Comments(ctx, ref)
@@ -93,53 +102,88 @@ func (w *Worker) load(ctx context.Context, ref task.Ref, post *report.Poster) (a
 	return agent.Input{Task: t, Comments: comments, BotName: bot, Post: post}, false, nil
 }
 
-func (w *Worker) done(ctx context.Context, ref task.Ref, log *slog.Logger) {
-	w.relabel(ctx, ref, w.o.Labels.Done, w.o.Labels.Processing)
-	w.setStatus(ctx, ref, task.Done, "")
-	if err := w.o.Store.ClearCheckpoint(ctx, ref); err != nil {
-		log.Error("clearing checkpoint", "error", err)
+// done sets the done label (and removes processing, and a bot or failed
+// label left from before), then records the task done.
+func (w *Worker) done(ctx context.Context, f ending) {
+	if !w.relabel(ctx, f, w.o.Labels.Done, w.o.Labels.Processing, w.o.Labels.Failed) {
+		w.finishLater(ctx, f)
+		return
 	}
-	log.Info("task done")
+	w.setStatus(ctx, f.ref, task.Done, "")
+	w.clearCheckpoint(ctx, f)
+	f.log.Info("task done")
 }
 
-// fail reports the failure on the task: a comment, then failed_label added
-// and processing removed. Never the done label.
-func (w *Worker) fail(ctx context.Context, ref task.Ref, post *report.Poster, reason string, log *slog.Logger) {
-	log.Error("task failed", "reason", reason)
-	w.setStatus(ctx, ref, task.Failed, reason)
-	if body, err := report.Failed(reason, w.o.Labels.Failed, w.o.Labels.Bot); err != nil {
-		log.Error("rendering failure comment", "error", err)
-	} else if err := post.Post(ctx, body); err != nil {
-		log.Error("posting failure comment", "error", err)
+// fail reports the failure on the task: failed_label added and processing
+// (and a stale done label) removed, then an error comment. Never the done
+// label. keep leaves the checkpoint, so that re-labelling resumes the work.
+func (w *Worker) fail(ctx context.Context, f ending, reason string, keep bool) {
+	reason = w.o.Redact(reason)
+	f.log.Error("task failed", "reason", reason)
+	if !w.relabel(ctx, f, w.o.Labels.Failed, w.o.Labels.Processing, w.o.Labels.Done) {
+		w.finishLater(ctx, f)
+		return
 	}
-	w.relabel(ctx, ref, w.o.Labels.Failed, w.o.Labels.Processing)
+	if body, err := report.Failed(reason, w.o.Labels.Failed, w.o.Labels.Bot); err != nil {
+		f.log.Error("rendering failure comment", "error", err)
+	} else if err := f.post.Post(ctx, body); err != nil {
+		f.log.Error("posting failure comment", "error", err)
+	}
+	w.setStatus(ctx, f.ref, task.Failed, reason)
+	if !keep {
+		w.clearCheckpoint(ctx, f)
+	}
+}
+
+// finishLater leaves a task whose final labels could not be set queued in
+// the store: the next pass resumes it from its checkpoint, which returns the
+// recorded outcome at once, and tries the labels again.
+func (w *Worker) finishLater(ctx context.Context, f ending) {
+	f.log.Error("could not set the final labels; the next pass finishes the task")
+	w.setStatus(ctx, f.ref, task.Queued, "")
 }
 
 // interrupted leaves the task for the next run: queued in the store with its
 // checkpoint and still labelled processing, so the next run (or consumer)
 // sharing this state directory resumes it and no other claims it.
-func (w *Worker) interrupted(ctx context.Context, ref task.Ref, post *report.Poster, turn int, log *slog.Logger) {
-	log.Info("task interrupted at a checkpoint; it resumes on the next run", "turn", turn)
-	w.setStatus(ctx, ref, task.Queued, "")
+func (w *Worker) interrupted(ctx context.Context, f ending, turn int) {
+	f.log.Info("task interrupted at a checkpoint; it resumes on the next run", "turn", turn)
+	w.setStatus(ctx, f.ref, task.Queued, "")
 	if body, err := report.Interrupted(turn); err == nil {
-		if err := post.Post(ctx, body); err != nil {
-			log.Error("posting interruption comment", "error", err)
+		if err := f.post.Post(ctx, body); err != nil {
+			f.log.Error("posting interruption comment", "error", err)
 		}
 	}
 }
 
-// relabel adds one label, then removes another: a crash in between leaves
-// both visible rather than neither.
-func (w *Worker) relabel(ctx context.Context, ref task.Ref, add, remove string) {
-	if add != "" {
-		if err := w.o.Forge.AddLabel(ctx, ref, add); err != nil {
-			w.log(ref).Error("adding label", "label", add, "error", err)
+// relabel adds the final label, then removes processing, the bot label and
+// the opposite final label where the task had them. It removes nothing when
+// the addition failed (a task keeps a label saying where it stands), and
+// reports whether every change was made.
+func (w *Worker) relabel(ctx context.Context, f ending, add, processing, opposite string) bool {
+	if err := w.o.Forge.AddLabel(ctx, f.ref, add); err != nil {
+		f.log.Error("adding label", "label", add, "error", err)
+		return false
+	}
+	ok := true
+	remove := []string{processing}
+	for _, l := range []string{w.o.Labels.Bot, opposite} {
+		if slices.Contains(f.labels, l) {
+			remove = append(remove, l)
 		}
 	}
-	if remove != "" {
-		if err := w.o.Forge.RemoveLabel(ctx, ref, remove); err != nil {
-			w.log(ref).Error("removing label", "label", remove, "error", err)
+	for _, l := range remove {
+		if err := w.o.Forge.RemoveLabel(ctx, f.ref, l); err != nil {
+			f.log.Error("removing label", "label", l, "error", err)
+			ok = false
 		}
+	}
+	return ok
+}
+
+func (w *Worker) clearCheckpoint(ctx context.Context, f ending) {
+	if err := w.o.Store.ClearCheckpoint(ctx, f.ref); err != nil {
+		f.log.Error("clearing checkpoint", "error", err)
 	}
 }
 

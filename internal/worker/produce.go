@@ -77,9 +77,17 @@ func (w *Worker) claim(ctx context.Context, ref task.Ref) (bool, error) {
 		}
 		return false, err
 	}
-	if err := w.o.Forge.RemoveLabel(ctx, ref, w.o.Labels.Bot); err != nil {
-		// Keep going: the task is ours (processing) and the store holds it.
-		log.Warn("could not remove the bot label", "error", err)
+	// The bot label goes; so do final labels of an earlier round, so that
+	// a task is never seen as done while this round works or fails.
+	for _, l := range []string{w.o.Labels.Bot, w.o.Labels.Done, w.o.Labels.Failed} {
+		if l != w.o.Labels.Bot && !t.HasLabel(l) {
+			continue
+		}
+		if err := w.o.Forge.RemoveLabel(ctx, ref, l); err != nil {
+			// Keep going: the task is ours (processing, and held in the
+			// store); the finish removes what is left.
+			log.Warn("could not remove a label while claiming", "label", l, "error", err)
+		}
 	}
 	if err := w.o.Store.SetStatus(ctx, ref, task.Queued, ""); err != nil {
 		return false, fmt.Errorf("marking %s queued: %w", ref, err)
