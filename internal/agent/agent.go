@@ -51,8 +51,6 @@ type Options struct {
 	FunctionCalling bool
 	// MaxTurns is max_llm_process_num: model requests per task; 0 → 1000.
 	MaxTurns int
-	// MaxTokens is sent with each request; 0 → provider default.
-	MaxTokens int
 	// MaxUnparsable ends the task after this many unusable replies in a
 	// row; 0 → 5.
 	MaxUnparsable int

@@ -25,7 +25,7 @@ type run struct {
 // A non-nil Outcome ends the task (too many unusable replies).
 func (r *run) ask(ctx context.Context) (*Outcome, error) {
 	a, st, ref := r.a, r.st, r.in.Task.Ref
-	resp, err := a.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: a.tools, MaxTokens: a.o.MaxTokens})
+	resp, err := a.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: a.tools})
 	if errors.Is(err, llm.ErrEmptyReply) {
 		// A 200 without a message is an unusable reply, not an outage.
 		st.Turn++

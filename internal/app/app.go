@@ -122,42 +122,41 @@ func (a *App) startAgent(ctx context.Context, beforeTurn func(context.Context, t
 	}
 	a.host = host
 	a.closers = append(a.closers, host)
-	model, maxTokens, err := a.newLLM()
+	model, err := a.newLLM()
 	if err != nil {
 		return err
 	}
 	a.runner, err = agent.New(agent.Options{LLM: model, Tools: host, State: a.store, Logger: a.Log,
-		FunctionCalling: c.LLM.FunctionCalling, MaxTurns: c.MaxLLMProcessNum, MaxTokens: maxTokens, BeforeTurn: beforeTurn})
+		FunctionCalling: c.LLM.FunctionCalling, MaxTurns: c.MaxLLMProcessNum, BeforeTurn: beforeTurn})
 	return err
 }
 
-func (a *App) newLLM() (llm.Client, int, error) {
+// newLLM builds the model client. The reply token limit is the provider's
+// option (max_token), not repeated in each request.
+func (a *App) newLLM() (llm.Client, error) {
 	c := a.cfg.LLM
 	client := a.httpClient(c.Timeout(), true)
 	var (
 		m   llm.Client
-		max int
 		err error
 	)
 	switch c.Provider {
 	case config.ProviderOpenAI:
 		m, err = openai.New(openai.Options{BaseURL: c.OpenAI.BaseURL, APIKey: c.OpenAI.APIKey, Model: c.OpenAI.Model,
 			MaxTokens: c.OpenAI.MaxToken, HTTPClient: client, Logger: a.Log})
-		max = c.OpenAI.MaxToken
 	case config.ProviderLMStudio:
 		m, err = openai.New(openai.Options{BaseURL: c.LMStudio.BaseURL, APIKey: "lm-studio", Model: c.LMStudio.Model,
 			HTTPClient: client, Logger: a.Log})
 	case config.ProviderOllama:
 		m, err = ollama.New(ollama.Options{Endpoint: c.Ollama.Endpoint, Model: c.Ollama.Model, MaxTokens: c.Ollama.MaxToken,
 			ContextLength: c.Ollama.ContextLength, HTTPClient: client, Logger: a.Log})
-		max = c.Ollama.MaxToken
 	default:
 		err = fmt.Errorf("llm.provider %q is not openai, lmstudio or ollama", c.Provider)
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("setting up the %s model client: %w", c.Provider, err)
+		return nil, fmt.Errorf("setting up the %s model client: %w", c.Provider, err)
 	}
-	return m, max, nil
+	return m, nil
 }
 
 // model is the provider and model name recorded with each task.

@@ -14,7 +14,6 @@ import (
 	"github.com/coding-agent/coding-agent/internal/config"
 	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
-	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/coding-agent/coding-agent/internal/toolhost/mcptest"
 )
@@ -74,6 +73,9 @@ func checkDone(t *testing.T, e *env, provider string, native bool) {
 	first := reqs[0]
 	if first.Wire != wantWire {
 		t.Errorf("wire %s, want %s", first.Wire, wantWire)
+	}
+	if first.MaxTokens != maxToken {
+		t.Errorf("reply token limit %d, want max_token %d", first.MaxTokens, maxToken)
 	}
 	if native != (first.ToolNames != nil) {
 		t.Errorf("native=%v but tools offered: %v", native, first.ToolNames)
@@ -277,7 +279,12 @@ func TestFinishedTaskIsNotProcessedAgain(t *testing.T) {
 	if n := len(e.model.Requests()); n != 2 {
 		t.Fatalf("%d model requests, want 2", n)
 	}
-	var _ store.Record = e.record()
+	if c := e.botComments(); len(c) != 2 {
+		t.Fatalf("bot comments %q, want the first run's 2", c)
+	}
+	if rec := e.record(); rec.Status != task.Done || rec.Counters.LLMCalls != 2 {
+		t.Fatalf("record %+v", rec)
+	}
 }
 
 // LM Studio speaks the OpenAI wire format with its own base URL.

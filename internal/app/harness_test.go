@@ -22,7 +22,10 @@ import (
 	"github.com/coding-agent/coding-agent/internal/toolhost/mcptest"
 )
 
-const apiKey = "sk-test-0123456789abcdef"
+const (
+	apiKey   = "sk-test-0123456789abcdef"
+	maxToken = 2048 // llm.*.max_token in the test configs
+)
 
 // env is one end-to-end setup: a forge emulator with one labelled task, a
 // scripted model server, a workspace the filesystem MCP server may write.
@@ -79,11 +82,11 @@ func newEnv(t testing.TB, s setup) *env {
 	cfg.LLM.Provider = s.provider
 	switch s.provider {
 	case config.ProviderOpenAI:
-		cfg.LLM.OpenAI = config.OpenAI{BaseURL: e.model.OpenAIURL(), APIKey: apiKey, Model: "gpt-test"}
+		cfg.LLM.OpenAI = config.OpenAI{BaseURL: e.model.OpenAIURL(), APIKey: apiKey, Model: "gpt-test", MaxToken: maxToken}
 	case config.ProviderLMStudio:
 		cfg.LLM.LMStudio = config.LMStudio{BaseURL: e.model.OpenAIURL(), Model: "local-model"}
 	case config.ProviderOllama:
-		cfg.LLM.Ollama = config.Ollama{Endpoint: e.model.URL(), Model: "qwen-test", ContextLength: 8192}
+		cfg.LLM.Ollama = config.Ollama{Endpoint: e.model.URL(), Model: "qwen-test", MaxToken: maxToken, ContextLength: 8192}
 	}
 	cfg.MCPServers = []config.MCPServer{{
 		Name:         "fs",
