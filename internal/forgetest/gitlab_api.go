@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 type glHandler = func(g *GitLab, w http.ResponseWriter, r *http.Request, args []string)
@@ -95,15 +96,7 @@ func (g *GitLab) listItems(w http.ResponseWriter, r *http.Request, kind string, 
 		}
 	}
 	slices.SortFunc(items, func(a, b *glItem) int {
-		c := a.created.Compare(b.created)
-		if orderBy == "updated_at" {
-			c = a.updated.Compare(b.updated)
-		}
-		c = cmp.Or(c, cmp.Compare(a.id, b.id))
-		if sortDir == "desc" {
-			return -c
-		}
-		return c
+		return glOrder(orderBy, sortDir, a.created, a.updated, a.id, b.created, b.updated, b.id)
 	})
 	out := make([]glObj, 0, len(items))
 	for _, it := range items {
@@ -219,15 +212,7 @@ func listNotes(kind string) glHandler {
 		}
 		notes := slices.Clone(it.notes)
 		slices.SortFunc(notes, func(a, b *glNote) int {
-			c := a.created.Compare(b.created)
-			if orderBy == "updated_at" {
-				c = a.updated.Compare(b.updated)
-			}
-			c = cmp.Or(c, cmp.Compare(a.id, b.id))
-			if sortDir == "desc" {
-				return -c
-			}
-			return c
+			return glOrder(orderBy, sortDir, a.created, a.updated, a.id, b.created, b.updated, b.id)
 		})
 		out := make([]glObj, 0, len(notes))
 		for _, n := range notes {
@@ -256,4 +241,18 @@ func createNote(kind string) glHandler {
 		n := g.addNote(it, g.BotUsername, ps["body"], false)
 		g.reply(w, r, http.StatusCreated, g.noteJSON(it, n))
 	}
+}
+
+// glOrder compares two items or notes as GitLab's order_by (created_at or
+// updated_at) and sort (asc or desc) parameters say, ties broken by id.
+func glOrder(orderBy, sortDir string, aCreated, aUpdated time.Time, aID int64, bCreated, bUpdated time.Time, bID int64) int {
+	c := aCreated.Compare(bCreated)
+	if orderBy == "updated_at" {
+		c = aUpdated.Compare(bUpdated)
+	}
+	c = cmp.Or(c, cmp.Compare(aID, bID))
+	if sortDir == "desc" {
+		return -c
+	}
+	return c
 }
