@@ -62,7 +62,11 @@ mcp_servers:
 logging:
   file: %s
   level: debug
-%s`, filepath.Join(dir, "data"), o.apiURL, token, apiKey, o.mcp, filepath.Join(dir, "logs", "agent.log"), o.extra)
+planning:
+  history:
+    directory: %s
+%s`, filepath.Join(dir, "data"), o.apiURL, token, apiKey, o.mcp, filepath.Join(dir, "logs", "agent.log"),
+		filepath.Join(dir, "planning_history"), o.extra)
 	return writeFile(t, dir, body)
 }
 
@@ -208,14 +212,14 @@ func TestConfigCheckYAMLErrorHidesSecret(t *testing.T) {
 }
 
 func TestConfigCheckFutureKeyWarns(t *testing.T) {
-	cfg := writeConfig(t, configOptions{extra: "planning:\n  enabled: true\n  max_steps: 3\n"})
+	cfg := writeConfig(t, configOptions{extra: "comment_detection:\n  enabled: true\n  check_interval: 3\n"})
 	code, stdout, stderr := cli(t, "config", "check", "--config", cfg)
 	if code != exitOK || stdout != "ok\n" {
 		t.Errorf("exit code %d, stdout %q; want %d and \"ok\\n\"\nstderr:\n%s", code, stdout, exitOK, stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
-	if len(lines) != 1 || !strings.HasPrefix(lines[0], "warning: planning") || !strings.Contains(lines[0], "not supported") {
-		t.Errorf("stderr = %q, want one warning line about planning", stderr)
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "warning: comment_detection") || !strings.Contains(lines[0], "not supported") {
+		t.Errorf("stderr = %q, want one warning line about comment_detection", stderr)
 	}
 }
 

@@ -62,8 +62,7 @@ type Options struct {
 // Agent runs tasks. It is safe for concurrent use: each Run has its own state.
 type Agent struct {
 	o      Options
-	names  *toolNames
-	tools  []llm.Tool // native tool definitions; nil in JSON mode
+	ts     *Toolset
 	system string
 }
 
@@ -84,21 +83,8 @@ func New(o Options) (*Agent, error) {
 	if o.BeforeTurn == nil {
 		o.BeforeTurn = func(context.Context, task.Ref, int) error { return nil }
 	}
-	var full []string
-	for _, t := range o.Tools.Tools() {
-		full = append(full, t.FullName())
-	}
-	a := &Agent{o: o, names: newToolNames(full)}
-	if o.FunctionCalling {
-		for _, t := range o.Tools.Tools() {
-			params := t.InputSchema
-			if len(params) == 0 {
-				params = json.RawMessage(`{"type":"object","properties":{}}`)
-			}
-			a.tools = append(a.tools, llm.Tool{Name: a.names.fn(t.FullName()), Description: t.Description, Parameters: params})
-		}
-	}
-	sys, err := systemPrompt(o.Tools.Tools(), o.Tools.Servers(), a.names, o.FunctionCalling, o.MaxTurns)
+	a := &Agent{o: o, ts: NewToolset(o.Tools.Tools(), o.Tools.Servers(), o.FunctionCalling)}
+	sys, err := systemPrompt(a.ts, o.MaxTurns)
 	if err != nil {
 		return nil, err
 	}
@@ -120,6 +106,9 @@ type Outcome struct {
 	Comment string      `json:"comment,omitempty"` // the model's closing comment (done)
 	Reason  string      `json:"reason,omitempty"`  // why it failed (failed)
 	Turns   int         `json:"turns"`
+	// Reported is true when the run has already posted its closing comment
+	// (planning mode does), so the worker adds no failure comment of its own.
+	Reported bool `json:"reported,omitempty"`
 }
 
 // checkpoint is the loop's saved state (store.Checkpoint.Data).

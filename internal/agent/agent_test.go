@@ -189,8 +189,8 @@ func TestNativeToolCalls(t *testing.T) {
 	a := newAgent(t, m, st, true, nil)
 	m.replies = []any{
 		llm.Message{Content: "Echoing twice.", ToolCalls: []llm.ToolCall{
-			{ID: "call_1", Name: a.names.fn("test/echo"), Arguments: json.RawMessage(`{"text":"one"}`)},
-			{ID: "call_2", Name: a.names.fn("test/echo"), Arguments: json.RawMessage(`{"text":"two"}`)},
+			{ID: "call_1", Name: a.ts.Fn("test/echo"), Arguments: json.RawMessage(`{"text":"one"}`)},
+			{ID: "call_2", Name: a.ts.Fn("test/echo"), Arguments: json.RawMessage(`{"text":"two"}`)},
 		}},
 		text(`{"done": true, "comment": "Done."}`),
 	}

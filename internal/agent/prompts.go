@@ -26,28 +26,23 @@ func render(name string, data any) (string, error) {
 	return strings.TrimSpace(b.String()), nil
 }
 
-type promptTool struct{ Name, Fn, Description, Params string }
+type promptTool struct {
+	Name, Fn, Description, Params string
+	ReadOnly                      bool
+}
 
-// systemPrompt lists every tool as server/tool with its parameters and
-// embeds each server's system_prompt.
-func systemPrompt(tools []toolhost.Tool, servers []toolhost.ServerConfig, names *toolNames, native bool, maxTurns int) (string, error) {
-	data := struct {
-		Tools           []promptTool
-		Servers         []toolhost.ServerConfig
+// systemPrompt is the core loop's system prompt: how to work, the reply
+// protocol, and the tool catalog.
+func systemPrompt(ts *Toolset, maxTurns int) (string, error) {
+	catalog, err := ts.Catalog()
+	if err != nil {
+		return "", err
+	}
+	return render("system.tmpl", struct {
+		Catalog         string
 		FunctionCalling bool
 		MaxTurns        int
-	}{Servers: servers, FunctionCalling: native, MaxTurns: maxTurns}
-	for _, t := range tools {
-		params := compactJSON(t.InputSchema)
-		if params == "" {
-			params = "{}"
-		}
-		data.Tools = append(data.Tools, promptTool{
-			Name: t.FullName(), Fn: names.fn(t.FullName()),
-			Description: oneLine(t.Description), Params: params,
-		})
-	}
-	return render("system.tmpl", data)
+	}{catalog, ts.native, maxTurns})
 }
 
 type promptComment struct {
@@ -87,7 +82,7 @@ func taskPrompt(t task.Task, comments []task.Comment, bot string) (string, error
 
 // resultPrompt is the message after a tool call: the command, its arguments
 // and the tool's result verbatim (cut by the host at its size cap).
-func resultPrompt(call toolCall, res toolhost.Result, repeated int) (string, error) {
+func resultPrompt(call ToolCall, res toolhost.Result, repeated int) (string, error) {
 	data := struct {
 		Tool, Args, Result     string
 		IsError, Truncated     bool
@@ -96,9 +91,7 @@ func resultPrompt(call toolCall, res toolhost.Result, repeated int) (string, err
 		Tool: call.Tool, Args: compactJSON(call.Args), Result: fence("tool output of "+call.Tool, res.Text),
 		IsError: res.IsError, Truncated: res.Truncated, Shown: len(res.Text), Bytes: res.Bytes,
 	}
-	if repeated >= repeatWarnAt {
-		data.Repeated = repeated
-	}
+	data.Repeated = repeated
 	return render("result.tmpl", data)
 }
 

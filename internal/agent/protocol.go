@@ -14,32 +14,19 @@ import (
 // Action is what one model reply asks for: tool calls, or the end of the task.
 type Action struct {
 	Comment string     `json:"comment,omitempty"`
-	Calls   []toolCall `json:"calls,omitempty"`
+	Calls   []ToolCall `json:"calls,omitempty"`
 	Done    bool       `json:"done,omitempty"`
 }
-
-// toolCall is one requested tool call, named as server/tool.
-type toolCall struct {
-	ID   string          `json:"id,omitempty"` // native tool-call id, empty in JSON mode
-	Tool string          `json:"tool"`         // server/tool
-	Args json.RawMessage `json:"args"`
-}
-
-// replyError says why a reply could not be used; its text is sent back to
-// the model so that the next attempt can do better.
-type replyError struct{ reason string }
-
-func (e *replyError) Error() string { return e.reason }
 
 var (
 	thinkBlock = regexp.MustCompile(`(?s)<think>.*?</think>`)
 	jsonFence  = regexp.MustCompile("(?s)```(?:json|JSON)?\\s*\\n?(\\{.*?\\})\\s*```")
 )
 
-// stripThink removes <think>…</think> reasoning blocks, including a reply
+// StripThink removes <think>…</think> reasoning blocks, including a reply
 // whose opening tag was part of the prompt template (only "</think>" shows),
 // and an unterminated block at the end.
-func stripThink(s string) string {
+func StripThink(s string) string {
 	s = thinkBlock.ReplaceAllString(s, "")
 	if i := strings.Index(s, "</think>"); i >= 0 {
 		s = s[i+len("</think>"):]
@@ -65,17 +52,13 @@ type wireReply struct {
 // parseText reads a JSON-protocol reply from free text: the object may stand
 // alone, inside a ```json fence, or among prose.
 func parseText(text string) (Action, error) {
-	text = stripThink(text)
+	text = StripThink(text)
 	if text == "" {
-		return Action{}, &replyError{"the reply was empty"}
+		return Action{}, &ReplyError{"the reply was empty"}
 	}
-	var candidates []string
-	for _, m := range jsonFence.FindAllStringSubmatch(text, -1) {
-		candidates = append(candidates, m[1])
-	}
-	candidates = append(candidates, objectsIn(text)...)
+	candidates := JSONObjects(text)
 	if len(candidates) == 0 {
-		return Action{}, &replyError{"the reply contained no JSON object"}
+		return Action{}, &ReplyError{"the reply contained no JSON object"}
 	}
 	var firstErr error
 	for _, c := range candidates {
@@ -116,7 +99,7 @@ func decodeReply(b []byte) (Action, error) {
 	var w wireReply
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&w); err != nil {
-		return Action{}, &replyError{fmt.Sprintf("the JSON object could not be read: %v", err)}
+		return Action{}, &ReplyError{fmt.Sprintf("the JSON object could not be read: %v", err)}
 	}
 	var a Action
 	if w.Comment != nil {
@@ -124,13 +107,13 @@ func decodeReply(b []byte) (Action, error) {
 	}
 	switch {
 	case w.Command != nil && w.Done != nil && *w.Done:
-		return Action{}, &replyError{`the reply has both "command" and "done": true; send one of them`}
+		return Action{}, &ReplyError{`the reply has both "command" and "done": true; send one of them`}
 	case w.Command != nil:
 		if w.Command.Tool == "" {
-			return Action{}, &replyError{`"command.tool" is missing; name the tool as "server/tool"`}
+			return Action{}, &ReplyError{`"command.tool" is missing; name the tool as "server/tool"`}
 		}
 		if !strings.Contains(w.Command.Tool, "/") {
-			return Action{}, &replyError{fmt.Sprintf(`"command.tool" is %q; name the tool as "server/tool"`, w.Command.Tool)}
+			return Action{}, &ReplyError{fmt.Sprintf(`"command.tool" is %q; name the tool as "server/tool"`, w.Command.Tool)}
 		}
 		args, err := normaliseArgs(w.Command.Args)
 		if err != nil {
@@ -139,15 +122,15 @@ func decodeReply(b []byte) (Action, error) {
 		if a.Comment == "" {
 			a.Comment = w.Command.Comment
 		}
-		a.Calls = []toolCall{{Tool: w.Command.Tool, Args: args}}
+		a.Calls = []ToolCall{{Tool: w.Command.Tool, Args: args}}
 		return a, nil
 	case w.Done != nil && *w.Done:
 		a.Done = true
 		return a, nil
 	case w.Done != nil:
-		return Action{}, &replyError{`"done" is false but there is no "command"; send a command or {"done": true, ...}`}
+		return Action{}, &ReplyError{`"done" is false but there is no "command"; send a command or {"done": true, ...}`}
 	default:
-		return Action{}, &replyError{`the JSON object has neither "command" nor "done"`}
+		return Action{}, &ReplyError{`the JSON object has neither "command" nor "done"`}
 	}
 }
 
@@ -166,7 +149,7 @@ func normaliseArgs(raw json.RawMessage) (json.RawMessage, error) {
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, &replyError{`"args" must be a JSON object`}
+		return nil, &ReplyError{`"args" must be a JSON object`}
 	}
 	return raw, nil
 }
@@ -175,7 +158,7 @@ func normaliseArgs(raw json.RawMessage) (json.RawMessage, error) {
 // text beside them as the step's comment; or text holding the done object
 // (a JSON command in the text is accepted too, as local models send it).
 func parseNative(msg llm.Message, names *toolNames) (Action, error) {
-	text := stripThink(msg.Content)
+	text := StripThink(msg.Content)
 	if len(msg.ToolCalls) == 0 {
 		return parseText(text)
 	}
@@ -187,13 +170,13 @@ func parseNative(msg llm.Message, names *toolNames) (Action, error) {
 		}
 		args, err := normaliseArgs(tc.Arguments)
 		if err != nil {
-			var re *replyError
+			var re *ReplyError
 			if errors.As(err, &re) {
-				return Action{}, &replyError{fmt.Sprintf("the arguments of %s are not a JSON object", tc.Name)}
+				return Action{}, &ReplyError{fmt.Sprintf("the arguments of %s are not a JSON object", tc.Name)}
 			}
 			return Action{}, err
 		}
-		a.Calls = append(a.Calls, toolCall{ID: tc.ID, Tool: full, Args: args})
+		a.Calls = append(a.Calls, ToolCall{ID: tc.ID, Tool: full, Args: args})
 	}
 	return a, nil
 }

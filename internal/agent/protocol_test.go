@@ -44,8 +44,8 @@ func TestParseText(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a, err := parseText(tc.in)
 			if tc.wantErr != "" {
-				var re *replyError
-				if !errors.As(err, &re) || !strings.Contains(re.reason, tc.wantErr) {
+				var re *ReplyError
+				if !errors.As(err, &re) || !strings.Contains(re.Reason, tc.wantErr) {
 					t.Fatalf("err = %v, want a reply error containing %q", err, tc.wantErr)
 				}
 				return
@@ -91,7 +91,7 @@ func TestParseNative(t *testing.T) {
 	}
 	// Bad arguments are unusable.
 	_, err = parseNative(llm.Message{ToolCalls: []llm.ToolCall{{ID: "x", Name: "fs__write_file", Arguments: json.RawMessage(`"nope"`)}}}, names)
-	var re *replyError
+	var re *ReplyError
 	if !errors.As(err, &re) {
 		t.Fatalf("err = %v, want reply error", err)
 	}

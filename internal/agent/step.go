@@ -25,7 +25,7 @@ type run struct {
 // A non-nil Outcome ends the task (too many unusable replies).
 func (r *run) ask(ctx context.Context) (*Outcome, error) {
 	a, st, ref := r.a, r.st, r.in.Task.Ref
-	resp, err := a.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: a.tools})
+	resp, err := a.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: a.ts.Defs()})
 	if errors.Is(err, llm.ErrEmptyReply) {
 		// A 200 without a message is an unusable reply, not an outage.
 		st.Turn++
@@ -44,18 +44,18 @@ func (r *run) ask(ctx context.Context) (*Outcome, error) {
 	}
 	msg := resp.Message
 	msg.Role = llm.Assistant
-	msg.Content = stripThink(msg.Content)
+	msg.Content = StripThink(msg.Content)
 	var action Action
 	if a.o.FunctionCalling {
-		action, err = parseNative(resp.Message, a.names)
+		action, err = parseNative(resp.Message, a.ts.names)
 	} else {
 		action, err = parseText(resp.Message.Content)
 	}
-	var bad *replyError
+	var bad *ReplyError
 	if errors.As(err, &bad) {
 		msg.ToolCalls = nil // unanswered native calls would make the next request invalid
 		st.Messages = append(st.Messages, msg)
-		return r.unusable(ctx, bad.reason)
+		return r.unusable(ctx, bad.Reason)
 	}
 	if err != nil {
 		return nil, err
@@ -121,7 +121,7 @@ func (r *run) act(ctx context.Context) (*Outcome, error) {
 
 // call runs one tool call; a tool error becomes the model's next input, only
 // a cancelled context ends the run.
-func (r *run) call(ctx context.Context, c toolCall) error {
+func (r *run) call(ctx context.Context, c ToolCall) error {
 	ref := r.in.Task.Ref
 	res, err := r.a.o.Tools.Call(ctx, c.Tool, c.Args)
 	if err != nil {
@@ -130,19 +130,19 @@ func (r *run) call(ctx context.Context, c toolCall) error {
 	if err := r.a.o.State.AddCounters(ctx, ref, store.Counters{ToolCalls: 1}); err != nil {
 		return fmt.Errorf("recording tool call of %s: %w", ref, err)
 	}
-	key := c.Tool + " " + compactJSON(c.Args)
+	key := c.Key()
 	r.st.Repeats = repeats(r.st.LastCall, r.st.Repeats, key)
 	r.st.LastCall = key
-	text, err := resultPrompt(c, res, r.st.Repeats)
+	var repeated int
+	if r.st.Repeats >= repeatWarnAt {
+		repeated = r.st.Repeats
+	}
+	msg, err := r.a.ts.ResultMessage(c, res, repeated)
 	if err != nil {
 		return err
 	}
 	r.log.Info("tool call", "tool", c.Tool, "is_error", res.IsError, "bytes", res.Bytes, "truncated", res.Truncated)
-	if r.a.o.FunctionCalling && c.ID != "" {
-		r.st.Messages = append(r.st.Messages, llm.Message{Role: llm.ToolRole, ToolCallID: c.ID, Name: r.a.names.fn(c.Tool), Content: text})
-	} else {
-		r.st.Messages = append(r.st.Messages, llm.Message{Role: llm.User, Content: text})
-	}
+	r.st.Messages = append(r.st.Messages, msg)
 	return nil
 }
 

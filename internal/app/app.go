@@ -23,7 +23,9 @@ import (
 	"github.com/coding-agent/coding-agent/internal/llm/ollama"
 	"github.com/coding-agent/coding-agent/internal/llm/openai"
 	"github.com/coding-agent/coding-agent/internal/obs"
+	"github.com/coding-agent/coding-agent/internal/plan"
 	"github.com/coding-agent/coding-agent/internal/queue/memqueue"
+	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/store/sqlite"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -38,6 +40,8 @@ const forgeTimeout = 30 * time.Second
 type Options struct {
 	// Sleep replaces the retry waits (tests); nil → real timers.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Now replaces the clock of what planning mode writes (tests); nil → time.Now.
+	Now func() time.Time
 }
 
 // App holds the built components.
@@ -50,7 +54,7 @@ type App struct {
 	forge   forge.Forge
 	store   store.Store
 	host    *toolhost.Host
-	runner  *agent.Agent
+	runner  worker.Runner
 }
 
 // New builds the logger, the store and the forge adapter. Commands that run
@@ -126,9 +130,28 @@ func (a *App) startAgent(ctx context.Context, beforeTurn func(context.Context, t
 	if err != nil {
 		return err
 	}
-	a.runner, err = agent.New(agent.Options{LLM: model, Tools: host, State: a.store, Logger: a.Log,
-		FunctionCalling: c.LLM.FunctionCalling, MaxTurns: c.MaxLLMProcessNum, BeforeTurn: beforeTurn})
+	if !c.Planning.Enabled {
+		a.runner, err = agent.New(agent.Options{LLM: model, Tools: host, State: a.store, Logger: a.Log,
+			FunctionCalling: c.LLM.FunctionCalling, MaxTurns: c.MaxLLMProcessNum, BeforeTurn: beforeTurn})
+		return err
+	}
+	a.runner, err = plan.New(plan.Options{LLM: model, Tools: host, State: a.store, Forge: a.forge,
+		Settings: planSettings(c.Planning), Lang: report.ParseLang(c.Language), HistoryDir: c.Planning.History.Directory,
+		FunctionCalling: c.LLM.FunctionCalling, MaxCalls: c.MaxLLMProcessNum, Redact: a.redact, Logger: a.Log, Now: a.o.Now,
+		BeforeCall: func(ctx context.Context, ref task.Ref, at plan.Step) error { return beforeTurn(ctx, ref, at.Call) }})
 	return err
+}
+
+// planSettings translates config's planning section.
+func planSettings(p config.Planning) plan.Settings {
+	return plan.Settings{
+		MaxSubtasks: p.MaxSubtasks, DecompositionLevel: p.DecompositionLevel,
+		PrePlanning: p.PrePlanning.Enabled, MaxGatherCalls: p.PrePlanning.MaxToolCalls,
+		MaxCallsPerAction: p.Execution.MaxLLMCallsPerAction, MaxAttempts: p.Execution.MaxAttemptsPerAction,
+		Reflection: p.Reflection.Enabled, ReflectOnError: p.Reflection.TriggerOnError, ReflectEvery: p.Reflection.TriggerInterval,
+		MaxRevisions: p.Revision.MaxRevisions, Verification: p.Verification.Enabled, MaxVerifyRounds: p.Verification.MaxRounds,
+		MaxReplans: p.Replan.MaxReplans, CallComments: p.LLMCallComments.Enabled,
+	}
 }
 
 // newLLM builds the model client. The reply token limit is the provider's

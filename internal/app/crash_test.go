@@ -102,7 +102,7 @@ github:
   repositories: [%s]
 llm:
   provider: openai
-  function_calling: false
+  function_calling: %t
   openai:
     base_url: %s
     api_key: ${CA_TEST_KEY}
@@ -110,7 +110,12 @@ llm:
 mcp_servers:
 %slogging:
   file: %s
-`, q(c.StateDir), q(c.GitHub.APIURL), strings.Join(c.GitHub.Repositories, ", "), q(c.LLM.OpenAI.BaseURL), mcp.String(), q(c.Logging.File))
+planning:
+  enabled: %t
+  history:
+    directory: %s
+`, q(c.StateDir), q(c.GitHub.APIURL), strings.Join(c.GitHub.Repositories, ", "), c.LLM.FunctionCalling, q(c.LLM.OpenAI.BaseURL),
+		mcp.String(), q(c.Logging.File), c.Planning.Enabled, q(c.Planning.History.Directory))
 	p := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)

@@ -49,6 +49,7 @@ type setup struct {
 	provider string    // config.ProviderOpenAI, ProviderLMStudio, ProviderOllama
 	native   bool
 	respond  func(e *env, r llmtest.Received) llmtest.Step // nil: write a file, then done
+	planning bool // planning mode; false: the plain tool loop
 }
 
 func newEnv(t testing.TB, s setup) *env {
@@ -79,6 +80,8 @@ func newEnv(t testing.TB, s setup) *env {
 	cfg.Logging.File = filepath.Join(tmp, "logs", "coding-agent.log")
 	cfg.Logging.Level = "debug"
 	cfg.LLM.FunctionCalling = s.native
+	cfg.Planning.Enabled = s.planning
+	cfg.Planning.History.Directory = filepath.Join(tmp, "planning_history")
 	cfg.LLM.Provider = s.provider
 	switch s.provider {
 	case config.ProviderOpenAI:

@@ -36,6 +36,24 @@ const (
 	ProviderOllama   = "ollama"
 )
 
+// Languages accepted in language: the language of the comments the agent
+// writes on the task.
+const (
+	LanguageJapanese = "ja"
+	LanguageEnglish  = "en"
+)
+
+// Values accepted in the planning section.
+const (
+	StrategyChainOfThought = "chain_of_thought" // planning.strategy
+
+	DecompositionMinimal  = "minimal"  // planning.decomposition_level
+	DecompositionModerate = "moderate" // planning.decomposition_level
+	DecompositionDetailed = "detailed" // planning.decomposition_level
+
+	StorageJSONL = "jsonl" // planning.history.storage_type
+)
+
 // Config is the whole configuration. Task sources are task.GitHub and
 // task.GitLab.
 type Config struct {
@@ -49,6 +67,8 @@ type Config struct {
 	MaxLLMProcessNum int         `yaml:"max_llm_process_num"` // most LLM requests per task; default 1000
 	Continuous       Continuous  `yaml:"continuous"`          // long-running (producer/consumer) mode
 	Logging          Logging     `yaml:"logging"`             // log destination and level
+	Language         string      `yaml:"language"`            // "ja" or "en": language of the comments the agent writes; default "ja"
+	Planning         Planning    `yaml:"planning"`            // planning mode
 }
 
 // GitHub is the github section.
@@ -150,6 +170,70 @@ type Logging struct {
 	MaxAgeDays int    `yaml:"max_age_days"` // rotated files are kept this many days; 0 keeps all; default 30
 }
 
+// Planning is the planning section: the agent plans the task, carries out the
+// plan's actions, reflects on the results, revises the plan and verifies the
+// outcome, instead of running one plain tool loop.
+type Planning struct {
+	Enabled            bool            `yaml:"enabled"`             // default true; false: the plain tool loop
+	Strategy           string          `yaml:"strategy"`            // only StrategyChainOfThought (default)
+	MaxSubtasks        int             `yaml:"max_subtasks"`        // default 100, >= 1
+	DecompositionLevel string          `yaml:"decomposition_level"` // "minimal", "moderate" (default) or "detailed"
+	PrePlanning        PrePlanning     `yaml:"pre_planning"`        // read-only look-around before the plan
+	Execution          PlanExecution   `yaml:"execution"`           // limits per action
+	Reflection         Reflection      `yaml:"reflection"`          // when the agent reflects
+	Revision           Revision        `yaml:"revision"`            // plan revisions
+	Verification       Verification    `yaml:"verification"`        // checking the outcome
+	Replan             Replan          `yaml:"replan"`              // fresh plans
+	History            PlanHistory     `yaml:"history"`             // where plans are recorded
+	LLMCallComments    LLMCallComments `yaml:"llm_call_comments"`   // progress comments on the task
+}
+
+// PrePlanning is planning.pre_planning.
+type PrePlanning struct {
+	Enabled      bool `yaml:"enabled"`        // default true
+	MaxToolCalls int  `yaml:"max_tool_calls"` // read-only tool calls before planning; default 10, >= 0
+}
+
+// PlanExecution is planning.execution.
+type PlanExecution struct {
+	MaxLLMCallsPerAction int `yaml:"max_llm_calls_per_action"` // default 20, >= 1
+	MaxAttemptsPerAction int `yaml:"max_attempts_per_action"`  // default 2, >= 1
+}
+
+// Reflection is planning.reflection.
+type Reflection struct {
+	Enabled         bool `yaml:"enabled"`          // default true
+	TriggerOnError  bool `yaml:"trigger_on_error"` // default true
+	TriggerInterval int  `yaml:"trigger_interval"` // reflect every N completed actions; default 3; 0 disables the interval
+}
+
+// Revision is planning.revision.
+type Revision struct {
+	MaxRevisions int `yaml:"max_revisions"` // default 3, >= 0
+}
+
+// Verification is planning.verification.
+type Verification struct {
+	Enabled   bool `yaml:"enabled"`    // default true
+	MaxRounds int  `yaml:"max_rounds"` // default 2, >= 1
+}
+
+// Replan is planning.replan.
+type Replan struct {
+	MaxReplans int `yaml:"max_replans"` // fresh plans after repeated failure; default 1, >= 0
+}
+
+// PlanHistory is planning.history.
+type PlanHistory struct {
+	StorageType string `yaml:"storage_type"` // only StorageJSONL (default)
+	Directory   string `yaml:"directory"`    // default "planning_history"; relative to the working directory, like state_dir
+}
+
+// LLMCallComments is planning.llm_call_comments.
+type LLMCallComments struct {
+	Enabled bool `yaml:"enabled"` // default true: a comment after every LLM call
+}
+
 // Labels are the four labels that move a task through its states.
 type Labels struct {
 	Bot        string // asks for the agent
@@ -182,6 +266,26 @@ func Default() *Config {
 		MaxLLMProcessNum: 1000,
 		Continuous:       Continuous{Producer: Producer{IntervalMinutes: 1}, Consumer: Consumer{Workers: 1}},
 		Logging:          Logging{File: "logs/coding-agent.log", Level: "info", MaxAgeDays: 30},
+		Language:         LanguageJapanese,
+		Planning:         defaultPlanning(),
+	}
+}
+
+// defaultPlanning is the planning section's defaults: every phase on.
+func defaultPlanning() Planning {
+	return Planning{
+		Enabled:            true,
+		Strategy:           StrategyChainOfThought,
+		MaxSubtasks:        100,
+		DecompositionLevel: DecompositionModerate,
+		PrePlanning:        PrePlanning{Enabled: true, MaxToolCalls: 10},
+		Execution:          PlanExecution{MaxLLMCallsPerAction: 20, MaxAttemptsPerAction: 2},
+		Reflection:         Reflection{Enabled: true, TriggerOnError: true, TriggerInterval: 3},
+		Revision:           Revision{MaxRevisions: 3},
+		Verification:       Verification{Enabled: true, MaxRounds: 2},
+		Replan:             Replan{MaxReplans: 1},
+		History:            PlanHistory{StorageType: StorageJSONL, Directory: "planning_history"},
+		LLMCallComments:    LLMCallComments{Enabled: true},
 	}
 }
 

@@ -100,7 +100,9 @@ func TestGitHubOpenAIExample(t *testing.T) {
 		MaxLLMProcessNum: 1000,
 		Continuous: config.Continuous{Producer: config.Producer{IntervalMinutes: 1},
 			Consumer: config.Consumer{Workers: 1}},
-		Logging: config.Logging{File: "logs/coding-agent.log", Level: "info", MaxAgeDays: 30},
+		Logging:  config.Logging{File: "logs/coding-agent.log", Level: "info", MaxAgeDays: 30},
+		Language: "ja",
+		Planning: config.Default().Planning, // every planning key is written out with its default
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)

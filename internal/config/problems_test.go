@@ -40,7 +40,7 @@ continuous:
 logging:
   level: verbose
   file: ""
-planning:
+comment_detection:
   enabled: true
 `
 	got := problems(t, src, nil)
@@ -70,7 +70,7 @@ planning:
 
 	// The warning for the unsupported key comes back with the problems.
 	_, warnings, _ := config.Parse([]byte(src), nil)
-	wantWarnings := []config.Warning{{Path: "planning", Msg: "not supported by this version; ignored", Line: 30}}
+	wantWarnings := []config.Warning{{Path: "comment_detection", Msg: "not supported by this version; ignored", Line: 30}}
 	if diff := cmp.Diff(wantWarnings, warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
@@ -92,8 +92,8 @@ func TestProblemsErrorText(t *testing.T) {
 	if got := err.Error(); got != want {
 		t.Errorf("(*Problems).Error() differs: %s", got)
 	}
-	w := config.Warning{Path: "planning", Msg: "not supported by this version; ignored", Line: 3}
-	if got := w.String(); got != "planning (line 3): not supported by this version; ignored" {
+	w := config.Warning{Path: "queue", Msg: "not supported by this version; ignored", Line: 3}
+	if got := w.String(); got != "queue (line 3): not supported by this version; ignored" {
 		t.Errorf("Warning.String() = %q", got)
 	}
 }
@@ -117,8 +117,8 @@ func TestUnknownKeys(t *testing.T) {
 			config.Problem{Path: "mcp_servers[0].comand", Msg: `unknown key (did you mean "command"?)`, Line: 9}},
 		{head + gh + "wibble: 1\n", config.Problem{Path: "wibble", Msg: "unknown key", Line: 6}},
 		// A future key is only accepted where it belongs.
-		{gh + "task_source: github\nllm:\n  provider: lmstudio\n  lmstudio: {model: m}\n  planning: {}\n",
-			config.Problem{Path: "llm.planning", Msg: "unknown key", Line: 8}},
+		{gh + "task_source: github\nllm:\n  provider: lmstudio\n  lmstudio: {model: m}\n  comment_detection: {}\n",
+			config.Problem{Path: "llm.comment_detection", Msg: "unknown key", Line: 8}},
 		{head + "gitlab: {paused_label: x, stoped_label: y}\n" + gh,
 			config.Problem{Path: "gitlab.stoped_label", Msg: `unknown key (did you mean "stopped_label"?)`, Line: 3}},
 		// Keys are never expanded.
@@ -135,12 +135,10 @@ func TestFutureKeysWarn(t *testing.T) {
 	src := head + gh + `  paused_label: p
   stopped_label: s
   awaiting_response_label: a
-planning:
+comment_detection:
   enabled: true
-  max_revisions: ${UNSET_IN_IGNORED_SECTION}
-comment_detection: {enabled: true}
+  max_depth: ${UNSET_IN_IGNORED_SECTION}
 conversation: {enabled: true}
-language: ja
 queue: {type: rabbitmq}
 database: {type: sqlite}
 pause_resume: {enabled: true}
@@ -161,7 +159,7 @@ gitlab:
 	}
 	want := []string{
 		"github.paused_label", "github.stopped_label", "github.awaiting_response_label",
-		"planning", "comment_detection", "conversation", "language", "queue", "database",
+		"comment_detection", "conversation", "queue", "database",
 		"pause_resume", "metrics", "health",
 		"gitlab.paused_label", "gitlab.stopped_label", "gitlab.awaiting_response_label",
 	}
@@ -169,7 +167,7 @@ gitlab:
 		t.Errorf("warning paths (-want +got):\n%s", diff)
 	}
 	if warnings[3].Line != 9 {
-		t.Errorf("planning warning line = %d, want 9", warnings[3].Line)
+		t.Errorf("comment_detection warning line = %d, want 9", warnings[3].Line)
 	}
 }
 

@@ -10,10 +10,8 @@ import (
 // gives a Warning and is otherwise ignored, subtree included. When a feature is
 // built, move its key out of this list and into the Config structs.
 var notYetSupported = map[string]bool{
-	"planning":          true,
 	"comment_detection": true,
 	"conversation":      true,
-	"language":          true,
 	"queue":             true,
 	"database":          true,
 	"pause_resume":      true,

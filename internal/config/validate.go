@@ -49,7 +49,30 @@ func (c *Config) Validate() error {
 	if c.Logging.File == "" && !c.Logging.Stdout {
 		k.add("logging.file", "required unless logging.stdout is true")
 	}
+	k.oneOf("language", c.Language, LanguageJapanese, LanguageEnglish)
+	c.Planning.validate(&k)
 	return k.ps.err()
+}
+
+// validate checks the planning section. Its values are checked even when
+// planning is off, so a mistake shows before it is switched on; only the
+// history directory, which is created when planning runs, waits for that.
+func (p *Planning) validate(k *checker) {
+	k.oneOf("planning.strategy", p.Strategy, StrategyChainOfThought)
+	k.atLeast("planning.max_subtasks", p.MaxSubtasks, 1)
+	k.oneOf("planning.decomposition_level", p.DecompositionLevel,
+		DecompositionMinimal, DecompositionModerate, DecompositionDetailed)
+	k.atLeast("planning.pre_planning.max_tool_calls", p.PrePlanning.MaxToolCalls, 0)
+	k.atLeast("planning.execution.max_llm_calls_per_action", p.Execution.MaxLLMCallsPerAction, 1)
+	k.atLeast("planning.execution.max_attempts_per_action", p.Execution.MaxAttemptsPerAction, 1)
+	k.atLeast("planning.reflection.trigger_interval", p.Reflection.TriggerInterval, 0)
+	k.atLeast("planning.revision.max_revisions", p.Revision.MaxRevisions, 0)
+	k.atLeast("planning.verification.max_rounds", p.Verification.MaxRounds, 1)
+	k.atLeast("planning.replan.max_replans", p.Replan.MaxReplans, 0)
+	k.oneOf("planning.history.storage_type", p.History.StorageType, StorageJSONL)
+	if p.Enabled {
+		k.required("planning.history.directory", p.History.Directory, "required when planning.enabled is true")
+	}
 }
 
 func (g *GitHub) validate(k *checker) {

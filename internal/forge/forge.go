@@ -33,6 +33,13 @@ type Commenter interface {
 	PostComment(ctx context.Context, ref task.Ref, body string) (task.Comment, error)
 }
 
+// Editor replaces the body of a comment the token's user posted, in place.
+// Replacing a body with the same text is harmless, so an edit may be
+// retried. A comment that no longer exists gives ErrNotFound.
+type Editor interface {
+	EditComment(ctx context.Context, ref task.Ref, id int64, body string) error
+}
+
 // Labeler adds and removes one label at a time, never replacing the whole
 // set, so labels other people set meanwhile survive. Adding a label that is
 // present and removing one that is absent are not errors.
@@ -51,6 +58,7 @@ type Forge interface {
 	Discoverer
 	Reader
 	Commenter
+	Editor
 	Labeler
 	Identity
 }

@@ -47,12 +47,14 @@ type PullSeed struct {
 	Base string // base branch; "" means "main"
 }
 
-// Comment is an issue comment as stored by the emulator.
+// Comment is an issue comment as stored by the emulator. UpdatedAt moves
+// when the comment is edited.
 type Comment struct {
 	ID        int64
 	Author    string
 	Body      string
 	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 type ghUser struct {
@@ -261,7 +263,7 @@ func (g *GitHub) Comments(repo string, number int) []Comment {
 	}
 	out := make([]Comment, 0, len(it.comments))
 	for _, c := range it.comments {
-		out = append(out, Comment{ID: c.id, Author: c.author, Body: c.body, CreatedAt: c.created})
+		out = append(out, Comment{ID: c.id, Author: c.author, Body: c.body, CreatedAt: c.created, UpdatedAt: c.updated})
 	}
 	return out
 }
@@ -363,6 +365,31 @@ func (g *GitHub) commentLocked(it *ghItem, author, body string) *ghComment {
 	it.comments = append(it.comments, c)
 	it.updated = now
 	return c
+}
+
+// findCommentLocked finds a comment by id among the issues and pull
+// requests of r; nil when r holds none with that id.
+func (g *GitHub) findCommentLocked(r *ghRepo, id int64) (*ghItem, *ghComment) {
+	for _, it := range r.items {
+		for _, c := range it.comments {
+			if c.id == id {
+				return it, c
+			}
+		}
+	}
+	return nil, nil
+}
+
+// editCommentLocked replaces a comment's body. GitHub's timestamps have
+// one-second resolution; an edit within the second of the previous change
+// is stamped one second later, so that updated_at always shows the edit.
+func (g *GitHub) editCommentLocked(c *ghComment, body string) {
+	now := g.nowLocked()
+	if !now.After(c.updated) {
+		now = c.updated.Add(time.Second)
+	}
+	c.body = body
+	c.updated = now
 }
 
 // repoLabelLocked finds a repository label by name (case-insensitive, as on

@@ -213,6 +213,49 @@ func (g *GitHub) createComment(w http.ResponseWriter, r *http.Request) {
 	g.reply(w, r, http.StatusCreated, v)
 }
 
+// ghDocsEditComment is the documentation link of PATCH .../issues/comments/{id}.
+const ghDocsEditComment = "https://docs.github.com/rest/issues/comments#update-an-issue-comment"
+
+// editComment replaces the body of an issue or pull request comment. Only
+// the comment's author may edit it here: the token's user is taken to lack
+// the repository write access that would let it edit other people's.
+func (g *GitHub) editComment(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Body *string `json:"body"`
+	}
+	raw, _ := io.ReadAll(r.Body)
+	g.st.Lock()
+	defer g.st.Unlock()
+	repo := g.lookupRepo(w, r)
+	if repo == nil {
+		return
+	}
+	id, err := strconv.ParseInt(r.PathValue("comment_id"), 10, 64)
+	var it *ghItem
+	var c *ghComment
+	if err == nil {
+		it, c = g.findCommentLocked(repo, id)
+	}
+	if c == nil {
+		g.failDoc(w, http.StatusNotFound, "Not Found", ghDocsEditComment)
+		return
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		g.failDoc(w, http.StatusBadRequest, "Problems parsing JSON", ghDocsEditComment)
+		return
+	}
+	if !strings.EqualFold(c.author, g.BotLogin) {
+		g.failDoc(w, http.StatusForbidden, "You do not have permission to edit this comment.", ghDocsEditComment)
+		return
+	}
+	if in.Body == nil || *in.Body == "" {
+		g.validationFailed(w, "IssueComment", "body", "body wasn't supplied.")
+		return
+	}
+	g.editCommentLocked(c, *in.Body)
+	g.reply(w, r, http.StatusOK, g.commentJSON(ghURLsFor(r), repo, it, c))
+}
+
 func (g *GitHub) labelsJSON(r *http.Request, repo *ghRepo, ls []*ghLabel) []any {
 	u := ghURLsFor(r)
 	out := []any{}

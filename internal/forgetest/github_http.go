@@ -63,6 +63,7 @@ func (g *GitHub) handler() http.Handler {
 	route("GET /repos/{owner}/{repo}/pulls/{number}", g.getPull)
 	route("GET /repos/{owner}/{repo}/issues/{number}/comments", g.listComments)
 	route("POST /repos/{owner}/{repo}/issues/{number}/comments", g.createComment)
+	route("PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}", g.editComment)
 	route("GET /repos/{owner}/{repo}/issues/{number}/labels", g.listLabels)
 	route("POST /repos/{owner}/{repo}/issues/{number}/labels", g.addLabels)
 	route("DELETE /repos/{owner}/{repo}/issues/{number}/labels/{name}", g.removeLabel)

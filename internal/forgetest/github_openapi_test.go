@@ -78,7 +78,7 @@ var ghSpecPaths = []string{
 	"/user", "/repos/{owner}/{repo}/issues", "/repos/{owner}/{repo}/issues/{issue_number}",
 	"/repos/{owner}/{repo}/pulls/{pull_number}", "/repos/{owner}/{repo}/issues/{issue_number}/comments",
 	"/repos/{owner}/{repo}/issues/{issue_number}/labels", "/repos/{owner}/{repo}/issues/{issue_number}/labels/{name}",
-	"/search/issues",
+	"/repos/{owner}/{repo}/issues/comments/{comment_id}", "/search/issues",
 }
 
 // ghTrimSpec keeps only the given paths and the components they reach:
@@ -170,6 +170,9 @@ func TestGitHubResponsesMatchOpenAPI(t *testing.T) {
 	g.AddIssue("acme/app", IssueSeed{Title: "empty body, closed", State: "closed"})
 	p := g.AddPull("acme/app", PullSeed{IssueSeed: IssueSeed{Title: "p", Labels: []string{"coding agent"}}, Head: "fix", Base: "main"})
 	g.AddComment("acme/app", n, "alice", "please")
+	mine := "/repos/acme/app/issues/comments/" + strconv.FormatInt(g.AddComment("acme/app", n, g.BotLogin, "- [ ] step"), 10)
+	onPull := "/repos/acme/app/issues/comments/" + strconv.FormatInt(g.AddComment("acme/app", p, g.BotLogin, "- [ ] step"), 10)
+	const editTemplate = "/repos/{owner}/{repo}/issues/comments/{comment_id}"
 	num := strconv.Itoa(n)
 	for _, tc := range []struct {
 		method, path, body, template string
@@ -184,6 +187,9 @@ func TestGitHubResponsesMatchOpenAPI(t *testing.T) {
 		{"POST", "/repos/acme/app/issues/" + num + "/comments", `{"body":"hi"}`, "/repos/{owner}/{repo}/issues/{issue_number}/comments", 201},
 		{"POST", "/repos/acme/app/issues/" + num + "/labels", `{"labels":["x"]}`, "/repos/{owner}/{repo}/issues/{issue_number}/labels", 200},
 		{"GET", "/repos/acme/app/issues/" + num + "/labels", "", "/repos/{owner}/{repo}/issues/{issue_number}/labels", 200},
+		{"PATCH", mine, `{"body":"- [x] step"}`, editTemplate, 200},
+		{"PATCH", onPull, `{"body":"- [x] step"}`, editTemplate, 200},
+		{"PATCH", mine, `{"body":""}`, editTemplate, 422},
 		{"DELETE", "/repos/acme/app/issues/" + num + "/labels/x", "", "/repos/{owner}/{repo}/issues/{issue_number}/labels/{name}", 200},
 		{"DELETE", "/repos/acme/app/issues/" + num + "/labels/x", "", "/repos/{owner}/{repo}/issues/{issue_number}/labels/{name}", 404},
 		{"GET", "/repos/acme/app/issues/99", "", "/repos/{owner}/{repo}/issues/{issue_number}", 404},

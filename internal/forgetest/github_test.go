@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -330,5 +331,120 @@ func TestGitHubSearch(t *testing.T) {
 	}
 	if resp, _ := ghCall(t, g, "GET", "/search/issues?q=is:open&per_page=100&page=11", ""); resp.StatusCode != 422 {
 		t.Errorf("page past the 1000-result window: %d, want 422", resp.StatusCode)
+	}
+}
+
+func TestGitHubEditComment(t *testing.T) {
+	g := NewGitHub(t)
+	n := g.AddIssue("acme/app", IssueSeed{Title: "a"})
+	p := g.AddPull("acme/app", PullSeed{IssueSeed: IssueSeed{Title: "p"}})
+	mine := g.AddComment("acme/app", n, g.BotLogin, "- [ ] build")
+	onPull := g.AddComment("acme/app", p, g.BotLogin, "- [ ] review")
+	theirs := g.AddComment("acme/app", n, "alice", "please")
+	elsewhere := g.AddComment("acme/lib", g.AddIssue("acme/lib", IssueSeed{Title: "b"}), g.BotLogin, "other repo")
+	path := func(repo string, id int64) string {
+		return "/repos/" + repo + "/issues/comments/" + strconv.FormatInt(id, 10)
+	}
+	for _, tc := range []struct {
+		name, path, body string
+		status           int
+		message          string
+	}{
+		{"own comment on an issue", path("acme/app", mine), `{"body":"- [x] build"}`, 200, ""},
+		{"own comment on a pull request", path("acme/app", onPull), `{"body":"- [x] review"}`, 200, ""},
+		{"unknown id", path("acme/app", 99999), `{"body":"x"}`, 404, "Not Found"},
+		{"id of another repository", path("acme/app", elsewhere), `{"body":"x"}`, 404, "Not Found"},
+		{"not a number", "/repos/acme/app/issues/comments/abc", `{"body":"x"}`, 404, "Not Found"},
+		{"unknown repository", path("acme/nope", mine), `{"body":"x"}`, 404, "Not Found"},
+		{"someone else's comment", path("acme/app", theirs), `{"body":"x"}`, 403, "You do not have permission to edit this comment."},
+		{"missing body", path("acme/app", mine), `{}`, 422, "Validation Failed"},
+		{"empty body", path("acme/app", mine), `{"body":""}`, 422, "Validation Failed"},
+		{"not JSON", path("acme/app", mine), `body=x`, 400, "Problems parsing JSON"},
+	} {
+		resp, b := ghCall(t, g, "PATCH", tc.path, tc.body)
+		v := ghDecode[map[string]any](t, b)
+		if resp.StatusCode != tc.status {
+			t.Errorf("%s: %d %s, want %d", tc.name, resp.StatusCode, b, tc.status)
+			continue
+		}
+		if tc.status != 200 {
+			if v["message"] != tc.message {
+				t.Errorf("%s: message %q, want %q", tc.name, v["message"], tc.message)
+			}
+			continue
+		}
+		want := ghDecode[map[string]string](t, []byte(tc.body))["body"]
+		if v["body"] != want || v["updated_at"] == v["created_at"] ||
+			!strings.HasSuffix(v["url"].(string), tc.path) || v["user"].(map[string]any)["login"] != g.BotLogin {
+			t.Errorf("%s: answered %s", tc.name, b)
+		}
+	}
+	for _, tc := range []struct {
+		number int
+		want   []string
+	}{
+		{n, []string{"- [x] build", "please"}},
+		{p, []string{"- [x] review"}},
+	} {
+		var got []string
+		for _, c := range g.Comments("acme/app", tc.number) {
+			got = append(got, c.Body)
+			if c.ID == mine && !c.UpdatedAt.After(c.CreatedAt) {
+				t.Errorf("edited comment: updated %v, created %v", c.UpdatedAt, c.CreatedAt)
+			}
+			if c.ID == theirs && !c.UpdatedAt.Equal(c.CreatedAt) {
+				t.Error("a refused edit moved updated_at")
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("#%d comments %q, want %q", tc.number, got, tc.want)
+		}
+	}
+	if got := g.Comments("acme/lib", 1); got[0].Body != "other repo" {
+		t.Errorf("comment in another repository edited: %+v", got)
+	}
+	// The edit shows among the comments updated since it.
+	_, b := ghCall(t, g, "GET", "/repos/acme/app/issues/1/comments", "")
+	if got := ghDecode[[]map[string]any](t, b); len(got) != 2 || got[0]["body"] != "- [x] build" {
+		t.Errorf("listing after the edit: %s", b)
+	}
+}
+
+func TestGitHubEditCommentMachinery(t *testing.T) {
+	g := NewGitHub(t)
+	n := g.AddIssue("acme/app", IssueSeed{Title: "a"})
+	id := g.AddComment("acme/app", n, g.BotLogin, "v1")
+	path := "/repos/acme/app/issues/comments/" + strconv.FormatInt(id, 10)
+	body := func() string { return g.Comments("acme/app", n)[0].Body }
+
+	g.Inject(Fault{Method: "PATCH", Path: "/issues/comments/", Status: 502})
+	if resp, _ := ghCall(t, g, "PATCH", path, `{"body":"v2"}`); resp.StatusCode != 502 || body() != "v1" {
+		t.Errorf("502 fault: %d, body %q; want 502 and nothing edited", resp.StatusCode, body())
+	}
+	g.Inject(Fault{Method: "PATCH", Path: "/issues/comments/", Status: 504, AfterServe: true})
+	if resp, _ := ghCall(t, g, "PATCH", path, `{"body":"v3"}`); resp.StatusCode != 504 || body() != "v3" {
+		t.Errorf("AfterServe 504: %d, body %q; want 504 and the edit made", resp.StatusCode, body())
+	}
+	before := g.RateRemaining("core")
+	resp, _ := ghCall(t, g, "PATCH", "/api/v3"+path, `{"body":"v4"}`)
+	if resp.StatusCode != 200 || body() != "v4" || g.RateRemaining("core") != before-1 {
+		t.Errorf("edit under /api/v3: %d, body %q, rate %d -> %d", resp.StatusCode, body(), before, g.RateRemaining("core"))
+	}
+	if got := g.Count("PATCH", "/issues/comments/"); got != 3 {
+		t.Errorf("Count(PATCH) = %d, want 3", got)
+	}
+	g.SetRateLimit("core", 0)
+	if resp, b := ghCall(t, g, "PATCH", path, `{"body":"v5"}`); resp.StatusCode != 403 || body() != "v4" ||
+		!strings.Contains(string(b), "API rate limit exceeded") {
+		t.Errorf("edit past the rate limit: %d %s, body %q", resp.StatusCode, b, body())
+	}
+	req, _ := http.NewRequest("PATCH", g.URL()+path, strings.NewReader(`{"body":"v6"}`))
+	resp, err := g.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 || body() != "v4" {
+		t.Errorf("edit without a token: %d, body %q", resp.StatusCode, body())
 	}
 }

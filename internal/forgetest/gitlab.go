@@ -63,11 +63,13 @@ type MRSeed struct {
 }
 
 // Note is a note on an issue or merge request, as the emulator holds it.
+// UpdatedAt moves when the note is edited.
 type Note struct {
 	ID        int64
 	Author    string
 	Body      string
 	CreatedAt time.Time
+	UpdatedAt time.Time
 	System    bool
 }
 
@@ -238,7 +240,7 @@ func (g *GitLab) Notes(project, kind string, iid int) []Note {
 	it := g.mustItem(project, kind, iid)
 	out := make([]Note, 0, len(it.notes))
 	for _, n := range it.notes {
-		out = append(out, Note{ID: n.id, Author: n.author, Body: n.body, CreatedAt: n.created, System: n.system})
+		out = append(out, Note{ID: n.id, Author: n.author, Body: n.body, CreatedAt: n.created, UpdatedAt: n.updated, System: n.system})
 	}
 	return out
 }

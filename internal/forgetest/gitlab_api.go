@@ -243,6 +243,45 @@ func createNote(kind string) glHandler {
 	}
 }
 
+// updateNote replaces the body of a note. Only its author may edit it, and
+// nobody may edit a system note.
+func updateNote(kind string) glHandler {
+	return func(g *GitLab, w http.ResponseWriter, r *http.Request, args []string) {
+		it := g.findItem(w, r, kind, args)
+		if it == nil {
+			return
+		}
+		id, err := strconv.ParseInt(args[2], 10, 64)
+		i := slices.IndexFunc(it.notes, func(n *glNote) bool { return n.id == id })
+		if err != nil || i < 0 {
+			g.reply(w, r, http.StatusNotFound, glObj{"message": "404 Not found"})
+			return
+		}
+		n := it.notes[i]
+		ps, err := glParams(r)
+		if err != nil {
+			g.reply(w, r, http.StatusBadRequest, glObj{"error": "400 Bad request - " + err.Error()})
+			return
+		}
+		if n.system || !strings.EqualFold(n.author, g.BotUsername) {
+			g.reply(w, r, http.StatusForbidden, glObj{"message": "403 Forbidden"})
+			return
+		}
+		body, ok := ps["body"]
+		switch {
+		case !ok:
+			g.reply(w, r, http.StatusBadRequest, glObj{"error": "body is missing"})
+			return
+		case strings.TrimSpace(body) == "":
+			g.reply(w, r, http.StatusBadRequest, glObj{"error": "body is empty"})
+			return
+		}
+		n.body = body
+		n.updated = g.stamp()
+		g.reply(w, r, http.StatusOK, g.noteJSON(it, n))
+	}
+}
+
 // glOrder compares two items or notes as GitLab's order_by (created_at or
 // updated_at) and sort (asc or desc) parameters say, ties broken by id.
 func glOrder(orderBy, sortDir string, aCreated, aUpdated time.Time, aID int64, bCreated, bUpdated time.Time, bID int64) int {

@@ -39,6 +39,8 @@ var glRoutes = []glRoute{
 	{http.MethodGet, []string{"projects", ":id", "merge_requests", ":iid", "notes"}, listNotes(KindMergeRequest)},
 	{http.MethodPost, []string{"projects", ":id", "issues", ":iid", "notes"}, createNote(KindIssue)},
 	{http.MethodPost, []string{"projects", ":id", "merge_requests", ":iid", "notes"}, createNote(KindMergeRequest)},
+	{http.MethodPut, []string{"projects", ":id", "issues", ":iid", "notes", ":note_id"}, updateNote(KindIssue)},
+	{http.MethodPut, []string{"projects", ":id", "merge_requests", ":iid", "notes", ":note_id"}, updateNote(KindMergeRequest)},
 }
 
 // glErrBody renders a fault's body the way GitLab words errors.

@@ -349,3 +349,105 @@ func TestGitLabFaultsAndRateHeaders(t *testing.T) {
 		t.Errorf("logged statuses %v", statuses)
 	}
 }
+
+func TestGitLabUpdateNote(t *testing.T) {
+	g := forgetest.NewGitLab(t)
+	g.AddProject("acme/app")
+	iss := g.AddIssue("acme/app", forgetest.IssueSeed{Title: "t"})
+	mr := g.AddMR("acme/app", forgetest.MRSeed{IssueSeed: forgetest.IssueSeed{Title: "m"}})
+	onIssue := g.AddNote("acme/app", forgetest.KindIssue, iss, "coding-agent-bot", "- [ ] build", false)
+	onMR := g.AddNote("acme/app", forgetest.KindMergeRequest, mr, "coding-agent-bot", "- [ ] review", false)
+	theirs := g.AddNote("acme/app", forgetest.KindIssue, iss, "alice", "please", false)
+	system := g.AddNote("acme/app", forgetest.KindIssue, iss, "coding-agent-bot", "added label", true)
+	c := glClient(t, g)
+
+	n, _, err := c.Notes.UpdateIssueNote("acme/app", int64(iss), onIssue, &gl.UpdateIssueNoteOptions{Body: gl.Ptr("- [x] build")})
+	if err != nil || n.ID != onIssue || n.Body != "- [x] build" || n.Author.Username != "coding-agent-bot" ||
+		!n.UpdatedAt.After(*n.CreatedAt) || n.NoteableType != "Issue" {
+		t.Fatalf("issue note edit: %+v, %v", n, err)
+	}
+	n, _, err = c.Notes.UpdateMergeRequestNote("acme/app", int64(mr), onMR, &gl.UpdateMergeRequestNoteOptions{Body: gl.Ptr("- [x] review")})
+	if err != nil || n.ID != onMR || n.Body != "- [x] review" || n.NoteableType != "MergeRequest" {
+		t.Fatalf("merge request note edit: %+v, %v", n, err)
+	}
+
+	note := func(id int64) string { return "/projects/acme%2Fapp/issues/1/notes/" + strconv.FormatInt(id, 10) }
+	form := map[string]string{"PRIVATE-TOKEN": g.Token, "Content-Type": "application/x-www-form-urlencoded"}
+	jsonHdr := map[string]string{"PRIVATE-TOKEN": g.Token, "Content-Type": "application/json"}
+	for _, tc := range []struct {
+		name, path string
+		hdr        map[string]string
+		body       string
+		status     int
+		answer     string
+	}{
+		{"form-encoded", note(onIssue), form, "body=%2A+done", 200, `"body":"* done"`},
+		{"unknown note", note(99999), jsonHdr, `{"body":"x"}`, 404, `{"message":"404 Not found"}`},
+		{"note of another item", note(onMR), jsonHdr, `{"body":"x"}`, 404, `{"message":"404 Not found"}`},
+		{"issue iid for a merge request note", "/projects/acme%2Fapp/merge_requests/1/notes/" + strconv.FormatInt(onIssue, 10), jsonHdr, `{"body":"x"}`, 404, `{"message":"404 Not found"}`},
+		{"unknown issue", "/projects/acme%2Fapp/issues/9/notes/" + strconv.FormatInt(onIssue, 10), jsonHdr, `{"body":"x"}`, 404, `{"message":"404 Not found"}`},
+		{"unknown project", "/projects/acme%2Fnope/issues/1/notes/" + strconv.FormatInt(onIssue, 10), jsonHdr, `{"body":"x"}`, 404, `{"message":"404 Project Not Found"}`},
+		{"someone else's note", note(theirs), jsonHdr, `{"body":"x"}`, 403, `{"message":"403 Forbidden"}`},
+		{"system note", note(system), jsonHdr, `{"body":"x"}`, 403, `{"message":"403 Forbidden"}`},
+		{"empty body", note(onIssue), jsonHdr, `{"body":"  "}`, 400, `{"error":"body is empty"}`},
+		{"missing body", note(onIssue), jsonHdr, `{}`, 400, `{"error":"body is missing"}`},
+		{"no token", note(onIssue), map[string]string{"Content-Type": "application/json"}, `{"body":"x"}`, 401, `{"message":"401 Unauthorized"}`},
+	} {
+		status, _, body := glDo(t, g, "PUT", tc.path, tc.hdr, strings.NewReader(tc.body))
+		if status != tc.status || !strings.Contains(body, tc.answer) {
+			t.Errorf("%s: %d %s, want %d with %s", tc.name, status, body, tc.status, tc.answer)
+		}
+	}
+	var got []string
+	for _, n := range g.Notes("acme/app", forgetest.KindIssue, iss) {
+		got = append(got, n.Author+": "+n.Body)
+		if n.ID == onIssue && !n.UpdatedAt.After(n.CreatedAt) {
+			t.Errorf("edited note: updated %v, created %v", n.UpdatedAt, n.CreatedAt)
+		}
+		if n.ID != onIssue && !n.UpdatedAt.Equal(n.CreatedAt) {
+			t.Errorf("note %d moved without an edit", n.ID)
+		}
+	}
+	want := []string{"coding-agent-bot: * done", "alice: please", "coding-agent-bot: added label"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("issue notes (-want +got):\n%s", diff)
+	}
+	if got := g.Notes("acme/app", forgetest.KindMergeRequest, mr); got[0].Body != "- [x] review" {
+		t.Errorf("merge request notes %+v", got)
+	}
+}
+
+func TestGitLabUpdateNoteFaults(t *testing.T) {
+	g := forgetest.NewGitLab(t)
+	g.AddProject("acme/app")
+	iss := g.AddIssue("acme/app", forgetest.IssueSeed{Title: "t"})
+	id := g.AddNote("acme/app", forgetest.KindIssue, iss, "coding-agent-bot", "v1", false)
+	c := glClient(t, g)
+	body := func() string { return g.Notes("acme/app", forgetest.KindIssue, iss)[0].Body }
+	edit := func(s string) (*gl.Response, error) {
+		_, resp, err := c.Notes.UpdateIssueNote("acme/app", int64(iss), id, &gl.UpdateIssueNoteOptions{Body: gl.Ptr(s)})
+		return resp, err
+	}
+
+	g.Inject(forgetest.Fault{Method: "PUT", Path: "/notes/", Status: 500})
+	if resp, err := edit("v2"); err == nil || resp.StatusCode != 500 || body() != "v1" {
+		t.Errorf("500 fault: %v, body %q; want the error and nothing edited", err, body())
+	}
+	g.Inject(forgetest.Fault{Method: "PUT", Path: "/notes/", Status: 502, AfterServe: true})
+	if resp, err := edit("v3"); err == nil || resp.StatusCode != 502 || body() != "v3" {
+		t.Errorf("AfterServe 502: %v, body %q; want the error and the edit made", err, body())
+	}
+	resp, err := edit("v4")
+	if err != nil || body() != "v4" || resp.Header.Get("RateLimit-Limit") != "2000" {
+		t.Errorf("edit after the faults: %v, body %q, headers %v", err, body(), resp.Header)
+	}
+	var statuses []int
+	for _, r := range g.Requests() {
+		if r.Method == "PUT" && strings.HasSuffix(r.Path, "/notes/"+strconv.FormatInt(id, 10)) {
+			statuses = append(statuses, r.Status)
+		}
+	}
+	if !slices.Equal(statuses, []int{500, 502, 200}) || g.Count("PUT", "/notes/") != 3 {
+		t.Errorf("logged statuses %v", statuses)
+	}
+}

@@ -97,7 +97,8 @@ func (s *server) listTools(ctx context.Context, sess *mcp.ClientSession) error {
 			return fmt.Errorf("encoding the input schema of tool %q: %w", t.Name, err)
 		}
 		s.names[t.Name] = true
-		s.tools = append(s.tools, Tool{Server: s.cfg.Name, Name: t.Name, Description: t.Description, InputSchema: schema})
+		readOnly := t.Annotations != nil && t.Annotations.ReadOnlyHint
+		s.tools = append(s.tools, Tool{Server: s.cfg.Name, Name: t.Name, Description: t.Description, InputSchema: schema, ReadOnly: readOnly})
 	}
 	return nil
 }

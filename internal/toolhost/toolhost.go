@@ -85,6 +85,10 @@ type Tool struct {
 	Description string
 	// InputSchema is the JSON Schema of the tool's arguments, as the server sent it.
 	InputSchema json.RawMessage
+	// ReadOnly is the server's readOnlyHint annotation: the tool does not
+	// change its environment. Planning mode lets only these run before the
+	// plan exists.
+	ReadOnly bool
 }
 
 // FullName is the name Call takes: "server/tool".

@@ -61,6 +61,7 @@ func (w *Worker) Process(ctx context.Context, ref task.Ref, stopping <-chan stru
 	case out.Status == task.Done:
 		w.done(fctx, f)
 	default:
+		f.reported = out.Reported
 		w.fail(fctx, f, out.Reason, false)
 	}
 }
@@ -71,6 +72,8 @@ type ending struct {
 	post   *report.Poster
 	log    *slog.Logger
 	labels []string // the task's labels when work started
+	// reported: the run already posted its closing comment (planning mode).
+	reported bool
 }
 
 // load reads the task and its comments and checks it is still ours to run.
@@ -124,7 +127,9 @@ func (w *Worker) fail(ctx context.Context, f ending, reason string, keep bool) {
 		w.finishLater(ctx, f)
 		return
 	}
-	if body, err := report.Failed(reason, w.o.Labels.Failed, w.o.Labels.Bot); err != nil {
+	if f.reported {
+		// The closing comment is on the task already.
+	} else if body, err := report.Failed(reason, w.o.Labels.Failed, w.o.Labels.Bot); err != nil {
 		f.log.Error("rendering failure comment", "error", err)
 	} else if err := f.post.Post(ctx, body); err != nil {
 		f.log.Error("posting failure comment", "error", err)

@@ -1,8 +1,8 @@
 // Package gitlab is the forge adapter for GitLab (gitlab.com or a
 // self-managed instance), built on GitLab's Go client. It finds labelled
 // issues and merge requests in configured projects and groups, reads them and
-// their notes, posts notes and moves labels one at a time. GitLab payloads are
-// translated into task types here and go no further.
+// their notes, posts and edits notes and moves labels one at a time. GitLab
+// payloads are translated into task types here and go no further.
 //
 // The client library's own retries are turned off: the HTTP client passed in
 // Options is the only retry layer, except PostComment, which retries itself

@@ -51,19 +51,23 @@ type (
 	}
 )
 
+// readOnly marks the tools that change nothing (echo, fail, env, pid), as
+// real servers do with readOnlyHint.
+var readOnly = &mcp.ToolAnnotations{ReadOnlyHint: true}
+
 // NewServer returns an MCP server with the tools echo, fail, env, sleep, big,
 // write_file and pid, plus crash and ignore_shutdown when opts allows them.
 func NewServer(opts ServerOptions) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1.0.0"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Returns its text."},
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Annotations: readOnly, Description: "Returns its text."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in EchoArgs) (*mcp.CallToolResult, any, error) {
 			return text(in.Text), nil, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Always ends in a tool error."},
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Annotations: readOnly, Description: "Always ends in a tool error."},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 			return nil, nil, errors.New("fail: this tool always fails")
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "env", Description: "Returns the value of an environment variable, or <unset>."},
+	mcp.AddTool(s, &mcp.Tool{Name: "env", Annotations: readOnly, Description: "Returns the value of an environment variable, or <unset>."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in EnvArgs) (*mcp.CallToolResult, any, error) {
 			v, ok := os.LookupEnv(in.Name)
 			if !ok {
@@ -98,7 +102,7 @@ func NewServer(opts ServerOptions) *mcp.Server {
 			}
 			return text(fmt.Sprintf("wrote %d bytes to %s", len(in.Content), in.Path)), nil, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "pid", Description: "Returns the server's process id."},
+	mcp.AddTool(s, &mcp.Tool{Name: "pid", Annotations: readOnly, Description: "Returns the server's process id."},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 			return text(strconv.Itoa(os.Getpid())), nil, nil
 		})

@@ -1,0 +1,180 @@
+package agent
+
+import (
+	"encoding/json"
+
+	"github.com/coding-agent/coding-agent/internal/llm"
+	"github.com/coding-agent/coding-agent/internal/task"
+	"github.com/coding-agent/coding-agent/internal/toolhost"
+)
+
+// ToolCall is one tool call the model asked for, named as server/tool.
+type ToolCall struct {
+	ID   string          `json:"id,omitempty"` // native tool-call id, empty in JSON mode
+	Tool string          `json:"tool"`         // server/tool
+	Args json.RawMessage `json:"args"`
+}
+
+// Key identifies a call by what it does: the tool and its compact arguments.
+func (c ToolCall) Key() string { return c.Tool + " " + compactJSON(c.Args) }
+
+// ReplyError says why a model reply could not be used; its text is sent back
+// to the model so that the next attempt can do better.
+type ReplyError struct{ Reason string }
+
+func (e *ReplyError) Error() string { return e.Reason }
+
+// Toolset is the MCP tools as the model sees them: their provider-safe
+// function names, their native definitions, and how a reply's tool calls are
+// read and their results written back. The core loop and planning mode share
+// it.
+type Toolset struct {
+	names   *toolNames
+	native  bool
+	defs    []llm.Tool
+	tools   []toolhost.Tool
+	servers []toolhost.ServerConfig
+	byName  map[string]toolhost.Tool
+}
+
+// NewToolset prepares tools for the model; native selects the provider's
+// function-calling interface instead of the JSON text protocol.
+func NewToolset(tools []toolhost.Tool, servers []toolhost.ServerConfig, native bool) *Toolset {
+	full := make([]string, 0, len(tools))
+	byName := make(map[string]toolhost.Tool, len(tools))
+	for _, t := range tools {
+		full = append(full, t.FullName())
+		byName[t.FullName()] = t
+	}
+	ts := &Toolset{names: newToolNames(full), native: native, tools: tools, servers: servers, byName: byName}
+	if native {
+		for _, t := range tools {
+			params := t.InputSchema
+			if len(params) == 0 {
+				params = json.RawMessage(`{"type":"object","properties":{}}`)
+			}
+			ts.defs = append(ts.defs, llm.Tool{Name: ts.names.fn(t.FullName()), Description: t.Description, Parameters: params})
+		}
+	}
+	return ts
+}
+
+// Native reports whether tools are called through the provider's
+// function-calling interface.
+func (ts *Toolset) Native() bool { return ts.native }
+
+// Defs are the native tool definitions sent with each request; nil in JSON
+// mode, where no tools field is sent.
+func (ts *Toolset) Defs() []llm.Tool { return ts.defs }
+
+// Tools lists the tools.
+func (ts *Toolset) Tools() []toolhost.Tool { return ts.tools }
+
+// Known reports whether full ("server/tool") names a tool.
+func (ts *Toolset) Known(full string) bool {
+	_, ok := ts.byName[full]
+	return ok
+}
+
+// ReadOnly reports whether the tool full is annotated as changing nothing.
+func (ts *Toolset) ReadOnly(full string) bool { return ts.byName[full].ReadOnly }
+
+// Fn is the function name of full sent to the provider.
+func (ts *Toolset) Fn(full string) string { return ts.names.fn(full) }
+
+// Catalog renders the tool list and the servers' notes for a system prompt.
+func (ts *Toolset) Catalog() (string, error) {
+	data := struct {
+		Tools           []promptTool
+		Servers         []toolhost.ServerConfig
+		FunctionCalling bool
+	}{Servers: ts.servers, FunctionCalling: ts.native}
+	for _, t := range ts.tools {
+		params := compactJSON(t.InputSchema)
+		if params == "" {
+			params = "{}"
+		}
+		data.Tools = append(data.Tools, promptTool{
+			Name: t.FullName(), Fn: ts.names.fn(t.FullName()),
+			Description: oneLine(t.Description), Params: params, ReadOnly: t.ReadOnly,
+		})
+	}
+	return render("catalog.tmpl", data)
+}
+
+// Calls reads the tool calls of a reply: native calls, or, in either mode, a
+// JSON object with a "command" in the text (local models send it so even in
+// native mode). It returns the step's comment with them: the text beside
+// native calls, or the JSON object's comment. A reply without calls gives
+// none; a malformed call is a *ReplyError.
+func (ts *Toolset) Calls(msg llm.Message) ([]ToolCall, string, error) {
+	text := StripThink(msg.Content)
+	if len(msg.ToolCalls) > 0 && ts.native {
+		a, err := parseNative(msg, ts.names)
+		return a.Calls, a.Comment, err
+	}
+	for _, obj := range JSONObjects(text) {
+		var probe map[string]json.RawMessage
+		if json.Unmarshal([]byte(obj), &probe) != nil {
+			continue
+		}
+		if _, ok := probe["command"]; !ok {
+			continue
+		}
+		a, err := decodeReply([]byte(obj))
+		if err != nil {
+			return nil, "", err
+		}
+		return a.Calls, a.Comment, nil
+	}
+	return nil, "", nil
+}
+
+// Refusal answers a call that was not run, saying why.
+func (ts *Toolset) Refusal(c ToolCall, reason string) llm.Message {
+	text := "Command: " + c.Tool + "\nArguments: " + compactJSON(c.Args) + "\nNot run: " + reason
+	if ts.native && c.ID != "" {
+		return llm.Message{Role: llm.ToolRole, ToolCallID: c.ID, Name: ts.names.fn(c.Tool), Content: text}
+	}
+	return llm.Message{Role: llm.User, Content: text}
+}
+
+// ResultMessage is the message that carries a tool's result back to the
+// model: a tool message answering the native call, or a user message in
+// JSON mode. repeated > 0 warns that the same call was made that many times
+// in a row.
+func (ts *Toolset) ResultMessage(c ToolCall, res toolhost.Result, repeated int) (llm.Message, error) {
+	text, err := resultPrompt(c, res, repeated)
+	if err != nil {
+		return llm.Message{}, err
+	}
+	if ts.native && c.ID != "" {
+		return llm.Message{Role: llm.ToolRole, ToolCallID: c.ID, Name: ts.names.fn(c.Tool), Content: text}, nil
+	}
+	return llm.Message{Role: llm.User, Content: text}, nil
+}
+
+// JSONObjects returns the JSON objects in text, those inside ```json fences
+// first, then every top-level object in order.
+func JSONObjects(text string) []string {
+	var out []string
+	for _, m := range jsonFence.FindAllStringSubmatch(text, -1) {
+		out = append(out, m[1])
+	}
+	return append(out, objectsIn(text)...)
+}
+
+// Fence marks text written by people or tools as untrusted data for the
+// model, after removing what a reader of the issue cannot see.
+func Fence(source, text string) string { return fence(source, text) }
+
+// Sanitize removes invisible characters and HTML comments from one line of
+// people's text that is shown to the model unfenced (a title).
+func Sanitize(text string) string { return sanitize(oneLine(text)) }
+
+// TaskPrompt is the opening user message for a task: its title, body,
+// people's comments in order (fenced), and for a pull or merge request its
+// branches.
+func TaskPrompt(t task.Task, comments []task.Comment, bot string) (string, error) {
+	return taskPrompt(t, comments, bot)
+}

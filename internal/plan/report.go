@@ -1,0 +1,139 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/coding-agent/coding-agent/internal/agent"
+	"github.com/coding-agent/coding-agent/internal/report"
+	"github.com/coding-agent/coding-agent/internal/task"
+	"github.com/coding-agent/coding-agent/internal/toolhost"
+)
+
+// Reporting never stops a task: a comment that cannot be posted or edited
+// is logged by the Board and the work goes on.
+
+// phaseKey names the comment that collects the per-call sections of the
+// current phase visit.
+func (r *run) phaseKey(p report.Phase) string { return fmt.Sprintf("%s-%d", p, r.st.Visit) }
+
+// callSection adds the section written after one model call: the reply's
+// comment, or the phase's default message with the call number.
+func (r *run) callSection(ctx context.Context, p *pending) {
+	if !r.c.o.Settings.CallComments {
+		return
+	}
+	action := ""
+	if p.Phase == report.PhaseExecution {
+		action = r.st.Current
+	}
+	body, err := r.c.o.Lang.Call(p.Phase, r.st.Calls, p.Comment, action, r.c.o.Now())
+	r.section(ctx, p.Phase, body, err)
+}
+
+// llmError adds the ⚠️ section for a model call that failed or could not
+// be used.
+func (r *run) llmError(ctx context.Context, reason string, retrying bool) {
+	body, err := r.c.o.Lang.LLMError(r.st.Phase, reason, retrying, r.c.o.Now())
+	r.section(ctx, r.st.Phase, body, err)
+}
+
+// toolError adds the ❌ section for a tool call that ended in an error.
+func (r *run) toolError(ctx context.Context, tool string, res toolhost.Result) {
+	body, err := r.c.o.Lang.ToolError(tool, firstLine(res.Text, 500), r.st.Current, r.c.o.Now())
+	r.section(ctx, r.st.Phase, body, err)
+}
+
+func (r *run) section(ctx context.Context, p report.Phase, body string, err error) {
+	if err != nil {
+		r.log.Error("rendering a comment section", "error", err)
+		return
+	}
+	_ = r.board.AddSection(ctx, r.phaseKey(p), body)
+}
+
+// progress posts or edits the progress report.
+func (r *run) progress(ctx context.Context) {
+	st := r.st
+	if st.Plan == nil {
+		return
+	}
+	p := report.Progress{Goal: st.Plan.GoalUnderstanding.MainObjective, Revisions: st.RevisionNotes,
+		Phase: st.Phase, Finished: st.Final != nil, UpdatedAt: r.c.o.Now()}
+	if p.Finished {
+		p.Phase = ""
+	}
+	for _, a := range st.Plan.ActionPlan.Actions {
+		pa := report.ProgressAction{ID: a.ID, Description: a.Description, Status: report.ActionPending}
+		switch {
+		case a.Status == Done:
+			pa.Status = report.ActionDone
+		case a.Status == Skipped:
+			pa.Status, pa.Note = report.ActionSkipped, firstLine(a.Failure, 200)
+		case a.Failure != "" && (p.Finished || a.Attempts > 0):
+			pa.Status, pa.Note = report.ActionFailed, firstLine(a.Failure, 200)
+			if !p.Finished {
+				pa.Status = report.ActionPending
+			}
+		}
+		p.Actions = append(p.Actions, pa)
+	}
+	body, err := r.c.o.Lang.Progress(p)
+	if err != nil {
+		r.log.Error("rendering the progress report", "error", err)
+		return
+	}
+	_ = r.board.SetProgress(ctx, body)
+}
+
+// finish ends the run: the progress report shows the end, the closing
+// comment gives the outcome, what changed, the verification and a receipt,
+// and the outcome is saved so a resume returns it without more work.
+func (r *run) finish(ctx context.Context, status task.Status, text string) (*agent.Outcome, error) {
+	st := r.st
+	out := agent.Outcome{Status: status, Turns: st.Calls, Reported: true}
+	if status == task.Done {
+		out.Comment = text
+	} else {
+		out.Reason = text
+		if st.Plan != nil && st.Current != "" {
+			if a := st.Plan.action(st.Current); a != nil && a.Failure == "" {
+				a.Failure = text
+			}
+		}
+	}
+	st.Final = &out
+	r.progress(ctx)
+	f := report.Final{Succeeded: status == task.Done, Summary: out.Comment, Reason: r.c.o.Redact(out.Reason),
+		Changes: st.Changes, VerificationRan: st.Verified, VerificationRounds: st.Rounds,
+		Receipt: report.Receipt{LLMCalls: st.Calls, ToolCalls: st.ToolCalls, TokensIn: int64(st.TokensIn),
+			TokensOut: int64(st.TokensOut), Duration: r.c.o.Now().Sub(st.Started).Round(time.Second)}}
+	if v := st.Verification; v != nil {
+		f.VerificationPassed, f.VerificationNotes = v.Passed, verificationNotes(*v)
+	}
+	if body, err := r.c.o.Lang.Final(f); err != nil {
+		r.log.Error("rendering the closing comment", "error", err)
+	} else {
+		_ = r.board.Post(ctx, body)
+	}
+	r.log.Info("planned run ended", "status", status, "calls", st.Calls, "tool_calls", st.ToolCalls,
+		"revisions", st.Revisions, "replans", st.Replans, "verification_rounds", st.Rounds)
+	return &out, r.save(ctx)
+}
+
+// verificationNotes lists the criteria checked, for the closing comment.
+func verificationNotes(v Verification) string {
+	var s string
+	for _, c := range v.Criteria {
+		mark := "✅"
+		if !c.Met {
+			mark = "❌"
+		}
+		s += mark + " " + firstLine(c.Criterion, 200) + "\n"
+	}
+	for _, m := range v.Missing {
+		s += "❌ " + firstLine(m, 200) + "\n"
+	}
+	return s
+}

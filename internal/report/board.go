@@ -1,0 +1,241 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/coding-agent/coding-agent/internal/forge"
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// BoardState is what a Board needs to continue after a restart. Sections
+// hold the text as it was posted, redacted.
+type BoardState struct {
+	ProgressID int64    `json:"progress_id,omitempty"`
+	PhaseKey   string   `json:"phase_key,omitempty"` // the phase comment being appended to
+	PhaseID    int64    `json:"phase_id,omitempty"`
+	Sections   []string `json:"sections,omitempty"` // its sections, in order
+}
+
+// BoardForge is what a Board needs of a forge: posting comments and editing
+// them in place.
+type BoardForge interface {
+	forge.Commenter
+	forge.Editor
+}
+
+// BoardOptions configure a Board.
+type BoardOptions struct {
+	Forge  BoardForge
+	Ref    task.Ref
+	MaxLen int                 // 0 → MaxComment(Ref.Forge); below 64 counts as 64
+	Redact func(string) string // nil → identity
+	Logger *slog.Logger        // nil → discard
+}
+
+// sectionSep joins the sections of a phase comment.
+const sectionSep = "\n\n---\n\n"
+
+// cutNote ends a body that was cut to fit in one comment.
+const cutNote = "\n\n*✂️ 長すぎるため以降を省略しました (cut: too long for one comment)*"
+
+// Board keeps what planning mode shows on an issue in few comments: one
+// progress comment edited in place, and one comment per phase that grows
+// by edits until it would pass the size limit. It owns the comment ids; its
+// State goes into the checkpoint so that a restarted task edits the same
+// comments. A Board never retries: the forge adapters do. Its methods are
+// safe for concurrent use, and run one at a time.
+type Board struct {
+	o   BoardOptions
+	log *slog.Logger
+
+	mu sync.Mutex // held across forge calls, so that updates apply in order
+	st BoardState
+}
+
+// NewBoard returns a Board for o.Ref continuing from st (the zero state for
+// a new task).
+func NewBoard(o BoardOptions, st BoardState) *Board {
+	if o.MaxLen <= 0 {
+		o.MaxLen = MaxComment(o.Ref.Forge)
+	}
+	o.MaxLen = max(o.MaxLen, minSplit)
+	if o.Redact == nil {
+		o.Redact = func(s string) string { return s }
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	st.Sections = slices.Clone(st.Sections)
+	return &Board{o: o, log: log.With("ref", o.Ref.String()), st: st}
+}
+
+// State returns a copy of what the Board needs to continue after a restart.
+func (b *Board) State() BoardState {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.st
+	st.Sections = slices.Clone(st.Sections)
+	return st
+}
+
+// SetProgress posts the progress comment the first time and edits it in
+// place after; if the edit answers forge.ErrNotFound (someone deleted it) it
+// posts a new one and remembers its id. A body longer than MaxLen is cut
+// safely (valid UTF-8, a note that it was cut), never split. A blank body
+// is not posted.
+func (b *Board) SetProgress(ctx context.Context, body string) error {
+	if strings.TrimSpace(body) == "" {
+		return nil
+	}
+	body = cutToFit(b.o.Redact(body), b.o.MaxLen)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if id := b.st.ProgressID; id != 0 {
+		err := b.edit(ctx, id, body, "editing the progress comment")
+		if !errors.Is(err, forge.ErrNotFound) {
+			return err
+		}
+		b.st.ProgressID = 0
+	}
+	c, err := b.post(ctx, body, "posting the progress comment")
+	if err != nil {
+		return err
+	}
+	b.st.ProgressID = c.ID
+	return nil
+}
+
+// AddSection appends section to the current phase comment when key equals
+// the current PhaseKey and the joined body (sections joined with
+// "\n\n---\n\n") fits in MaxLen, by editing that comment; otherwise it
+// starts a new comment for key holding this section. ErrNotFound on edit →
+// a new comment holding all the sections. A section longer than MaxLen is
+// cut like a progress body; a blank one is not posted.
+//
+// State changes only as far as the forge call succeeded: when the edit
+// fails the section stays in Sections, so the next successful edit includes
+// it; when the post of a new comment fails, PhaseID stays unset and the
+// sections are kept, so the next AddSection with the same key posts them
+// all (as many of the newest as fit).
+func (b *Board) AddSection(ctx context.Context, key, section string) error {
+	if strings.TrimSpace(section) == "" {
+		return nil
+	}
+	section = cutToFit(b.o.Redact(section), b.o.MaxLen)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if key == b.st.PhaseKey && b.st.PhaseID != 0 {
+		all := append(slices.Clone(b.st.Sections), section)
+		if body := strings.Join(all, sectionSep); b.fits(body) {
+			err := b.edit(ctx, b.st.PhaseID, body, "appending to the "+key+" comment")
+			if err == nil || !errors.Is(err, forge.ErrNotFound) {
+				b.st.Sections = all
+				return err
+			}
+			return b.startPhase(ctx, key, all)
+		}
+		return b.startPhase(ctx, key, []string{section})
+	}
+	if key == b.st.PhaseKey {
+		// A comment for key whose post failed: try again with its sections.
+		return b.startPhase(ctx, key, append(slices.Clone(b.st.Sections), section))
+	}
+	return b.startPhase(ctx, key, []string{section})
+}
+
+// startPhase posts a new phase comment for key holding the newest of
+// sections that fit (at least the last one), and makes it the current one.
+func (b *Board) startPhase(ctx context.Context, key string, sections []string) error {
+	keep := len(sections) - 1
+	for keep > 0 && b.fits(strings.Join(sections[keep-1:], sectionSep)) {
+		keep--
+	}
+	if keep > 0 {
+		b.log.WarnContext(ctx, "phase comment sections dropped: too long for one comment",
+			"key", key, "dropped", keep)
+	}
+	sections = sections[keep:]
+	c, err := b.post(ctx, strings.Join(sections, sectionSep), "posting the "+key+" comment")
+	b.st.PhaseKey, b.st.Sections, b.st.PhaseID = key, sections, 0
+	if err != nil {
+		return err
+	}
+	b.st.PhaseID = c.ID
+	return nil
+}
+
+// Post posts a standalone comment (e.g. the final one), split with Split
+// when too long. A blank body is not posted.
+func (b *Board) Post(ctx context.Context, body string) error {
+	if strings.TrimSpace(body) == "" {
+		return nil
+	}
+	p := NewPoster(PosterOptions{Commenter: b.o.Forge, Ref: b.o.Ref, MaxLen: b.o.MaxLen, Redact: b.o.Redact})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := p.Post(ctx, body); err != nil {
+		b.log.WarnContext(ctx, "comment not posted", "doing", "posting a comment", "err", err)
+		return fmt.Errorf("posting a comment on %s: %w", b.o.Ref, err)
+	}
+	return nil
+}
+
+func (b *Board) fits(body string) bool { return utf8.RuneCountInString(body) <= b.o.MaxLen }
+
+// post posts body as one comment, logging a failure.
+func (b *Board) post(ctx context.Context, body, doing string) (task.Comment, error) {
+	c, err := b.o.Forge.PostComment(ctx, b.o.Ref, body)
+	if err != nil {
+		b.log.WarnContext(ctx, "comment not posted", "doing", doing, "err", err)
+		return task.Comment{}, fmt.Errorf("%s on %s: %w", doing, b.o.Ref, err)
+	}
+	return c, nil
+}
+
+// edit replaces the body of comment id, logging a failure. A comment that
+// is gone (ErrNotFound) is logged as such: the caller posts a new one.
+func (b *Board) edit(ctx context.Context, id int64, body, doing string) error {
+	err := b.o.Forge.EditComment(ctx, b.o.Ref, id, body)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, forge.ErrNotFound) {
+		b.log.WarnContext(ctx, "comment gone, posting a new one", "doing", doing, "comment_id", id, "err", err)
+	} else {
+		b.log.WarnContext(ctx, "comment not edited", "doing", doing, "comment_id", id, "err", err)
+	}
+	return fmt.Errorf("%s (comment %d) on %s: %w", doing, id, b.o.Ref, err)
+}
+
+// cutToFit returns body when it has at most maxLen characters (runes), and
+// otherwise its beginning, cut at a line break where one is near, with an
+// open code fence closed and a note that the rest was cut: valid UTF-8 of
+// at most maxLen characters. A maxLen below 64 counts as 64, as in Split.
+func cutToFit(body string, maxLen int) string {
+	maxLen = max(maxLen, minSplit)
+	if utf8.RuneCountInString(body) <= maxLen {
+		return body
+	}
+	room := max(maxLen-utf8.RuneCountInString(cutNote)-(1+maxFenceRun), 1)
+	head := prefixRunes(body, room)
+	if i := strings.LastIndexByte(head, '\n'); i > 0 && i >= len(head)/2 {
+		head = head[:i]
+	}
+	head = strings.TrimRight(head, " \t\r\n")
+	var open fence
+	for _, line := range strings.SplitAfter(head, "\n") {
+		open = fenceAfter(open, line)
+	}
+	if open.run != "" {
+		head += "\n" + open.run
+	}
+	return head + cutNote
+}
