@@ -38,6 +38,7 @@ type env struct {
 	workspace string
 	ref       task.Ref
 	native    bool
+	now       func() time.Time // the clock of planned runs; nil → real time
 
 	mu        sync.Mutex
 	claimedAt []string // labels seen by the model server at the first request
@@ -49,7 +50,7 @@ type setup struct {
 	provider string    // config.ProviderOpenAI, ProviderLMStudio, ProviderOllama
 	native   bool
 	respond  func(e *env, r llmtest.Received) llmtest.Step // nil: write a file, then done
-	planning bool // planning mode; false: the plain tool loop
+	planning bool                                          // planning mode; false: the plain tool loop
 }
 
 func newEnv(t testing.TB, s setup) *env {
@@ -183,7 +184,7 @@ func (e *env) botComments() []string {
 // run is `coding-agent run` in-process; it returns Run's error.
 func (e *env) run(ctx context.Context) error {
 	e.t.Helper()
-	a, err := app.New(ctx, e.cfg, app.Options{Sleep: noWait})
+	a, err := app.New(ctx, e.cfg, app.Options{Sleep: noWait, Now: e.now})
 	if err != nil {
 		return err
 	}

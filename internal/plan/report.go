@@ -28,7 +28,15 @@ func (r *run) callSection(ctx context.Context, p *pending) {
 	if p.Phase == report.PhaseExecution {
 		action = r.st.Current
 	}
-	body, err := r.c.o.Lang.Call(p.Phase, r.st.Calls, p.Comment, action, r.c.o.Now())
+	comment := p.Comment
+	if comment == "" && len(p.Calls) > 0 {
+		var tools []string
+		for _, c := range p.Calls {
+			tools = append(tools, c.Tool)
+		}
+		comment = r.c.o.Lang.ToolStep(tools)
+	}
+	body, err := r.c.o.Lang.Call(p.Phase, r.st.Calls, comment, action, r.c.o.Now())
 	r.section(ctx, p.Phase, body, err)
 }
 

@@ -416,3 +416,17 @@ func longestRun(s string, c byte) int {
 	}
 	return best
 }
+
+// ToolStep is the comment of a model call that asked for tool calls and
+// wrote no comment of its own: the phase's default message would claim the
+// step finished, while it has only just asked for the tools.
+func (l Lang) ToolStep(tools []string) string {
+	quoted := make([]string, len(tools))
+	for i, t := range tools {
+		quoted[i] = "`" + oneLine(t) + "`"
+	}
+	if l.norm() == English {
+		return "Calling " + strings.Join(quoted, ", ") + "."
+	}
+	return "ツールを呼び出します: " + strings.Join(quoted, "、")
+}

@@ -1,0 +1,128 @@
+package app_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/coding-agent/coding-agent/internal/llm"
+	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
+)
+
+// planTime is the clock of planned runs in tests, so rendered comments and
+// history lines are stable.
+var planTime = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// at says where a planned run is, as the model sees it in the request.
+type at struct {
+	Phase  string // pre-planning, planning, execution, reflection, revision, verification, replan decision
+	Action string // in execution
+	Tools  int    // tool results since the phase (or action) instruction
+	Retry  bool   // the last message is a correction
+	Instr  string // the instruction text
+}
+
+var (
+	phaseLine  = regexp.MustCompile(`Phase: ([a-z -]+)[.,]`)
+	actionLine = regexp.MustCompile(`Phase: execution\. Action (\S+) `)
+)
+
+// where reads a request: the last phase instruction and what followed it.
+func where(r llmtest.Received) at {
+	var w at
+	for i := len(r.Messages) - 1; i >= 0; i-- {
+		m := r.Messages[i]
+		if m.Role != llm.User && m.Role != llm.System {
+			if m.Role == llm.ToolRole {
+				w.Tools++
+			}
+			continue
+		}
+		k := strings.LastIndex(m.Content, "Phase: ")
+		if k < 0 || m.Role == llm.System {
+			if strings.HasPrefix(m.Content, "Command: ") {
+				w.Tools++
+			}
+			continue
+		}
+		instr := m.Content[k:]
+		w.Instr = instr
+		if p := phaseLine.FindStringSubmatch(instr); p != nil {
+			w.Phase = p[1]
+		}
+		if a := actionLine.FindStringSubmatch(instr); a != nil {
+			w.Action = a[1]
+		}
+		if i == len(r.Messages)-1 && strings.Contains(m.Content, "could not be used") {
+			w.Retry = true
+		}
+		return w
+	}
+	return w
+}
+
+// object is a phase reply: the JSON object as text.
+func object(v map[string]any) llmtest.Step {
+	b, _ := json.Marshal(v)
+	return llmtest.Reply{Content: string(b), Usage: llmtest.Usage{In: 200, Out: 40}}
+}
+
+func understanding(comment string) llmtest.Step {
+	return object(map[string]any{"phase": "pre_planning", "comment": comment, "understanding": map[string]any{
+		"goal": "add greeting files", "deliverables": []string{"hello.txt", "NOTES.md", "CHANGELOG.md"},
+		"constraints": []string{"keep it short"}, "ambiguities": []string{}, "confidence": "high"}})
+}
+
+// fourActions is the plan of the scripted tasks: two subtasks, four actions.
+func fourActions(comment string) llmtest.Step {
+	return object(map[string]any{"phase": "planning", "comment": comment,
+		"goal_understanding": map[string]any{"main_objective": "Add a greeting and its notes",
+			"success_criteria": []string{"hello.txt says hello", "NOTES.md and CHANGELOG.md exist"}},
+		"task_decomposition": map[string]any{"reasoning": "greeting first, then the notes about it",
+			"subtasks": []map[string]any{
+				{"id": "t1", "description": "the greeting", "dependencies": []string{}},
+				{"id": "t2", "description": "notes", "dependencies": []string{"t1"}}}},
+		"action_plan": map[string]any{"execution_order": []string{"t1", "t2"}, "actions": []map[string]any{
+			{"id": "a1", "task_id": "t1", "description": "Write hello.txt", "tools": []string{"fs/write_file"}},
+			{"id": "a2", "task_id": "t1", "description": "Check hello.txt", "tools": []string{"fs/read_text_file"}},
+			{"id": "a3", "task_id": "t2", "description": "Write NOTES.md", "tools": []string{"fs/write_file"}},
+			{"id": "a4", "task_id": "t2", "description": "Write CHANGELOG.md", "tools": []string{"fs/write_file"}}}}})
+}
+
+func actionEnd(id, status, summary, comment string) llmtest.Step {
+	v := map[string]any{"phase": "execution", "action_id": id, "status": status, "summary": summary}
+	if comment != "" {
+		v["comment"] = comment
+	}
+	return object(v)
+}
+
+func reflection(revise bool, evaluation, reason string) llmtest.Step {
+	v := map[string]any{"phase": "reflection", "reflection": map[string]any{"status": "partial",
+		"evaluation": evaluation, "plan_revision_needed": revise}}
+	if revise {
+		v["plan_revision"] = map[string]any{"reason": reason, "changes": []string{"write NOTES.md inside the workspace"}}
+	} else {
+		v["reflection"].(map[string]any)["status"] = "success"
+	}
+	return object(v)
+}
+
+func verification(passed bool, comment string) llmtest.Step {
+	return object(map[string]any{"phase": "verification", "comment": comment, "verification": map[string]any{
+		"passed": passed, "criteria": []map[string]any{
+			{"criterion": "hello.txt says hello", "met": true, "evidence": "read it"},
+			{"criterion": "NOTES.md and CHANGELOG.md exist", "met": passed}}},
+		"additional_actions": []any{}})
+}
+
+// write asks for fs/write_file of name in the workspace.
+func (e *env) write(r llmtest.Received, comment, name, content string) llmtest.Step {
+	return e.call(r, comment, "fs/write_file", map[string]any{"path": filepath.Join(e.workspace, name), "content": content})
+}
+
+func (e *env) read(r llmtest.Received, comment, name string) llmtest.Step {
+	return e.call(r, comment, "fs/read_text_file", map[string]any{"path": filepath.Join(e.workspace, name)})
+}
