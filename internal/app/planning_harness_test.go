@@ -32,6 +32,9 @@ var (
 // where reads a request: the last phase instruction and what followed it.
 func where(r llmtest.Received) at {
 	var w at
+	if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == llm.User && strings.Contains(r.Messages[n-1].Content, "could not be used") {
+		w.Retry = true
+	}
 	for i := len(r.Messages) - 1; i >= 0; i-- {
 		m := r.Messages[i]
 		if m.Role != llm.User && m.Role != llm.System {
@@ -54,9 +57,6 @@ func where(r llmtest.Received) at {
 		}
 		if a := actionLine.FindStringSubmatch(instr); a != nil {
 			w.Action = a[1]
-		}
-		if i == len(r.Messages)-1 && strings.Contains(m.Content, "could not be used") {
-			w.Retry = true
 		}
 		return w
 	}
