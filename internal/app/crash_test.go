@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/coding-agent/coding-agent/internal/config"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
+	"github.com/coding-agent/coding-agent/internal/plan"
 	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/coding-agent/coding-agent/internal/toolhost/mcptest"
 )
@@ -121,4 +123,67 @@ planning:
 		t.Fatal(err)
 	}
 	return p
+}
+
+// A planned run killed (SIGKILL) after action 2 of 4: the next run continues
+// from the saved plan at action 3. It does not plan again, repeat a1 or a2,
+// or post a second progress report.
+func TestKilledPlannedRunContinuesAtTheNextAction(t *testing.T) {
+	arrived := make(chan struct{})
+	var killed atomic.Bool
+	e := planned(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
+		respond: func(e *env, r llmtest.Received) llmtest.Step {
+			if w := where(r); w.Action == "a3" && w.Tools == 0 && killed.CompareAndSwap(false, true) {
+				return llmtest.Slow{Arrived: arrived}
+			}
+			return fullPlan(e, r)
+		}})
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, "run", "--config", writeConfig(t, e.cfg))
+	cmd.Env = append(os.Environ(), "CA_TEST_TOKEN="+e.gh.Token, "CA_TEST_KEY="+apiKey)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	<-arrived
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	before := len(e.model.Requests())
+
+	e.now = nil
+	if err := e.run(context.Background()); err != nil {
+		t.Fatalf("second run: %v\nfirst run's stderr:\n%s", err, stderr.String())
+	}
+	reqs := e.model.Requests()
+	if w := where(reqs[before]); w.Action != "a3" || w.Tools != 0 {
+		t.Errorf("the first request after the restart is %+v, want the start of action a3", w)
+	}
+	planning := 0
+	for _, r := range reqs {
+		if w := where(r); w.Phase == "planning" {
+			planning++
+		}
+		if w := where(r); r.N > before && (w.Action == "a1" || w.Action == "a2") {
+			t.Errorf("request %d after the restart repeats %s", r.N, w.Action)
+		}
+	}
+	if planning != 1 {
+		t.Errorf("%d planning requests, want 1", planning)
+	}
+	e.wantLabels(t, "bug", "coding agent done")
+	progress := 0
+	for _, c := range e.botComments() {
+		if strings.Contains(c, "実行計画の進捗") {
+			progress++
+		}
+	}
+	if progress != 1 {
+		t.Errorf("%d progress comments, want 1 edited in place", progress)
+	}
+	if plans := slices.IndexFunc(e.history(t)[1:], func(en plan.Entry) bool { return en.Type == plan.EntryPlan }); plans >= 0 {
+		t.Errorf("the history holds a second plan")
+	}
 }
