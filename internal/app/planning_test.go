@@ -246,3 +246,20 @@ func golden(t *testing.T, name, got string) {
 		t.Errorf("%s differs from %s (-want +got):\n%s", name, path, diff)
 	}
 }
+
+// language: en writes the comments in English and tells the model so;
+// llm_call_comments.enabled: false leaves only the progress report and the
+// closing comment.
+func TestPlannedTaskInEnglishWithoutCallComments(t *testing.T) {
+	e := planned(t, setup{forge: task.GitLab, kind: task.Issue, provider: config.ProviderOllama, respond: fullPlan})
+	e.cfg.Language = config.LanguageEnglish
+	e.cfg.Planning.LLMCallComments.Enabled = false
+	if err := e.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.wantLabels(t, "bug", "coding agent done")
+	if sys := e.model.Requests()[0].Messages[0].Content; !strings.Contains(sys, "Write it in English") {
+		t.Errorf("the system prompt does not ask for English comments:\n%s", sys)
+	}
+	golden(t, "planning_en_no_call_comments", e.commentsText())
+}
