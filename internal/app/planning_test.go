@@ -91,7 +91,7 @@ func (e *env) fullPlanAction(r llmtest.Received, w at) llmtest.Step {
 }
 
 // planned builds an env in planning mode with the test clock.
-func planned(t *testing.T, s setup) *env {
+func planned(t testing.TB, s setup) *env {
 	t.Helper()
 	s.planning = true
 	e := newEnv(t, s)
