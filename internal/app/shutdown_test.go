@@ -9,6 +9,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/app"
 	"github.com/coding-agent/coding-agent/internal/config"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
+	"github.com/coding-agent/coding-agent/internal/plan"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -64,5 +65,50 @@ func TestServeShutdownCheckpointsAndRunResumes(t *testing.T) {
 	}
 	if rec := e.record(); rec.Status != task.Done || rec.Counters.LLMCalls != 2 {
 		t.Fatalf("final record %+v", rec)
+	}
+}
+
+// SIGTERM while the model writes the plan: the plan is taken, the task
+// stops before its first action, and the next run starts at action a1
+// without planning again.
+func TestPlannedServeShutdownResumesAtTheFirstAction(t *testing.T) {
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var slowed bool
+	e := planned(t, setup{forge: task.GitLab, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
+		respond: func(e *env, r llmtest.Received) llmtest.Step {
+			if w := where(r); w.Phase == "planning" && !slowed {
+				slowed = true
+				return llmtest.Slow{Arrived: arrived, Release: release, Then: fourActions("計画しました。")}
+			}
+			return fullPlan(e, r)
+		}})
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, e.cfg, app.Options{Sleep: noWait, Now: e.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- a.Serve(ctx) }()
+	<-arrived
+	cancel()
+	close(release)
+	if err := <-served; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	a.Close()
+	before := len(e.model.Requests())
+	if rec := e.record(); rec.Status != task.Queued || before != 3 {
+		t.Fatalf("after shutdown: %+v, %d model requests (want queued, 3)", rec, before)
+	}
+	if err := e.run(context.Background()); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	reqs := e.model.Requests()
+	if w := where(reqs[before]); w.Phase != "execution" || w.Action != "a1" || w.Tools != 0 {
+		t.Errorf("the first request after the restart is %+v, want the start of a1", w)
+	}
+	e.wantLabels(t, "bug", "coding agent done")
+	if got := e.history(t); got[0].Type != "plan" || slices.IndexFunc(got[1:], func(en plan.Entry) bool { return en.Type == "plan" }) >= 0 {
+		t.Errorf("history %+v, want one plan", got)
 	}
 }

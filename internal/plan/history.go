@@ -61,8 +61,14 @@ type History struct {
 func HistoryFile(ref task.Ref) string {
 	sum := sha256.Sum256([]byte(ref.String()))
 	readable := unsafeFileChars.ReplaceAllString(ref.Repo, "_")
+	if len(readable) > maxReadableName {
+		readable = readable[:maxReadableName] // the hash keeps the name unique
+	}
 	return fmt.Sprintf("%s_%s_%s_%d_%s.jsonl", ref.Forge, readable, ref.Kind, ref.Number, hex.EncodeToString(sum[:4]))
 }
+
+// maxReadableName keeps file names well under the usual 255-byte limit.
+const maxReadableName = 100
 
 var unsafeFileChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 

@@ -321,3 +321,20 @@ func TestHistoryConcurrentAppends(t *testing.T) {
 		t.Errorf("file has %d lines, want %d", lines, writers*each)
 	}
 }
+
+func TestHistoryFileNameOfALongPathFits(t *testing.T) {
+	long := task.Ref{Forge: task.GitLab, Repo: strings.Repeat("group/", 49) + "project", Kind: task.Issue, Number: 7}
+	other := long
+	other.Repo += "2"
+	name := HistoryFile(long)
+	if len(name) > 160 || name == HistoryFile(other) {
+		t.Errorf("HistoryFile = %q (%d bytes); want at most 160 bytes and distinct from %q", name, len(name), HistoryFile(other))
+	}
+	h, err := OpenHistory(t.TempDir(), long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Append(Entry{Type: EntryPlan}); err != nil {
+		t.Errorf("append: %v", err)
+	}
+}

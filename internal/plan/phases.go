@@ -120,6 +120,7 @@ func (r *run) revised(v *revisionReply) (*Plan, error) {
 	p := &Plan{GoalUnderstanding: old.GoalUnderstanding, TaskDecomposition: old.TaskDecomposition}
 	if v.TaskDecomposition != nil && len(v.TaskDecomposition.Subtasks) > 0 {
 		p.TaskDecomposition = *v.TaskDecomposition
+		p.TaskDecomposition.Subtasks = keepFinishedSubtasks(old, p.TaskDecomposition.Subtasks)
 	}
 	p.ActionPlan.ExecutionOrder = v.ActionPlan.ExecutionOrder
 	finished := map[string]bool{}
@@ -146,6 +147,29 @@ func (r *run) revised(v *revisionReply) (*Plan, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// keepFinishedSubtasks adds to a revision's subtasks those of the old plan
+// that finished actions belong to and the revision left out: finished work
+// keeps its place in the plan.
+func keepFinishedSubtasks(old *Plan, subs []Subtask) []Subtask {
+	have := map[string]bool{}
+	for _, s := range subs {
+		have[s.ID] = true
+	}
+	var kept []Subtask
+	for _, a := range old.ActionPlan.Actions {
+		if a.Status == Pending || have[a.TaskID] {
+			continue
+		}
+		for _, s := range old.TaskDecomposition.Subtasks {
+			if s.ID == a.TaskID {
+				kept = append(kept, Subtask{ID: s.ID, Description: s.Description, Complexity: s.Complexity})
+				have[s.ID] = true
+			}
+		}
+	}
+	return append(kept, subs...)
 }
 
 // extended is the plan with the actions a failed verification asked for.

@@ -178,30 +178,35 @@ func actionProblems(actions []Action, subtasks map[string]*Subtask, known func(s
 	firstOf := map[string]int{} // subtask → index of its first action
 	lastOf := map[string]int{}  // subtask → index of its last action
 	for i, a := range actions {
+		name := fmt.Sprintf("action %q", a.ID)
 		switch {
 		case strings.TrimSpace(a.ID) == "":
-			add("action %d has no id", i+1)
+			name = fmt.Sprintf("action %d", i+1)
+			add("%s has no id", name)
 		case seen[a.ID]:
 			add("action id %q is used twice", a.ID)
 		}
 		seen[a.ID] = true
 		switch {
 		case strings.TrimSpace(a.TaskID) == "":
-			add("action %q has no task_id", a.ID)
+			add("%s has no task_id", name)
 		case subtasks[a.TaskID] == nil:
-			add("action %q names task_id %q, which is not a subtask", a.ID, a.TaskID)
-		default:
+			add("%s names task_id %q, which is not a subtask", name, a.TaskID)
+		case a.Status == "" || a.Status == Pending:
+			// Only actions still to run are ordered: a finished action
+			// cannot move, and work added later for an earlier subtask
+			// is fine.
 			if _, ok := firstOf[a.TaskID]; !ok {
 				firstOf[a.TaskID] = i
 			}
 			lastOf[a.TaskID] = i
 		}
 		if strings.TrimSpace(a.Description) == "" {
-			add("action %q has no description", a.ID)
+			add("%s has no description", name)
 		}
 		for _, t := range a.Tools {
 			if !known(t) {
-				add("action %q names the tool %q, which does not exist; use the server/tool names listed", a.ID, t)
+				add("%s names the tool %q, which does not exist; use the server/tool names listed", name, t)
 			}
 		}
 	}
