@@ -113,7 +113,10 @@ type Outcome struct {
 
 // checkpoint is the loop's saved state (store.Checkpoint.Data).
 type checkpoint struct {
-	Version    int           `json:"version"`
+	Version int `json:"version"`
+	// Mode is set by planning mode's checkpoints, never by this loop's: a
+	// checkpoint that has it belongs to the other loop.
+	Mode       string        `json:"mode,omitempty"`
 	Turn       int           `json:"turn"`
 	Messages   []llm.Message `json:"messages"`
 	Unparsable int           `json:"unparsable"`
@@ -195,8 +198,9 @@ func (a *Agent) start(ctx context.Context, in Input) (*checkpoint, bool, error) 
 	}
 	if ok {
 		var st checkpoint
-		if err := json.Unmarshal(cp.Data, &st); err != nil || st.Version != checkpointVersion || len(st.Messages) == 0 {
-			a.o.Logger.Warn("ignoring unreadable checkpoint; starting over", "task", in.Task.Ref.String(), "error", err)
+		if err := json.Unmarshal(cp.Data, &st); err != nil || st.Version != checkpointVersion || st.Mode != "" || len(st.Messages) == 0 {
+			a.o.Logger.Warn("ignoring a checkpoint this loop cannot resume (unreadable, or written in planning mode); starting over",
+				"task", in.Task.Ref.String(), "error", err, "mode", st.Mode)
 		} else {
 			return &st, true, nil
 		}

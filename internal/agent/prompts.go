@@ -69,10 +69,13 @@ func taskPrompt(t task.Task, comments []task.Comment, bot string) (string, error
 			continue
 		}
 		isBot := bot != "" && strings.EqualFold(c.Author, bot)
-		body := c.Body
-		if !isBot {
-			body = fence("comment by @"+c.Author, c.Body)
+		// The bot's own comments are fenced too: they quote tool output and
+		// error texts that others control.
+		source := "comment by @" + c.Author
+		if isBot {
+			source = "your earlier comment"
 		}
+		body := fence(source, c.Body)
 		data.Comments = append(data.Comments, promptComment{
 			Author: c.Author, At: c.CreatedAt.UTC().Format(time.RFC3339), Body: body, Bot: isBot,
 		})

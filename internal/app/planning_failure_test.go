@@ -245,3 +245,68 @@ func TestCommentFailuresDoNotStopThePlannedTask(t *testing.T) {
 		}
 	})
 }
+
+// A skipped action with verification off fails the task: nothing checked
+// that the work is complete without it. The closing comment lists it.
+func TestSkippedActionWithoutVerificationFails(t *testing.T) {
+	e := planned(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
+		respond: shortPlan(func(e *env, r llmtest.Received, w at) llmtest.Step {
+			switch w.Phase {
+			case "execution":
+				return actionEnd("a1", "failed", "cannot do it", "")
+			case "replan decision":
+				return object(map[string]any{"phase": "replan", "decision": "skip", "reason": "not needed"})
+			}
+			return nil
+		})})
+	e.cfg.Planning.Verification.Enabled = false
+	e.cfg.Planning.Reflection.Enabled = false
+	e.runOK(t)
+	e.wantLabels(t, "bug", "coding agent failed")
+	c := e.botComments()
+	last := c[len(c)-1]
+	if !strings.Contains(last, "a1: スキップ") || strings.Contains(last, "タスクが完了しました") {
+		t.Errorf("closing comment:\n%s", last)
+	}
+	if !slices.ContainsFunc(c, func(s string) bool {
+		return strings.Contains(s, "アクション「a1」は失敗しました: cannot do it")
+	}) {
+		t.Errorf("the failed action's call section should say it failed: %q", c)
+	}
+}
+
+// A model that keeps calling a tool that does not exist before the plan
+// ends the task after five replies, not at the global limit.
+func TestUnknownToolBeforeThePlanIsUnusable(t *testing.T) {
+	e := planned(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
+		respond: shortPlan(func(e *env, r llmtest.Received, w at) llmtest.Step {
+			if w.Phase == "pre-planning" {
+				return llmtest.Reply{Content: `{"command": {"tool": "shell/run", "args": {"cmd": "ls"}}}`}
+			}
+			return nil
+		})})
+	e.runOK(t)
+	e.wantLabels(t, "bug", "coding agent failed")
+	if n := len(e.model.Requests()); n != 5 {
+		t.Errorf("%d model requests, want 5", n)
+	}
+}
+
+// "passed": true with an unmet criterion is sent back, not taken as done.
+func TestVerificationThatContradictsItselfIsSentBack(t *testing.T) {
+	e := planned(t, setup{forge: task.GitLab, kind: task.Issue, provider: config.ProviderOpenAI,
+		respond: shortPlan(func(e *env, r llmtest.Received, w at) llmtest.Step {
+			if w.Phase == "verification" && !w.Retry {
+				return object(map[string]any{"phase": "verification", "verification": map[string]any{"passed": true,
+					"criteria": []map[string]any{{"criterion": "hello.txt exists", "met": false}}}})
+			}
+			return nil
+		})})
+	e.runOK(t)
+	e.wantLabels(t, "bug", "coding agent done")
+	reqs := e.model.Requests()
+	last := reqs[len(reqs)-1].Messages
+	if msg := last[len(last)-1].Content; !strings.Contains(msg, `the criterion "hello.txt exists" is not met`) {
+		t.Errorf("the correction does not name the unmet criterion:\n%s", msg)
+	}
+}

@@ -124,6 +124,7 @@ func New(o Options) (*Coordinator, error) {
 // state is a run's checkpoint (store.Checkpoint.Data).
 type state struct {
 	Version  int          `json:"version"`
+	Mode     string       `json:"mode"` // always modePlanning: tells the two loops' checkpoints apart
 	Phase    report.Phase `json:"phase"`
 	Prompted bool         `json:"prompted"` // the phase's instruction is in the conversation
 	Visit    int          `json:"visit"`    // phase visits: each gets its own comment
@@ -166,6 +167,9 @@ type state struct {
 	HistoryLen  int `json:"history_len"`  // entries this run wrote
 
 	Final *agent.Outcome `json:"final,omitempty"`
+	// Announced is set once the closing comment is posted (or given up on):
+	// a resume after Final but before it posts it, never twice.
+	Announced bool `json:"announced,omitempty"`
 }
 
 // pending is a reply received and not yet fully acted on.
@@ -181,7 +185,10 @@ type pending struct {
 	Object json.RawMessage `json:"object,omitempty"` // the phase object, applied after posting
 }
 
-const stateVersion = 1
+const (
+	stateVersion = 1
+	modePlanning = "planning"
+)
 
 // Run works on the task in planning mode until it is verified done, fails,
 // or a system error occurs (returned). It resumes from the checkpoint.
@@ -192,6 +199,9 @@ func (c *Coordinator) Run(ctx context.Context, in agent.Input) (agent.Outcome, e
 	}
 	if r.st.Final != nil {
 		r.log.Info("run had already ended; returning its outcome", "status", r.st.Final.Status)
+		if !r.st.Announced {
+			r.announce(ctx)
+		}
 		return *r.st.Final, nil
 	}
 	for {

@@ -84,7 +84,18 @@ func (r *run) checkVerification(v *verificationReply) error {
 	if err := checkVerification(v); err != nil {
 		return err
 	}
-	if *v.Verification.Passed || len(v.AdditionalActions) == 0 {
+	if *v.Verification.Passed {
+		for _, c := range v.Verification.Criteria {
+			if !c.Met {
+				return fmt.Errorf(`"passed" is true but the criterion %q is not met`, c.Criterion)
+			}
+		}
+		if len(v.Verification.Missing) > 0 {
+			return fmt.Errorf(`"passed" is true but "missing" lists %q`, v.Verification.Missing[0])
+		}
+		return nil
+	}
+	if len(v.AdditionalActions) == 0 {
 		return nil
 	}
 	_, err := r.extended(v.AdditionalActions)
@@ -139,9 +150,6 @@ func (r *run) revised(v *revisionReply) (*Plan, error) {
 			a.Attempts, a.Failure = prev.Attempts, prev.Failure
 		}
 		p.ActionPlan.Actions = append(p.ActionPlan.Actions, a)
-	}
-	if p.next() == nil {
-		return nil, &planError{[]string{"the revised plan has no action left to do; list the actions still needed"}}
 	}
 	if err := validate(p, r.limits()); err != nil {
 		return nil, err
@@ -356,11 +364,26 @@ func (r *run) revise(ctx context.Context, v *revisionReply) error {
 // planDone is reached when no action is pending: verify, or finish.
 func (r *run) planDone(ctx context.Context) (*agent.Outcome, error) {
 	if !r.c.o.Settings.Verification {
+		if skipped := r.skipped(); len(skipped) > 0 {
+			// Nothing checks that the work is complete without them.
+			return r.finish(ctx, task.Failed, "actions were skipped and verification is off: "+strings.Join(skipped, ", "))
+		}
 		return r.finish(ctx, task.Done, "")
 	}
 	r.enter(report.PhaseVerification)
 	r.progress(ctx)
 	return nil, r.save(ctx)
+}
+
+// skipped lists the ids of skipped actions.
+func (r *run) skipped() []string {
+	var ids []string
+	for _, a := range r.st.Plan.ActionPlan.Actions {
+		if a.Status == Skipped {
+			ids = append(ids, a.ID)
+		}
+	}
+	return ids
 }
 
 // verified acts on a verification round: finish when it passed; add the

@@ -114,16 +114,6 @@ func TestRevisedRefusals(t *testing.T) {
 		want    string
 	}{
 		{
-			name:    "only completed actions",
-			actions: []Action{{ID: "a1", TaskID: "t1", Description: "read main.go"}},
-			want:    "the revised plan has no action left to do; list the actions still needed",
-		},
-		{
-			name:    "no actions",
-			actions: nil,
-			want:    "the revised plan has no action left to do; list the actions still needed",
-		},
-		{
 			name:    "unknown task_id",
 			actions: []Action{{ID: "a5", TaskID: "t9", Description: "something"}},
 			want:    `action "a5" names task_id "t9", which is not a subtask`,
@@ -309,5 +299,20 @@ func TestRevisionWithNewSubtasksKeepsFinishedOnes(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"t1", "u1"}, ids); diff != "" {
 		t.Errorf("subtasks (-want +got):\n%s", diff)
+	}
+}
+
+// A revision may say nothing is left to do: the pending actions are
+// dropped and the run goes on to verification.
+func TestRevisionWithNothingLeft(t *testing.T) {
+	for _, actions := range [][]Action{nil, {{ID: "a1", TaskID: "t1", Description: "read main.go"}}} {
+		r := testRun(progressPlan())
+		p, err := r.revised(&revisionReply{Reason: "a2 and a3 are not needed", ActionPlan: &ActionPlan{Actions: actions}})
+		if err != nil {
+			t.Fatalf("revised(%v): %v", actions, err)
+		}
+		if p.next() != nil || len(p.ActionPlan.Actions) != 1 || p.ActionPlan.Actions[0].Status != Done {
+			t.Errorf("revised(%v) = %+v, want only a1, done", actions, p.ActionPlan.Actions)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -29,6 +30,12 @@ func (r *run) callSection(ctx context.Context, p *pending) {
 		action = r.st.Current
 	}
 	comment := p.Comment
+	if comment == "" && p.Phase == report.PhaseExecution && len(p.Calls) == 0 {
+		var v actionReply
+		if json.Unmarshal(p.Object, &v) == nil && v.Status == "failed" {
+			comment = r.c.o.Lang.ActionFailed(action, firstLine(v.Summary, 300))
+		}
+	}
 	if comment == "" && len(p.Calls) > 0 {
 		var tools []string
 		for _, c := range p.Calls {
@@ -95,9 +102,11 @@ func (r *run) progress(ctx context.Context) {
 	_ = r.board.SetProgress(ctx, body)
 }
 
-// finish ends the run: the progress report shows the end, the closing
-// comment gives the outcome, what changed, the verification and a receipt,
-// and the outcome is saved so a resume returns it without more work.
+// finish ends the run. The outcome is saved first, so a resume returns it
+// without more work; then the progress report shows the end and the
+// closing comment gives the outcome, what changed, the verification and a
+// receipt. Once the outcome is saved it is returned even if a later save
+// fails: a finished task is never reported as a system error.
 func (r *run) finish(ctx context.Context, status task.Status, text string) (*agent.Outcome, error) {
 	st := r.st
 	out := agent.Outcome{Status: status, Turns: st.Calls, Reported: true}
@@ -112,11 +121,31 @@ func (r *run) finish(ctx context.Context, status task.Status, text string) (*age
 		}
 	}
 	st.Final = &out
+	if err := r.save(ctx); err != nil {
+		return nil, err
+	}
+	r.log.Info("planned run ended", "status", status, "calls", st.Calls, "tool_calls", st.ToolCalls,
+		"revisions", st.Revisions, "replans", st.Replans, "verification_rounds", st.Rounds)
+	r.announce(ctx)
+	return &out, nil
+}
+
+// announce posts the end of a run: the final progress report and the
+// closing comment, once.
+func (r *run) announce(ctx context.Context) {
+	st, out := r.st, r.st.Final
 	r.progress(ctx)
-	f := report.Final{Succeeded: status == task.Done, Summary: out.Comment, Reason: r.c.o.Redact(out.Reason),
+	f := report.Final{Succeeded: out.Status == task.Done, Summary: out.Comment, Reason: r.c.o.Redact(out.Reason),
 		Changes: st.Changes, VerificationRan: st.Verified, VerificationRounds: st.Rounds,
 		Receipt: report.Receipt{LLMCalls: st.Calls, ToolCalls: st.ToolCalls, TokensIn: int64(st.TokensIn),
 			TokensOut: int64(st.TokensOut), Duration: r.c.o.Now().Sub(st.Started).Round(time.Second)}}
+	if st.Plan != nil {
+		for _, a := range st.Plan.ActionPlan.Actions {
+			if a.Status == Skipped {
+				f.Changes = append(f.Changes, r.c.o.Lang.SkippedAction(a.ID, firstLine(a.Failure, 200)))
+			}
+		}
+	}
 	if v := st.Verification; v != nil {
 		f.VerificationPassed, f.VerificationNotes = v.Passed, verificationNotes(*v)
 	}
@@ -125,9 +154,10 @@ func (r *run) finish(ctx context.Context, status task.Status, text string) (*age
 	} else {
 		_ = r.board.Post(ctx, body)
 	}
-	r.log.Info("planned run ended", "status", status, "calls", st.Calls, "tool_calls", st.ToolCalls,
-		"revisions", st.Revisions, "replans", st.Replans, "verification_rounds", st.Rounds)
-	return &out, r.save(ctx)
+	st.Announced = true
+	if err := r.save(ctx); err != nil {
+		r.log.Error("saving checkpoint after the closing comment", "error", err)
+	}
 }
 
 // verificationNotes lists the criteria checked, for the closing comment.

@@ -47,8 +47,9 @@ func (c *Coordinator) start(ctx context.Context, in agent.Input) (*run, error) {
 	}
 	if ok {
 		var st state
-		if err := json.Unmarshal(cp.Data, &st); err != nil || st.Version != stateVersion || len(st.Messages) == 0 {
-			r.log.Warn("ignoring unreadable checkpoint; starting over", "error", err)
+		if err := json.Unmarshal(cp.Data, &st); err != nil || st.Version != stateVersion || st.Mode != modePlanning || !st.valid() {
+			r.log.Warn("ignoring a checkpoint planning mode cannot resume (unreadable, or written by the plain loop); starting over",
+				"error", err, "mode", st.Mode, "phase", st.Phase)
 		} else {
 			r.st = &st
 			r.restorePlan()
@@ -74,7 +75,7 @@ func (r *run) fresh() (*state, error) {
 	if err != nil {
 		r.log.Warn("planning history has unreadable lines", "error", err)
 	}
-	st := &state{Version: stateVersion, Started: r.c.o.Now(), HistoryBase: len(entries),
+	st := &state{Version: stateVersion, Mode: modePlanning, Started: r.c.o.Now(), HistoryBase: len(entries),
 		Messages: []llm.Message{{Role: llm.System, Content: r.c.system}, {Role: llm.User, Content: first}}}
 	r.st = st
 	if r.c.o.Settings.PrePlanning {
@@ -83,6 +84,22 @@ func (r *run) fresh() (*state, error) {
 		r.enter(report.PhasePlanning)
 	}
 	return st, nil
+}
+
+// valid reports whether a loaded state can be resumed: a known phase, a
+// plan wherever one is needed, and an action in progress that exists.
+func (st *state) valid() bool {
+	if len(st.Messages) == 0 {
+		return false
+	}
+	switch st.Phase {
+	case report.PhasePrePlanning, report.PhasePlanning:
+		return true
+	case report.PhaseExecution, report.PhaseReflection, report.PhaseRevision, report.PhaseVerification, report.PhaseReplan:
+		return st.Plan != nil && (st.Current == "" || st.Plan.action(st.Current) != nil) &&
+			(st.Failed == "" || st.Plan.action(st.Failed) != nil)
+	}
+	return false
 }
 
 // restorePlan takes the plan from the history when the history holds a
@@ -178,6 +195,9 @@ func (r *run) ask(ctx context.Context) (*agent.Outcome, error) {
 	resp, err := c.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: c.ts.Defs()})
 	if err != nil && !errors.Is(err, llm.ErrEmptyReply) {
 		r.llmError(ctx, err.Error(), false)
+		if serr := r.save(ctx); serr != nil {
+			r.log.Error("saving checkpoint after a model error", "error", serr)
+		}
 		return nil, fmt.Errorf("model call %d (%s) for %s: %w", st.Calls+1, st.Phase, r.ref, err)
 	}
 	st.Calls++
@@ -311,12 +331,17 @@ func (r *run) call(ctx context.Context, p *pending, tc agent.ToolCall) error {
 		return fmt.Errorf("recording tool call of %s: %w", r.ref, err)
 	}
 	key := tc.Key()
-	if res.IsError {
+	switch {
+	case res.IsError && p.Phase == report.PhaseExecution:
 		if st.Failures == nil {
 			st.Failures = map[string]int{}
 		}
 		st.Failures[key]++
 		r.toolError(ctx, tc.Tool, res)
+	case res.IsError:
+		r.toolError(ctx, tc.Tool, res)
+	case !ts.ReadOnly(tc.Tool):
+		st.Failures = nil // something changed: calls that failed before may work now
 	}
 	if key == st.LastCall {
 		st.Repeats++
@@ -350,6 +375,7 @@ func (r *run) refusal(p *pending, tc agent.ToolCall) string {
 		}
 	default:
 		if !ts.Known(tc.Tool) {
+			st.Unusable++
 			return fmt.Sprintf("there is no tool %q", tc.Tool)
 		}
 		if !ts.ReadOnly(tc.Tool) {

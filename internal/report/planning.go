@@ -430,3 +430,21 @@ func (l Lang) ToolStep(tools []string) string {
 	}
 	return "ツールを呼び出します: " + strings.Join(quoted, "、")
 }
+
+// ActionFailed is the comment of a model call that ended an action as
+// failed without a comment of its own.
+func (l Lang) ActionFailed(actionID, reason string) string {
+	if l.norm() == English {
+		return "Action " + oneLine(actionID) + " failed: " + oneLine(reason)
+	}
+	return "アクション「" + oneLine(actionID) + "」は失敗しました: " + oneLine(reason)
+}
+
+// SkippedAction is the closing comment's line for an action left undone
+// after a replan decision.
+func (l Lang) SkippedAction(actionID, reason string) string {
+	if l.norm() == English {
+		return oneLine(actionID) + ": skipped (" + oneLine(reason) + ")"
+	}
+	return oneLine(actionID) + ": スキップ（" + oneLine(reason) + "）"
+}
