@@ -31,20 +31,7 @@ func TestKilledRunIsResumedByTheNextRun(t *testing.T) {
 		// is killed while the model is answering.
 		llmtest.Slow{Arrived: arrived},
 	)
-	bin := buildBinary(t)
-	cfgPath := writeConfig(t, e.cfg)
-	cmd := exec.Command(bin, "run", "--config", cfgPath)
-	cmd.Env = append(os.Environ(), "CA_TEST_TOKEN="+e.gh.Token, "CA_TEST_KEY="+apiKey)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	<-arrived
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	cmd, stderr := runKilled(t, e, arrived)
 
 	if rec := e.record(); rec.Status != task.Running || rec.PID != cmd.Process.Pid {
 		t.Fatalf("after the kill the store should hold the task as running under the dead process: %+v\n%s", rec, stderr.String())
@@ -70,6 +57,26 @@ func TestKilledRunIsResumedByTheNextRun(t *testing.T) {
 	if c := e.botComments(); !slices.Equal(c, []string{"Writing hello.txt.", "Created hello.txt with a greeting."}) {
 		t.Fatalf("bot comments %q", c)
 	}
+}
+
+// runKilled starts `coding-agent run` on e's config in its own process and
+// kills it (SIGKILL) once arrived is closed, that is, while the model is
+// answering. It returns the dead command and what it wrote to stderr.
+func runKilled(t *testing.T, e *env, arrived <-chan struct{}) (*exec.Cmd, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(buildBinary(t), "run", "--config", writeConfig(t, e.cfg))
+	cmd.Env = append(os.Environ(), "CA_TEST_TOKEN="+e.gh.Token, "CA_TEST_KEY="+apiKey)
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	<-arrived
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	return cmd, stderr
 }
 
 func buildBinary(t *testing.T) string {
@@ -138,19 +145,7 @@ func TestKilledPlannedRunContinuesAtTheNextAction(t *testing.T) {
 			}
 			return fullPlan(e, r)
 		}})
-	bin := buildBinary(t)
-	cmd := exec.Command(bin, "run", "--config", writeConfig(t, e.cfg))
-	cmd.Env = append(os.Environ(), "CA_TEST_TOKEN="+e.gh.Token, "CA_TEST_KEY="+apiKey)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	<-arrived
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	_, stderr := runKilled(t, e, arrived)
 	before := len(e.model.Requests())
 
 	e.now = nil

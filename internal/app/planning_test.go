@@ -3,8 +3,8 @@ package app_test
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
+	"github.com/coding-agent/coding-agent/internal/golden"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,15 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/coding-agent/coding-agent/internal/config"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/plan"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 // forbidden is a path outside the filesystem server's allowed directory:
 // writing there is a tool error.
@@ -134,7 +130,7 @@ func TestPlannedTaskRunsEveryPhase(t *testing.T) {
 			if rec.Status != task.Done || rec.Counters.LLMCalls != 18 || rec.Counters.ToolCalls != 7 {
 				t.Errorf("store record %+v", rec)
 			}
-			golden(t, "planning_full", e.commentsText())
+			golden.Check(t, "planning_full", e.commentsText())
 			e.checkHistory(t, []string{plan.EntryPlan, plan.EntryReflection, plan.EntryReflection, plan.EntryRevision, plan.EntryVerification})
 		})
 	}
@@ -227,26 +223,6 @@ func actionIDs(p *plan.Plan) []string {
 	return ids
 }
 
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run go test -update to create it): %v", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs from %s (-want +got):\n%s", name, path, diff)
-	}
-}
-
 // language: en writes the comments in English and tells the model so;
 // llm_call_comments.enabled: false leaves only the progress report and the
 // closing comment.
@@ -261,5 +237,5 @@ func TestPlannedTaskInEnglishWithoutCallComments(t *testing.T) {
 	if sys := e.model.Requests()[0].Messages[0].Content; !strings.Contains(sys, "Write it in English") {
 		t.Errorf("the system prompt does not ask for English comments:\n%s", sys)
 	}
-	golden(t, "planning_en_no_call_comments", e.commentsText())
+	golden.Check(t, "planning_en_no_call_comments", e.commentsText())
 }

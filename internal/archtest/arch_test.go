@@ -39,7 +39,7 @@ var (
 	infra = []string{"internal/config", "internal/httpx", "internal/obs"}
 	// roots wire adapters; cmd only reaches them through app.
 	roots       = []string{"internal/app", "cmd/coding-agent"}
-	testSupport = []string{"internal/forgetest", "internal/llm/llmtest", "internal/store/storetest",
+	testSupport = []string{"internal/forgetest", "internal/golden", "internal/llm/llmtest", "internal/store/storetest",
 		"internal/queue/queuetest", "internal/toolhost/mcptest", "internal/toolhost/mcptest/testserver",
 		"internal/archtest"}
 	// required must exist: the rules below would pass vacuously without them.

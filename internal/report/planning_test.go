@@ -1,6 +1,7 @@
 package report_test
 
 import (
+	"github.com/coding-agent/coding-agent/internal/golden"
 	"strings"
 	"testing"
 	"time"
@@ -62,8 +63,8 @@ func TestPhaseNames(t *testing.T) {
 
 func TestCallGolden(t *testing.T) {
 	for _, l := range langs {
-		golden(t, "plan_call_comment_"+string(l), must(t)(l.Call(report.PhasePlanning, 2, "\n"+planMsg+"\n\n", "", planAt)))
-		golden(t, "plan_call_default_"+string(l), must(t)(l.Call(report.PhaseExecution, 5, "  \n", "task_3", planAt)))
+		golden.Check(t, "plan_call_comment_"+string(l), must(t)(l.Call(report.PhasePlanning, 2, "\n"+planMsg+"\n\n", "", planAt)))
+		golden.Check(t, "plan_call_default_"+string(l), must(t)(l.Call(report.PhaseExecution, 5, "  \n", "task_3", planAt)))
 	}
 }
 
@@ -116,10 +117,10 @@ func TestCallDefaultMessages(t *testing.T) {
 
 func TestErrorGolden(t *testing.T) {
 	for _, l := range langs {
-		golden(t, "plan_tool_error_"+string(l), must(t)(l.ToolError("github_create_file", "ファイルが既に存在します: src/existing.py", "task_3", planAt)))
-		golden(t, "plan_tool_error_multiline_"+string(l), must(t)(l.ToolError("run_tests", "exit status 1\n```\nFAIL ./pkg\n```", "", planAt)))
-		golden(t, "plan_llm_error_retrying_"+string(l), must(t)(l.LLMError(report.PhaseReflection, "503 Service Unavailable", true, planAt)))
-		golden(t, "plan_llm_error_final_"+string(l), must(t)(l.LLMError(report.PhaseReflection, "503 Service Unavailable", false, planAt)))
+		golden.Check(t, "plan_tool_error_"+string(l), must(t)(l.ToolError("github_create_file", "ファイルが既に存在します: src/existing.py", "task_3", planAt)))
+		golden.Check(t, "plan_tool_error_multiline_"+string(l), must(t)(l.ToolError("run_tests", "exit status 1\n```\nFAIL ./pkg\n```", "", planAt)))
+		golden.Check(t, "plan_llm_error_retrying_"+string(l), must(t)(l.LLMError(report.PhaseReflection, "503 Service Unavailable", true, planAt)))
+		golden.Check(t, "plan_llm_error_final_"+string(l), must(t)(l.LLMError(report.PhaseReflection, "503 Service Unavailable", false, planAt)))
 	}
 }
 
@@ -177,11 +178,11 @@ func sampleProgress() report.Progress {
 
 func TestProgressGolden(t *testing.T) {
 	for _, l := range langs {
-		golden(t, "plan_progress_"+string(l), must(t)(l.Progress(sampleProgress())))
+		golden.Check(t, "plan_progress_"+string(l), must(t)(l.Progress(sampleProgress())))
 	}
 	done := sampleProgress()
 	done.Finished, done.Phase, done.Revisions, done.Notes = true, "", nil, nil
-	golden(t, "plan_progress_finished_en", must(t)(report.English.Progress(done)))
+	golden.Check(t, "plan_progress_finished_en", must(t)(report.English.Progress(done)))
 }
 
 func TestProgressItems(t *testing.T) {
@@ -230,8 +231,8 @@ func TestFinalGolden(t *testing.T) {
 		Receipt: report.Receipt{LLMCalls: 3, ToolCalls: 2, TokensIn: 999, TokensOut: 1000, Duration: time.Hour + 2*time.Minute + 3*time.Second},
 	}
 	for _, l := range langs {
-		golden(t, "plan_final_success_"+string(l), must(t)(l.Final(success)))
-		golden(t, "plan_final_failure_"+string(l), must(t)(l.Final(failure)))
+		golden.Check(t, "plan_final_success_"+string(l), must(t)(l.Final(success)))
+		golden.Check(t, "plan_final_failure_"+string(l), must(t)(l.Final(failure)))
 	}
 }
 

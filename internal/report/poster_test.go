@@ -3,11 +3,9 @@ package report_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/coding-agent/coding-agent/internal/golden"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,8 +16,6 @@ import (
 	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/google/go-cmp/cmp"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 var markerRE = regexp.MustCompile(`^\((\d+)/(\d+)\)\n`)
 
@@ -354,7 +350,7 @@ func TestTemplates(t *testing.T) {
 		t.Fatalf("Interrupted: %v", err)
 	}
 	for name, got := range map[string]string{"failed": failed, "interrupted": interrupted} {
-		t.Run(name, func(t *testing.T) { golden(t, name, got) })
+		t.Run(name, func(t *testing.T) { golden.Check(t, name, got) })
 	}
 	for _, want := range []string{"The model server answered 503 four times.", "`coding agent failed`", "add `coding agent`"} {
 		if !strings.Contains(failed, want) {
@@ -368,25 +364,5 @@ func TestTemplates(t *testing.T) {
 	odd, err := report.Failed("{{.BotLabel}} <!-- x -->", "F", "B")
 	if err != nil || !strings.Contains(odd, "{{.BotLabel}} <!-- x -->") {
 		t.Errorf("Failed with template text in the reason = %q, %v; want the reason verbatim", odd, err)
-	}
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run go test -update to create it): %v", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs from %s (-want +got):\n%s", name, path, diff)
 	}
 }
