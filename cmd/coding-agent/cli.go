@@ -11,6 +11,7 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/app"
 	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/task"
 )
 
 // Exit codes.
@@ -28,11 +29,19 @@ commands:
   produce        discover and claim tasks, queue them in the state store [--once]
   consume        process the tasks queued in the state store [--once]
   status         list known tasks with their state and counters
+  pause REF      pause a task at its next checkpoint (adds the paused label)
+  resume REF     resume a paused task (removes the paused label)
+  stop REF       stop a task at its next checkpoint (adds the stopped label)
+                 REF is github:owner/repo#12 (! for a pull request) or gitlab:group/project#3 (! for an MR)
   config check   validate the config file and list every problem
 `
 
 // commands are the commands run knows, besides help.
-var commands = []string{"run", "serve", "produce", "consume", "status", "config check"}
+var commands = []string{"run", "serve", "produce", "consume", "status", "config check",
+	app.SignalPause, app.SignalResume, app.SignalStop}
+
+// signals are the commands that take a task ref.
+var signals = []string{app.SignalPause, app.SignalResume, app.SignalStop}
 
 // run is main without the process: it returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -56,6 +65,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// Before the config is read: a typo is not a config problem.
 		fmt.Fprintf(stderr, "coding-agent: unknown command %q\n\n%s", cmd, usage)
 		return exitUsage
+	}
+	var ref task.Ref
+	if slices.Contains(signals, cmd) {
+		// The ref may come before or after the flags.
+		var raw string
+		if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+			raw, rest = rest[0], rest[1:]
+		} else if n := len(rest); n > 0 && !strings.HasPrefix(rest[n-1], "-") && (n < 2 || rest[n-2] != "--config") {
+			raw, rest = rest[n-1], rest[:n-1]
+		}
+		if raw == "" {
+			fmt.Fprintf(stderr, "usage: coding-agent %s REF --config FILE (REF like github:acme/app#12)\n", cmd)
+			return exitUsage
+		}
+		var err error
+		if ref, err = task.ParseRef(raw); err != nil {
+			fmt.Fprintf(stderr, "coding-agent %s: %v\n", cmd, err)
+			return exitUsage
+		}
 	}
 	fs := flag.NewFlagSet("coding-agent "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -83,10 +111,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "ok")
 		return exitOK
 	}
-	return runCommand(ctx, cmd, *once, cfg, stdout, stderr)
+	return runCommand(ctx, cmd, *once, ref, cfg, stdout, stderr)
 }
 
-func runCommand(ctx context.Context, cmd string, once bool, cfg *config.Config, stdout, stderr io.Writer) int {
+func runCommand(ctx context.Context, cmd string, once bool, ref task.Ref, cfg *config.Config, stdout, stderr io.Writer) int {
 	var do func(*app.App) error
 	switch cmd {
 	case "run":
@@ -99,6 +127,8 @@ func runCommand(ctx context.Context, cmd string, once bool, cfg *config.Config, 
 		do = func(a *app.App) error { return a.Consume(ctx, once) }
 	case "status":
 		do = func(a *app.App) error { return a.Status(ctx, stdout) }
+	case app.SignalPause, app.SignalResume, app.SignalStop:
+		do = func(a *app.App) error { return a.Signal(ctx, cmd, ref, stdout) }
 	default:
 		fmt.Fprintf(stderr, "coding-agent: unknown command %q\n\n%s", cmd, usage)
 		return exitUsage

@@ -98,6 +98,9 @@ type Input struct {
 	Comments []task.Comment
 	BotName  string
 	Post     Poster
+	// Watch is asked at every checkpoint for new comments and pause or
+	// stop signals; nil checks nothing.
+	Watch Watch
 }
 
 // Outcome is how a run ended when it ended without a system error.
@@ -106,6 +109,8 @@ type Outcome struct {
 	Comment string      `json:"comment,omitempty"` // the model's closing comment (done)
 	Reason  string      `json:"reason,omitempty"`  // why it failed (failed)
 	Turns   int         `json:"turns"`
+	// Ignored counts comments from people not allowed to steer the task.
+	Ignored int `json:"ignored,omitempty"`
 	// Reported is true when the run has already posted its closing comment
 	// (planning mode does), so the worker adds no failure comment of its own.
 	Reported bool `json:"reported,omitempty"`
@@ -118,6 +123,8 @@ type checkpoint struct {
 	// checkpoint that has it belongs to the other loop.
 	Mode       string        `json:"mode,omitempty"`
 	Turn       int           `json:"turn"`
+	Mark       int64         `json:"mark,omitempty"` // newest comment id the conversation has seen
+	Ignored    int           `json:"ignored,omitempty"`
 	Messages   []llm.Message `json:"messages"`
 	Unparsable int           `json:"unparsable"`
 	LastCall   string        `json:"last_call,omitempty"`
@@ -165,6 +172,9 @@ func (a *Agent) Run(ctx context.Context, in Input) (Outcome, error) {
 			if err := a.o.BeforeTurn(ctx, ref, st.Turn+1); err != nil {
 				return Outcome{Turns: st.Turn}, err
 			}
+			if err := r.steer(ctx); err != nil {
+				return Outcome{Turns: st.Turn}, err
+			}
 			failed, err := r.ask(ctx)
 			if err != nil || failed != nil {
 				return deref(failed, st.Turn), err
@@ -209,7 +219,7 @@ func (a *Agent) start(ctx context.Context, in Input) (*checkpoint, bool, error) 
 	if err != nil {
 		return nil, false, err
 	}
-	return &checkpoint{Version: checkpointVersion, Messages: []llm.Message{
+	return &checkpoint{Version: checkpointVersion, Mark: MarkOf(in.Comments), Messages: []llm.Message{
 		{Role: llm.System, Content: a.system},
 		{Role: llm.User, Content: first},
 	}}, false, nil

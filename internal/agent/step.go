@@ -91,6 +91,9 @@ func (r *run) act(ctx context.Context) (*Outcome, error) {
 	st, p := r.st, r.st.Pending
 	if !p.Posted {
 		body := strings.TrimSpace(p.Action.Comment)
+		if p.Action.Done && st.Ignored > 0 {
+			body += fmt.Sprintf("\n\n(%d comment(s) from people who may not steer this task were not read.)", st.Ignored)
+		}
 		if body != "" {
 			if err := r.in.Post.Post(ctx, body); err != nil {
 				return nil, fmt.Errorf("posting step comment on %s: %w", r.in.Task.Ref, err)
@@ -146,9 +149,40 @@ func (r *run) call(ctx context.Context, c ToolCall) error {
 	return nil
 }
 
+// steer asks the task's Watch what changed: new comments join the
+// conversation (saved before the next request), and a pause or stop ends
+// the run here.
+func (r *run) steer(ctx context.Context) error {
+	if r.in.Watch == nil {
+		return nil
+	}
+	st := r.st
+	s, err := r.in.Watch.At(ctx, Step{Turn: st.Turn + 1}, st.Mark)
+	if err != nil {
+		return err
+	}
+	if s.Message != "" {
+		st.Messages = append(st.Messages, llm.Message{Role: llm.User, Content: s.Message})
+	}
+	if s.Message != "" || s.Mark != st.Mark || s.Ignored != st.Ignored {
+		st.Mark, st.Ignored = s.Mark, s.Ignored
+		if err := r.save(ctx); err != nil {
+			return err
+		}
+	}
+	switch {
+	case s.Stop:
+		return fmt.Errorf("%w: %s", ErrStopped, s.Reason)
+	case s.Pause:
+		return fmt.Errorf("%w: %s", ErrPaused, s.Reason)
+	}
+	return nil
+}
+
 // end records the run's outcome in the checkpoint, so that a resume after a
 // crash before the task's labels were set does not start working again.
 func (r *run) end(ctx context.Context, out Outcome) (Outcome, error) {
+	out.Ignored = r.st.Ignored
 	r.st.Final = &out
 	return out, r.save(ctx)
 }

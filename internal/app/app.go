@@ -30,11 +30,16 @@ import (
 	"github.com/coding-agent/coding-agent/internal/store/sqlite"
 	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/coding-agent/coding-agent/internal/toolhost"
+	"github.com/coding-agent/coding-agent/internal/watch"
 	"github.com/coding-agent/coding-agent/internal/worker"
 )
 
 // forgeTimeout bounds one forge HTTP attempt.
 const forgeTimeout = 30 * time.Second
+
+// forgeCacheEntries is how many forge answers the conditional-GET cache
+// keeps: the issues and comment lists of a few hundred polled tasks.
+const forgeCacheEntries = 1024
 
 // Options are what the process gives the app besides the config.
 type Options struct {
@@ -85,14 +90,28 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 }
 
 func (a *App) httpClient(timeout time.Duration, retryUnsafe bool) *http.Client {
+	return a.httpClientOver(nil, timeout, retryUnsafe)
+}
+
+// httpClientOver is httpClient with its retries sent through base (nil:
+// straight to the network).
+func (a *App) httpClientOver(base http.RoundTripper, timeout time.Duration, retryUnsafe bool) *http.Client {
 	return httpx.NewClient(httpx.Options{
-		AttemptTimeout: timeout, RetryUnsafe: retryUnsafe, Logger: a.Log, Sleep: a.o.Sleep,
+		AttemptTimeout: timeout, RetryUnsafe: retryUnsafe, Logger: a.Log, Sleep: a.o.Sleep, Base: base,
 	})
+}
+
+// forgeHTTPClient is the forge's client: retry → conditional-GET cache →
+// network, one cache per App. The cache sits below the retries so that they
+// see the 200 a 304 stands for, with the 304's fresh rate-limit headers;
+// GitHub does not count 304s, so polling an unchanged issue is free.
+func (a *App) forgeHTTPClient() *http.Client {
+	return a.httpClientOver(httpx.NewCache(http.DefaultTransport, forgeCacheEntries), forgeTimeout, false)
 }
 
 func (a *App) newForge() (forge.Forge, error) {
 	c := a.cfg
-	client := a.httpClient(forgeTimeout, false)
+	client := a.forgeHTTPClient()
 	switch c.TaskSource {
 	case task.GitHub:
 		f, err := ghforge.New(ghforge.Options{APIURL: c.GitHub.APIURL, Token: c.GitHub.Token, Owner: c.GitHub.Owner,
@@ -204,8 +223,14 @@ func (a *App) newWorker(q *memqueue.Queue) *worker.Worker {
 	if a.cfg.TaskSource == task.GitLab {
 		bot = a.cfg.GitLab.BotName
 	}
-	o := worker.Options{Forge: a.forge, Store: a.store, Agent: a.runner,
-		Labels:  worker.Labels{Bot: l.Bot, Processing: l.Processing, Done: l.Done, Failed: l.Failed},
+	cd := a.cfg.CommentDetection
+	newWatch := func(t task.Task, comments []task.Comment, bot string) agent.Watch {
+		return watch.New(watch.Options{Forge: a.forge, Comments: cd.Enabled, Interval: cd.CheckInterval,
+			AllowedUsers: cd.AllowedUsers, PausedLabel: l.Paused, StoppedLabel: l.Stopped, Logger: a.Log}, t, comments, bot)
+	}
+	o := worker.Options{Forge: a.forge, Store: a.store, Agent: a.runner, NewWatch: newWatch,
+		Labels: worker.Labels{Bot: l.Bot, Processing: l.Processing, Done: l.Done, Failed: l.Failed,
+			Paused: l.Paused, Stopped: l.Stopped},
 		Owner:   store.Owner{Host: host, PID: os.Getpid(), Provider: provider, Model: model},
 		BotName: bot, Workers: a.cfg.Continuous.Consumer.Workers, Redact: a.redact, Logger: a.Log}
 	if q != nil {

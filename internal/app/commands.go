@@ -179,3 +179,37 @@ func oneLine(s string, max int) string {
 	}
 	return string(r)
 }
+
+// Signal actions: what `coding-agent pause|resume|stop REF` does.
+const (
+	SignalPause  = "pause"
+	SignalResume = "resume"
+	SignalStop   = "stop"
+)
+
+// Signal pauses, resumes or stops a task from the command line by setting
+// the labels a running agent watches: the paused label (added or removed) or
+// the stopped label. A paused task resumes on the next poll once its paused
+// label is gone.
+func (a *App) Signal(ctx context.Context, action string, ref task.Ref, out io.Writer) error {
+	if ref.Forge != a.cfg.TaskSource {
+		return fmt.Errorf("%s is on %s, but task_source is %s", ref, ref.Forge, a.cfg.TaskSource)
+	}
+	l := a.cfg.Labels()
+	var err error
+	switch action {
+	case SignalPause:
+		err = a.forge.AddLabel(ctx, ref, l.Paused)
+	case SignalResume:
+		err = a.forge.RemoveLabel(ctx, ref, l.Paused)
+	case SignalStop:
+		err = a.forge.AddLabel(ctx, ref, l.Stopped)
+	default:
+		return fmt.Errorf("unknown action %q: want pause, resume or stop", action)
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", action, ref, err)
+	}
+	fmt.Fprintf(out, "%s: %s requested; the agent acts on it at its next checkpoint\n", ref, action)
+	return nil
+}

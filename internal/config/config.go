@@ -15,6 +15,8 @@
 //     empty string "" replaces it.
 //   - Keys of features this version does not build yet are accepted with a
 //     Warning (see notYetSupported); any other unknown key is a Problem.
+//   - A list replaces its default as a whole: completion_keywords: [done]
+//     leaves only "done", and completion_keywords: [] leaves none.
 package config
 
 import (
@@ -57,18 +59,20 @@ const (
 // Config is the whole configuration. Task sources are task.GitHub and
 // task.GitLab.
 type Config struct {
-	TaskSource       string      `yaml:"task_source"`         // task.GitHub or task.GitLab; required
-	StateDir         string      `yaml:"state_dir"`           // directory of the embedded store; default ./data
-	GitHub           GitHub      `yaml:"github"`              // read when TaskSource is github
-	GitLab           GitLab      `yaml:"gitlab"`              // read when TaskSource is gitlab
-	LLM              LLM         `yaml:"llm"`                 // model provider settings
-	MCPServers       []MCPServer `yaml:"mcp_servers"`         // tool servers started over stdio
-	Tools            Tools       `yaml:"tools"`               // limits on tool calls
-	MaxLLMProcessNum int         `yaml:"max_llm_process_num"` // most LLM requests per task; default 1000
-	Continuous       Continuous  `yaml:"continuous"`          // long-running (producer/consumer) mode
-	Logging          Logging     `yaml:"logging"`             // log destination and level
-	Language         string      `yaml:"language"`            // "ja" or "en": language of the comments the agent writes; default "ja"
-	Planning         Planning    `yaml:"planning"`            // planning mode
+	TaskSource       string           `yaml:"task_source"`         // task.GitHub or task.GitLab; required
+	StateDir         string           `yaml:"state_dir"`           // directory of the embedded store; default ./data
+	GitHub           GitHub           `yaml:"github"`              // read when TaskSource is github
+	GitLab           GitLab           `yaml:"gitlab"`              // read when TaskSource is gitlab
+	LLM              LLM              `yaml:"llm"`                 // model provider settings
+	MCPServers       []MCPServer      `yaml:"mcp_servers"`         // tool servers started over stdio
+	Tools            Tools            `yaml:"tools"`               // limits on tool calls
+	MaxLLMProcessNum int              `yaml:"max_llm_process_num"` // most LLM requests per task; default 1000
+	Continuous       Continuous       `yaml:"continuous"`          // long-running (producer/consumer) mode
+	Logging          Logging          `yaml:"logging"`             // log destination and level
+	Language         string           `yaml:"language"`            // "ja" or "en": language of the comments the agent writes; default "ja"
+	Planning         Planning         `yaml:"planning"`            // planning mode
+	CommentDetection CommentDetection `yaml:"comment_detection"`   // reading new comments while a task runs
+	Conversation     Conversation     `yaml:"conversation"`        // the follow-up conversation after a task
 }
 
 // GitHub is the github section.
@@ -83,6 +87,10 @@ type GitHub struct {
 	ProcessingLabel string   `yaml:"processing_label"` // set while the agent works; default "coding agent processing"
 	DoneLabel       string   `yaml:"done_label"`       // set when finished; default "coding agent done"
 	FailedLabel     string   `yaml:"failed_label"`     // set when the task failed; default "coding agent failed"
+
+	PausedLabel           string `yaml:"paused_label"`            // the task is paused; default "coding agent paused"
+	StoppedLabel          string `yaml:"stopped_label"`           // the task was stopped; default "coding agent stopped"
+	AwaitingResponseLabel string `yaml:"awaiting_response_label"` // finished, awaiting a reply; default "coding agent awaiting response"
 }
 
 // GitLab is the gitlab section.
@@ -96,6 +104,10 @@ type GitLab struct {
 	ProcessingLabel string   `yaml:"processing_label"`        // as in GitHub
 	DoneLabel       string   `yaml:"done_label"`              // as in GitHub
 	FailedLabel     string   `yaml:"failed_label"`            // as in GitHub
+
+	PausedLabel           string `yaml:"paused_label"`            // as in GitHub
+	StoppedLabel          string `yaml:"stopped_label"`           // as in GitHub
+	AwaitingResponseLabel string `yaml:"awaiting_response_label"` // as in GitHub
 }
 
 // LLM is the llm section.
@@ -234,27 +246,69 @@ type LLMCallComments struct {
 	Enabled bool `yaml:"enabled"` // default true: a comment after every LLM call
 }
 
-// Labels are the four labels that move a task through its states.
+// CommentDetection is the comment_detection section: comments written on the
+// task while the agent works on it are read at its checkpoints (where pause
+// and stop are checked too) and added to the model's context. The bot's own
+// comments are never heard; its name is github.bot_name or gitlab.bot_name.
+type CommentDetection struct {
+	Enabled       bool     `yaml:"enabled"`        // default true: new comments are read at every checkpoint
+	CheckInterval int      `yaml:"check_interval"` // check at every Nth checkpoint; default 1, >= 1
+	AllowedUsers  []string `yaml:"allowed_users"`  // also heard, besides the author and people with write access; names without "@"
+}
+
+// Conversation is the conversation section: a finished task gets the
+// awaiting-response label and waits for a reply; a reply from the author (or,
+// with AllowCollaborators, from someone with write access) resumes the work
+// with the whole history as context.
+type Conversation struct {
+	Enabled            bool     `yaml:"enabled"`             // default true: finished tasks await a reply
+	AllowCollaborators bool     `yaml:"allow_collaborators"` // default true: people with write access may reply too, not only the author
+	CompletionKeywords []string `yaml:"completion_keywords"` // whole-word matches end the conversation; default DefaultCompletionKeywords(); [] for none
+	TimeoutHours       float64  `yaml:"timeout_hours"`       // default 24, > 0
+	MaxRounds          int      `yaml:"max_rounds"`          // default 10, >= 1
+	PollSeconds        int      `yaml:"poll_seconds"`        // how often serve checks awaiting tasks; default 30, >= 5
+}
+
+// defaultCompletionKeywords are the words of a reply that end a conversation
+// when none are configured (Japanese and English thanks and acknowledgements).
+var defaultCompletionKeywords = []string{
+	"ありがとう", "ありがとうございます", "ありがとうございました",
+	"完了", "OK", "了解", "承知",
+	"thank you", "thanks", "done", "complete",
+}
+
+// DefaultCompletionKeywords returns a copy of the default
+// conversation.completion_keywords.
+func DefaultCompletionKeywords() []string { return slices.Clone(defaultCompletionKeywords) }
+
+// Labels are the labels that move a task through its states.
 type Labels struct {
 	Bot        string // asks for the agent
 	Processing string // the agent is working
 	Done       string // finished
 	Failed     string // failed
+	Paused     string // paused
+	Stopped    string // stopped
+	Awaiting   string // finished, awaiting a reply (follow-up conversation)
 }
 
 // Default returns a Config holding every default; TaskSource and LLM.Provider
 // are left empty.
 func Default() *Config {
 	const (
-		bot, processing = "coding agent", "coding agent processing"
-		done, failed    = "coding agent done", "coding agent failed"
+		bot, processing  = "coding agent", "coding agent processing"
+		done, failed     = "coding agent done", "coding agent failed"
+		paused, stopped  = "coding agent paused", "coding agent stopped"
+		awaitingResponse = "coding agent awaiting response"
 	)
 	return &Config{
 		StateDir: "./data",
 		GitHub: GitHub{APIURL: "https://api.github.com", BotLabel: bot,
-			ProcessingLabel: processing, DoneLabel: done, FailedLabel: failed},
+			ProcessingLabel: processing, DoneLabel: done, FailedLabel: failed,
+			PausedLabel: paused, StoppedLabel: stopped, AwaitingResponseLabel: awaitingResponse},
 		GitLab: GitLab{APIURL: "https://gitlab.com/api/v4", BotLabel: bot,
-			ProcessingLabel: processing, DoneLabel: done, FailedLabel: failed},
+			ProcessingLabel: processing, DoneLabel: done, FailedLabel: failed,
+			PausedLabel: paused, StoppedLabel: stopped, AwaitingResponseLabel: awaitingResponse},
 		LLM: LLM{
 			FunctionCalling: true,
 			TimeoutSeconds:  600,
@@ -268,6 +322,15 @@ func Default() *Config {
 		Logging:          Logging{File: "logs/coding-agent.log", Level: "info", MaxAgeDays: 30},
 		Language:         LanguageJapanese,
 		Planning:         defaultPlanning(),
+		CommentDetection: CommentDetection{Enabled: true, CheckInterval: 1},
+		Conversation: Conversation{
+			Enabled:            true,
+			AllowCollaborators: true,
+			CompletionKeywords: DefaultCompletionKeywords(),
+			TimeoutHours:       24,
+			MaxRounds:          10,
+			PollSeconds:        30,
+		},
 	}
 }
 
@@ -293,13 +356,21 @@ func defaultPlanning() Planning {
 func (c *Config) Labels() Labels {
 	switch c.TaskSource {
 	case task.GitHub:
-		g := c.GitHub
-		return Labels{Bot: g.BotLabel, Processing: g.ProcessingLabel, Done: g.DoneLabel, Failed: g.FailedLabel}
+		return c.GitHub.labels()
 	case task.GitLab:
-		g := c.GitLab
-		return Labels{Bot: g.BotLabel, Processing: g.ProcessingLabel, Done: g.DoneLabel, Failed: g.FailedLabel}
+		return c.GitLab.labels()
 	}
 	return Labels{}
+}
+
+func (g *GitHub) labels() Labels {
+	return Labels{Bot: g.BotLabel, Processing: g.ProcessingLabel, Done: g.DoneLabel, Failed: g.FailedLabel,
+		Paused: g.PausedLabel, Stopped: g.StoppedLabel, Awaiting: g.AwaitingResponseLabel}
+}
+
+func (g *GitLab) labels() Labels {
+	return Labels{Bot: g.BotLabel, Processing: g.ProcessingLabel, Done: g.DoneLabel, Failed: g.FailedLabel,
+		Paused: g.PausedLabel, Stopped: g.StoppedLabel, Awaiting: g.AwaitingResponseLabel}
 }
 
 // Timeout is the per-request deadline of an LLM call.
@@ -311,6 +382,17 @@ func (t Tools) CallTimeout() time.Duration { return time.Duration(t.CallTimeoutS
 // Interval is the poll interval of the producer.
 func (p Producer) Interval() time.Duration {
 	return time.Duration(p.IntervalMinutes * float64(time.Minute))
+}
+
+// Timeout is how long a finished task awaits a reply before the conversation
+// ends.
+func (c Conversation) Timeout() time.Duration {
+	return time.Duration(c.TimeoutHours * float64(time.Hour))
+}
+
+// PollInterval is how often serve checks the tasks awaiting a reply.
+func (c Conversation) PollInterval() time.Duration {
+	return time.Duration(c.PollSeconds) * time.Second
 }
 
 // SlogLevel is Level as a slog.Level (info for an unknown level).

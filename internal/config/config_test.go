@@ -73,6 +73,8 @@ func TestGitHubOpenAIExample(t *testing.T) {
 			Repositories: []string{"acme/app", "acme/lib"},
 			BotLabel:     "coding agent", ProcessingLabel: "coding agent processing",
 			DoneLabel: "coding agent done", FailedLabel: "coding agent failed",
+			PausedLabel: "coding agent paused", StoppedLabel: "coding agent stopped",
+			AwaitingResponseLabel: "coding agent awaiting response",
 		},
 		GitLab: config.Default().GitLab,
 		LLM: config.LLM{
@@ -100,15 +102,23 @@ func TestGitHubOpenAIExample(t *testing.T) {
 		MaxLLMProcessNum: 1000,
 		Continuous: config.Continuous{Producer: config.Producer{IntervalMinutes: 1},
 			Consumer: config.Consumer{Workers: 1}},
-		Logging:  config.Logging{File: "logs/coding-agent.log", Level: "info", MaxAgeDays: 30},
-		Language: "ja",
-		Planning: config.Default().Planning, // every planning key is written out with its default
+		Logging:          config.Logging{File: "logs/coding-agent.log", Level: "info", MaxAgeDays: 30},
+		Language:         "ja",
+		Planning:         config.Default().Planning, // every planning key is written out with its default
+		CommentDetection: config.CommentDetection{Enabled: true, CheckInterval: 1, AllowedUsers: []string{}},
+		Conversation: config.Conversation{
+			Enabled: true, AllowCollaborators: true,
+			CompletionKeywords: []string{"ありがとう", "ありがとうございます", "ありがとうございました",
+				"完了", "OK", "了解", "承知", "thank you", "thanks", "done", "complete"},
+			TimeoutHours: 24, MaxRounds: 10, PollSeconds: 30,
+		},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
 	}
 	wantLabels := config.Labels{Bot: "coding agent", Processing: "coding agent processing",
-		Done: "coding agent done", Failed: "coding agent failed"}
+		Done: "coding agent done", Failed: "coding agent failed", Paused: "coding agent paused",
+		Stopped: "coding agent stopped", Awaiting: "coding agent awaiting response"}
 	if got := c.Labels(); got != wantLabels {
 		t.Errorf("Labels() = %+v, want %+v", got, wantLabels)
 	}

@@ -246,10 +246,10 @@ func TestPlanningNoLongerUnsupported(t *testing.T) {
 	_, warnings := mustParse(t, head+gh+`planning:
   enabled: true
 language: ja
-comment_detection:
-  enabled: true
+queue:
+  type: rabbitmq
 `, nil)
-	want := []config.Warning{{Path: "comment_detection", Msg: "not supported by this version; ignored", Line: 9}}
+	want := []config.Warning{{Path: "queue", Msg: "not supported by this version; ignored", Line: 9}}
 	if diff := cmp.Diff(want, warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}

@@ -40,8 +40,8 @@ continuous:
 logging:
   level: verbose
   file: ""
-comment_detection:
-  enabled: true
+queue:
+  type: rabbitmq
 `
 	got := problems(t, src, nil)
 	want := config.Problems{
@@ -70,7 +70,7 @@ comment_detection:
 
 	// The warning for the unsupported key comes back with the problems.
 	_, warnings, _ := config.Parse([]byte(src), nil)
-	wantWarnings := []config.Warning{{Path: "comment_detection", Msg: "not supported by this version; ignored", Line: 30}}
+	wantWarnings := []config.Warning{{Path: "queue", Msg: "not supported by this version; ignored", Line: 30}}
 	if diff := cmp.Diff(wantWarnings, warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
@@ -132,22 +132,16 @@ func TestUnknownKeys(t *testing.T) {
 }
 
 func TestFutureKeysWarn(t *testing.T) {
-	src := head + gh + `  paused_label: p
-  stopped_label: s
-  awaiting_response_label: a
-comment_detection:
-  enabled: true
-  max_depth: ${UNSET_IN_IGNORED_SECTION}
-conversation: {enabled: true}
-queue: {type: rabbitmq}
+	src := head + gh + `queue:
+  type: rabbitmq
+  url: ${UNSET_IN_IGNORED_SECTION}
 database: {type: sqlite}
 pause_resume: {enabled: true}
 metrics: {enabled: true}
 health: {port: 8080}
-gitlab:
-  paused_label: coding agent paused
-  stopped_label: coding agent stopped
-  awaiting_response_label: coding agent awaiting
+comment_detection:
+  bot_username: null
+  log_level: info
 `
 	_, warnings := mustParse(t, src, nil)
 	var got []string
@@ -158,16 +152,14 @@ gitlab:
 		got = append(got, w.Path)
 	}
 	want := []string{
-		"github.paused_label", "github.stopped_label", "github.awaiting_response_label",
-		"comment_detection", "conversation", "queue", "database",
-		"pause_resume", "metrics", "health",
-		"gitlab.paused_label", "gitlab.stopped_label", "gitlab.awaiting_response_label",
+		"queue", "database", "pause_resume", "metrics", "health",
+		"comment_detection.bot_username", "comment_detection.log_level",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("warning paths (-want +got):\n%s", diff)
 	}
-	if warnings[3].Line != 9 {
-		t.Errorf("comment_detection warning line = %d, want 9", warnings[3].Line)
+	if warnings[2].Line != 10 {
+		t.Errorf("pause_resume warning line = %d, want 10", warnings[2].Line)
 	}
 }
 

@@ -6,24 +6,22 @@ import (
 )
 
 // notYetSupported lists the key paths of features this version does not build
-// yet. A config file may carry them (so one file works across versions); each
-// gives a Warning and is otherwise ignored, subtree included. When a feature is
+// yet, and of keys the specification names that this version does without. A
+// config file may carry them (so one file works across versions); each gives
+// a Warning and is otherwise ignored, subtree included. When a feature is
 // built, move its key out of this list and into the Config structs.
 var notYetSupported = map[string]bool{
-	"comment_detection": true,
-	"conversation":      true,
-	"queue":             true,
-	"database":          true,
-	"pause_resume":      true,
-	"metrics":           true,
-	"health":            true,
+	"queue":        true,
+	"database":     true,
+	"pause_resume": true,
+	"metrics":      true,
+	"health":       true,
 
-	"github.paused_label":            true,
-	"github.stopped_label":           true,
-	"github.awaiting_response_label": true,
-	"gitlab.paused_label":            true,
-	"gitlab.stopped_label":           true,
-	"gitlab.awaiting_response_label": true,
+	// Written in the comment-detection specification; here the bot's own
+	// comments are told apart by github.bot_name or gitlab.bot_name (learned
+	// from the token when empty), and logging.level alone sets what is logged.
+	"comment_detection.bot_username": true,
+	"comment_detection.log_level":    true,
 }
 
 const notYetSupportedMsg = "not supported by this version; ignored"

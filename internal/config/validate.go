@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/coding-agent/coding-agent/internal/task"
 )
@@ -51,7 +52,42 @@ func (c *Config) Validate() error {
 	}
 	k.oneOf("language", c.Language, LanguageJapanese, LanguageEnglish)
 	c.Planning.validate(&k)
+	c.CommentDetection.validate(&k)
+	c.Conversation.validate(&k)
 	return k.ps.err()
+}
+
+// validate checks the comment_detection section, also when it is off.
+// allowed_users holds plain user names: a leading "@" is a problem rather
+// than something stripped, so the name in the file is the name matched.
+func (c *CommentDetection) validate(k *checker) {
+	k.atLeast("comment_detection.check_interval", c.CheckInterval, 1)
+	for i, u := range c.AllowedUsers {
+		p := fmt.Sprintf("comment_detection.allowed_users[%d]", i)
+		switch {
+		case strings.TrimSpace(u) == "":
+			k.add(p, "must name a user")
+		case strings.HasPrefix(u, "@"):
+			k.add(p, `must be a user name without the leading "@"`)
+		case strings.ContainsFunc(u, unicode.IsSpace):
+			k.add(p, "must be a single user name, without spaces")
+		}
+	}
+}
+
+// validate checks the conversation section, also when it is off.
+func (c *Conversation) validate(k *checker) {
+	for i, w := range c.CompletionKeywords {
+		k.required(fmt.Sprintf("conversation.completion_keywords[%d]", i), w, "must not be empty")
+	}
+	switch h := c.TimeoutHours; {
+	case math.IsNaN(h) || h <= 0:
+		k.add("conversation.timeout_hours", "must be a number of hours more than 0")
+	case h*float64(time.Hour) >= math.MaxInt64:
+		k.add("conversation.timeout_hours", "too large")
+	}
+	k.atLeast("conversation.max_rounds", c.MaxRounds, 1)
+	k.atLeast("conversation.poll_seconds", c.PollSeconds, 5)
 }
 
 // validate checks the planning section. Its values are checked even when
@@ -97,7 +133,7 @@ func (g *GitHub) validate(k *checker) {
 			seen[strings.ToLower(r)] = p
 		}
 	}
-	validateLabels(k, "github", Labels{g.BotLabel, g.ProcessingLabel, g.DoneLabel, g.FailedLabel})
+	validateLabels(k, "github", g.labels())
 }
 
 func (g *GitLab) validate(k *checker) {
@@ -112,14 +148,18 @@ func (g *GitLab) validate(k *checker) {
 			k.add(fmt.Sprintf("gitlab.project_id[%d]", i), `must be a numeric ID or a "group/project" path`)
 		}
 	}
-	validateLabels(k, "gitlab", Labels{g.BotLabel, g.ProcessingLabel, g.DoneLabel, g.FailedLabel})
+	validateLabels(k, "gitlab", g.labels())
 }
 
-// validateLabels wants four non-empty, distinct labels: a task whose
-// processing label equals its bot label would be picked up again and again.
+// validateLabels wants the seven labels of a forge non-empty and pairwise
+// distinct, compared without case or surrounding spaces: a task whose
+// processing label equals its bot label would be picked up again and again,
+// and one whose awaiting label equals its done label could never be told
+// apart. A clash is reported at the later key and names the earlier one.
 func validateLabels(k *checker, section string, l Labels) {
-	keys := []string{"bot_label", "processing_label", "done_label", "failed_label"}
-	vals := []string{l.Bot, l.Processing, l.Done, l.Failed}
+	keys := []string{"bot_label", "processing_label", "done_label", "failed_label",
+		"paused_label", "stopped_label", "awaiting_response_label"}
+	vals := []string{l.Bot, l.Processing, l.Done, l.Failed, l.Paused, l.Stopped, l.Awaiting}
 	for i, v := range vals {
 		p := section + "." + keys[i]
 		if !k.required(p, v, "required") {

@@ -6,6 +6,7 @@ package forge
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/coding-agent/coding-agent/internal/task"
 )
@@ -25,7 +26,30 @@ type Discoverer interface {
 type Reader interface {
 	Get(ctx context.Context, ref task.Ref) (task.Task, error)
 	Comments(ctx context.Context, ref task.Ref) ([]task.Comment, error)
+	// CommentsSince returns the comments created or updated at or after
+	// since, in chronological order (GitHub's since parameter; GitLab has
+	// none, so its notes are filtered after reading).
+	CommentsSince(ctx context.Context, ref task.Ref, since time.Time) ([]task.Comment, error)
 }
+
+// Permissions tells who may steer a task besides its author: people with
+// write access to its repository or project.
+type Permissions interface {
+	// CanWrite reports whether user may write to the task's repository:
+	// GitHub collaborator permission write, maintain or admin; GitLab
+	// member access level Developer (30) or higher, inherited membership
+	// included. A user who is not a member is false, not an error.
+	CanWrite(ctx context.Context, ref task.Ref, user string) (bool, error)
+}
+
+// Reactor acknowledges a comment with an emoji reaction (a GitLab award
+// emoji). Reacting twice with the same emoji is not an error.
+type Reactor interface {
+	React(ctx context.Context, ref task.Ref, commentID int64, emoji string) error
+}
+
+// ReactionSeen is the reaction that says a comment was read and applied.
+const ReactionSeen = "eyes"
 
 // Commenter posts a comment as the token's user. A comment is posted at most
 // once: after an ambiguous failure the adapter checks before posting again.
@@ -61,4 +85,6 @@ type Forge interface {
 	Editor
 	Labeler
 	Identity
+	Permissions
+	Reactor
 }

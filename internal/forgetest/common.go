@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -39,7 +40,7 @@ type base struct {
 	mu     sync.Mutex
 	faults []*Fault
 	log    []Request
-	now    func() time.Time
+	now    atomic.Pointer[func() time.Time]
 }
 
 // Inject adds a fault. Faults are matched in the order they were added.
@@ -78,9 +79,24 @@ func (b *base) ResetRequests() {
 	b.log = nil
 }
 
+// SetClock makes the emulator take the time from now instead of the wall
+// clock: the timestamps of what it creates from then on (issues, comments,
+// notes, edits) and its rate-limit windows. Tests use it to place comments
+// before and after a moment without sleeping. nil restores the wall clock.
+// GitLab's emulator never hands out a timestamp earlier than one it already
+// handed out, so a clock set back once something was created only takes
+// effect when it passes that; set the clock before seeding.
+func (b *base) SetClock(now func() time.Time) {
+	if now == nil {
+		b.now.Store(nil)
+		return
+	}
+	b.now.Store(&now)
+}
+
 func (b *base) clock() time.Time {
-	if b.now != nil {
-		return b.now()
+	if now := b.now.Load(); now != nil {
+		return (*now)()
 	}
 	return time.Now().UTC()
 }

@@ -15,8 +15,9 @@ import (
 
 // GitHub emulates the parts of the GitHub REST API the agent uses, at the
 // server root and under /api/v3 (GitHub Enterprise style). Seed it with
-// AddRepo, AddIssue, AddPull and AddComment; inspect it with Labels,
-// Comments, Requests and Count; break it with Inject.
+// AddRepo, AddIssue, AddPull, AddComment and SetPermission; inspect it with
+// Labels, Comments, Reactions, Requests and Count; move its clock with
+// SetClock; break it with Inject.
 //
 // Token and BotLogin may be changed right after NewGitHub, before the first
 // request.
@@ -75,7 +76,8 @@ type ghRepo struct {
 	name    string
 	created time.Time
 	labels  []*ghLabel
-	items   []*ghItem // index number-1
+	items   []*ghItem         // index number-1
+	perms   map[string]string // lowercased login → role set with SetPermission
 }
 
 type ghItem struct {
@@ -99,11 +101,12 @@ type ghPull struct {
 }
 
 type ghComment struct {
-	id      int64
-	author  string
-	body    string
-	created time.Time
-	updated time.Time
+	id        int64
+	author    string
+	body      string
+	created   time.Time
+	updated   time.Time
+	reactions []*ghReaction
 }
 
 type ghRate struct {

@@ -68,6 +68,8 @@ func (g *GitHub) handler() http.Handler {
 	route("POST /repos/{owner}/{repo}/issues/{number}/labels", g.addLabels)
 	route("DELETE /repos/{owner}/{repo}/issues/{number}/labels/{name}", g.removeLabel)
 	route("GET /search/issues", g.searchIssues)
+	route("GET /repos/{owner}/{repo}/collaborators/{username}/permission", g.getPermission)
+	route("POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions", g.createReaction)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		g.fail(w, http.StatusNotFound, "Not Found")
 	})

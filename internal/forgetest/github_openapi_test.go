@@ -79,6 +79,8 @@ var ghSpecPaths = []string{
 	"/repos/{owner}/{repo}/pulls/{pull_number}", "/repos/{owner}/{repo}/issues/{issue_number}/comments",
 	"/repos/{owner}/{repo}/issues/{issue_number}/labels", "/repos/{owner}/{repo}/issues/{issue_number}/labels/{name}",
 	"/repos/{owner}/{repo}/issues/comments/{comment_id}", "/search/issues",
+	"/repos/{owner}/{repo}/collaborators/{username}/permission",
+	"/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions",
 }
 
 // ghTrimSpec keeps only the given paths and the components they reach:
@@ -172,7 +174,10 @@ func TestGitHubResponsesMatchOpenAPI(t *testing.T) {
 	g.AddComment("acme/app", n, "alice", "please")
 	mine := "/repos/acme/app/issues/comments/" + strconv.FormatInt(g.AddComment("acme/app", n, g.BotLogin, "- [ ] step"), 10)
 	onPull := "/repos/acme/app/issues/comments/" + strconv.FormatInt(g.AddComment("acme/app", p, g.BotLogin, "- [ ] step"), 10)
+	g.SetPermission("acme/app", "max", "maintain")
 	const editTemplate = "/repos/{owner}/{repo}/issues/comments/{comment_id}"
+	const permTemplate = "/repos/{owner}/{repo}/collaborators/{username}/permission"
+	const reactTemplate = "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions"
 	num := strconv.Itoa(n)
 	for _, tc := range []struct {
 		method, path, body, template string
@@ -195,6 +200,14 @@ func TestGitHubResponsesMatchOpenAPI(t *testing.T) {
 		{"GET", "/repos/acme/app/issues/99", "", "/repos/{owner}/{repo}/issues/{issue_number}", 404},
 		{"GET", "/search/issues?q=is:open+user:acme", "", "/search/issues", 200},
 		{"GET", "/search/issues?q=x&page=20&per_page=100", "", "/search/issues", 422},
+		{"GET", "/repos/acme/app/collaborators/max/permission", "", permTemplate, 200},
+		{"GET", "/repos/acme/app/collaborators/acme/permission", "", permTemplate, 200},
+		{"GET", "/repos/acme/app/collaborators/alice/permission", "", permTemplate, 200},
+		{"GET", "/repos/acme/app/collaborators/stranger/permission", "", permTemplate, 404},
+		{"POST", mine + "/reactions", `{"content":"eyes"}`, reactTemplate, 201},
+		{"POST", mine + "/reactions", `{"content":"eyes"}`, reactTemplate, 200},
+		{"POST", onPull + "/reactions", `{"content":"+1"}`, reactTemplate, 201},
+		{"POST", mine + "/reactions", `{"content":"smile"}`, reactTemplate, 422},
 	} {
 		resp, b := ghCall(t, g, tc.method, tc.path, tc.body)
 		if resp.StatusCode != tc.status {

@@ -14,8 +14,10 @@ import (
 // GitLab emulates the GitLab REST API v4 (https://gitlab.com/api/v4) for
 // tests: projects in nested groups, issues and merge requests with their own
 // iid spaces, notes, labels and the current user, answered with GitLab's JSON
-// shapes, offset pagination headers, ETags and rate-limit headers. Faults are
-// injected with Inject.
+// shapes, offset pagination headers, ETags and rate-limit headers. Seed it
+// with AddProject, AddIssue, AddMR, AddNote, AddMember and AddGroupMember;
+// inspect it with Labels, Notes, Awards, Requests and Count; move its clock
+// with SetClock; break it with Inject.
 type GitLab struct {
 	base
 
@@ -33,7 +35,7 @@ type GitLab struct {
 	groups    map[string]*glGroup
 	projects  map[string]*glProject // by lowercased path
 	users     map[string]int64
-	nextID    int64 // global ids of issues, merge requests and notes
+	nextID    int64 // global ids of issues, merge requests, notes and awards
 	nextProj  int
 	nextGroup int
 	last      time.Time // last timestamp handed out, to keep them increasing
@@ -82,8 +84,9 @@ const (
 const glRateLimit = 2000 // requests per minute, as on gitlab.com
 
 type glGroup struct {
-	id   int
-	path string // full path, "grp/sub"
+	id      int
+	path    string               // full path, "grp/sub"
+	members map[string]*glMember // by lowercased username
 }
 
 type glProject struct {
@@ -93,6 +96,7 @@ type glProject struct {
 	created time.Time
 	issues  map[int]*glItem
 	mrs     map[int]*glItem
+	members map[string]*glMember // direct members, by lowercased username
 }
 
 type glItem struct {
@@ -121,6 +125,7 @@ type glNote struct {
 	system  bool
 	created time.Time
 	updated time.Time
+	awards  []*glAward
 }
 
 // NewGitLab starts an emulated GitLab; it is closed when the test ends.
@@ -137,7 +142,8 @@ func NewGitLab(t testing.TB) *GitLab {
 		nextProj:    100,
 		nextGroup:   10,
 	}
-	g.born = g.stamp()
+	// Not a stamp: a clock set right after NewGitLab may start anywhere.
+	g.born = g.clock().UTC().Truncate(time.Millisecond)
 	g.srv = httptest.NewServer(g.wrap(http.HandlerFunc(g.serve), glErrBody))
 	t.Cleanup(g.srv.Close)
 	return g

@@ -41,6 +41,11 @@ var glRoutes = []glRoute{
 	{http.MethodPost, []string{"projects", ":id", "merge_requests", ":iid", "notes"}, createNote(KindMergeRequest)},
 	{http.MethodPut, []string{"projects", ":id", "issues", ":iid", "notes", ":note_id"}, updateNote(KindIssue)},
 	{http.MethodPut, []string{"projects", ":id", "merge_requests", ":iid", "notes", ":note_id"}, updateNote(KindMergeRequest)},
+	{http.MethodGet, []string{"projects", ":id", "members", "all"}, (*GitLab).listAllMembers},
+	{http.MethodGet, []string{"projects", ":id", "issues", ":iid", "notes", ":note_id", "award_emoji"}, listNoteAwards(KindIssue)},
+	{http.MethodGet, []string{"projects", ":id", "merge_requests", ":iid", "notes", ":note_id", "award_emoji"}, listNoteAwards(KindMergeRequest)},
+	{http.MethodPost, []string{"projects", ":id", "issues", ":iid", "notes", ":note_id", "award_emoji"}, awardNote(KindIssue)},
+	{http.MethodPost, []string{"projects", ":id", "merge_requests", ":iid", "notes", ":note_id", "award_emoji"}, awardNote(KindMergeRequest)},
 }
 
 // glErrBody renders a fault's body the way GitLab words errors.

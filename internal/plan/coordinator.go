@@ -163,6 +163,10 @@ type state struct {
 	Verification  *Verification             `json:"verification,omitempty"`
 	Verified      bool                      `json:"verified,omitempty"` // a verification round ran
 
+	Mark    int64    `json:"mark,omitempty"`    // newest comment id the conversation has seen
+	Ignored int      `json:"ignored,omitempty"` // comments from people not allowed to steer
+	Notes   []string `json:"notes,omitempty"`   // progress report lines: comments applied
+
 	HistoryBase int `json:"history_base"` // history entries before this run
 	HistoryLen  int `json:"history_len"`  // entries this run wrote
 

@@ -74,7 +74,7 @@ func (r *run) progress(ctx context.Context) {
 	if st.Plan == nil {
 		return
 	}
-	p := report.Progress{Goal: st.Plan.GoalUnderstanding.MainObjective, Revisions: st.RevisionNotes,
+	p := report.Progress{Goal: st.Plan.GoalUnderstanding.MainObjective, Revisions: st.RevisionNotes, Notes: st.Notes,
 		Phase: st.Phase, Finished: st.Final != nil, UpdatedAt: r.c.o.Now()}
 	if p.Finished {
 		p.Phase = ""
@@ -109,7 +109,7 @@ func (r *run) progress(ctx context.Context) {
 // fails: a finished task is never reported as a system error.
 func (r *run) finish(ctx context.Context, status task.Status, text string) (*agent.Outcome, error) {
 	st := r.st
-	out := agent.Outcome{Status: status, Turns: st.Calls, Reported: true}
+	out := agent.Outcome{Status: status, Turns: st.Calls, Reported: true, Ignored: st.Ignored}
 	if status == task.Done {
 		out.Comment = text
 	} else {
@@ -136,7 +136,7 @@ func (r *run) announce(ctx context.Context) {
 	st, out := r.st, r.st.Final
 	r.progress(ctx)
 	f := report.Final{Succeeded: out.Status == task.Done, Summary: out.Comment, Reason: r.c.o.Redact(out.Reason),
-		Changes: st.Changes, VerificationRan: st.Verified, VerificationRounds: st.Rounds,
+		Changes: st.Changes, VerificationRan: st.Verified, VerificationRounds: st.Rounds, IgnoredComments: st.Ignored,
 		Receipt: report.Receipt{LLMCalls: st.Calls, ToolCalls: st.ToolCalls, TokensIn: int64(st.TokensIn),
 			TokensOut: int64(st.TokensOut), Duration: r.c.o.Now().Sub(st.Started).Round(time.Second)}}
 	if st.Plan != nil {

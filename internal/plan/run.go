@@ -76,6 +76,7 @@ func (r *run) fresh() (*state, error) {
 		r.log.Warn("planning history has unreadable lines", "error", err)
 	}
 	st := &state{Version: stateVersion, Mode: modePlanning, Started: r.c.o.Now(), HistoryBase: len(entries),
+		Mark:     agent.MarkOf(r.in.Comments),
 		Messages: []llm.Message{{Role: llm.System, Content: r.c.system}, {Role: llm.User, Content: first}}}
 	r.st = st
 	if r.c.o.Settings.PrePlanning {
@@ -175,7 +176,49 @@ func (r *run) step(ctx context.Context) (*agent.Outcome, error) {
 	if err := r.c.o.BeforeCall(ctx, r.ref, Step{Phase: st.Phase, Call: st.Calls + 1, Action: st.Current}); err != nil {
 		return nil, err
 	}
+	if err := r.steer(ctx); err != nil {
+		return nil, err
+	}
 	return r.ask(ctx)
+}
+
+// steer asks the task's Watch what changed: new comments join the
+// conversation and the progress report says where they were applied; a
+// pause or stop ends the run here, its state saved.
+func (r *run) steer(ctx context.Context) error {
+	if r.in.Watch == nil {
+		return nil
+	}
+	st := r.st
+	s, err := r.in.Watch.At(ctx, agent.Step{Phase: string(st.Phase), Turn: st.Calls + 1, Action: st.Current}, st.Mark)
+	if err != nil {
+		return err
+	}
+	changed := s.Message != "" || s.Mark != st.Mark || s.Ignored != st.Ignored
+	st.Mark, st.Ignored = s.Mark, s.Ignored
+	if s.Message != "" {
+		r.instruct(s.Message)
+		where := r.c.o.Lang.PhaseName(st.Phase)
+		if st.Current != "" {
+			where += " " + st.Current
+		}
+		for _, a := range s.Applied {
+			st.Notes = append(st.Notes, r.c.o.Lang.CommentApplied(a.Author, where, r.c.o.Now()))
+		}
+		r.progress(ctx)
+	}
+	if changed {
+		if err := r.save(ctx); err != nil {
+			return err
+		}
+	}
+	switch {
+	case s.Stop:
+		return fmt.Errorf("%w: %s", agent.ErrStopped, s.Reason)
+	case s.Pause:
+		return fmt.Errorf("%w: %s", agent.ErrPaused, s.Reason)
+	}
+	return nil
 }
 
 // instruct adds a user message, joined to the last one when that is a

@@ -448,3 +448,12 @@ func (l Lang) SkippedAction(actionID, reason string) string {
 	}
 	return oneLine(actionID) + ": スキップ（" + oneLine(reason) + "）"
 }
+
+// CommentApplied is the progress report's line for a comment handed to the
+// model while it worked: who wrote it and at which step it was applied.
+func (l Lang) CommentApplied(author, where string, at time.Time) string {
+	if l.norm() == English {
+		return fmt.Sprintf("💬 Comment by @%s applied at %s (%s)", oneLine(author), oneLine(where), stamp(at))
+	}
+	return fmt.Sprintf("💬 @%s のコメントを %s で反映しました（%s）", oneLine(author), oneLine(where), stamp(at))
+}

@@ -31,3 +31,13 @@ func render(name string, data any) (string, error) {
 	}
 	return strings.TrimSpace(b.String()), nil
 }
+
+// Paused is the comment posted when a task pauses at a checkpoint.
+func Paused(turn int, reason, pausedLabel, botLabel string) (string, error) {
+	return render("paused.tmpl", map[string]any{"Turn": turn, "Reason": reason, "PausedLabel": pausedLabel, "BotLabel": botLabel})
+}
+
+// Stopped is the comment posted when a task is stopped at a checkpoint.
+func Stopped(turn int, reason, botLabel string) (string, error) {
+	return render("stopped.tmpl", map[string]any{"Turn": turn, "Reason": reason, "BotLabel": botLabel})
+}

@@ -108,6 +108,10 @@ type Task struct {
 	BaseBranch string // pull/merge requests only
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+	// CommentCount is the number of comments people and bots wrote
+	// (GitHub's comments, GitLab's user_notes_count): when it and
+	// UpdatedAt are unchanged, no comment was added.
+	CommentCount int
 }
 
 // HasLabel reports whether the task carries label (exact match).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/agent"
@@ -52,7 +53,14 @@ func (w *Worker) Process(ctx context.Context, ref task.Ref, stopping <-chan stru
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	f := ending{ref: ref, post: post, log: log, labels: in.Task.Labels}
+	if l, ok := in.Watch.(interface{ LogStats() }); ok {
+		l.LogStats()
+	}
 	switch {
+	case errors.Is(err, agent.ErrPaused):
+		w.paused(fctx, f, out.Turns, err)
+	case errors.Is(err, agent.ErrStopped):
+		w.stopped(fctx, f, out.Turns, err)
 	case err != nil && (errors.Is(err, agent.ErrInterrupted) || isClosed(stopping) || ctx.Err() != nil):
 		w.interrupted(fctx, f, out.Turns)
 	case err != nil:
@@ -102,7 +110,11 @@ func (w *Worker) load(ctx context.Context, ref task.Ref, post *report.Poster) (a
 			return agent.Input{}, false, fmt.Errorf("learning the bot's user name: %w", err)
 		}
 	}
-	return agent.Input{Task: t, Comments: comments, BotName: bot, Post: post}, false, nil
+	in := agent.Input{Task: t, Comments: comments, BotName: bot, Post: post}
+	if w.o.NewWatch != nil {
+		in.Watch = w.o.NewWatch(t, comments, bot)
+	}
+	return in, false, nil
 }
 
 // done sets the done label (and removes processing, and a bot or failed
@@ -159,6 +171,49 @@ func (w *Worker) interrupted(ctx context.Context, f ending, turn int) {
 			f.log.Error("posting interruption comment", "error", err)
 		}
 	}
+}
+
+// paused leaves the task paused with its checkpoint: processing removed
+// (the paused label someone added stays), a comment saying how to resume.
+// The producer resumes it once the paused label is gone.
+func (w *Worker) paused(ctx context.Context, f ending, turn int, why error) {
+	f.log.Info("task paused at a checkpoint", "turn", turn, "reason", why)
+	w.setStatus(ctx, f.ref, task.Paused, "")
+	if err := w.o.Forge.RemoveLabel(ctx, f.ref, w.o.Labels.Processing); err != nil {
+		f.log.Error("removing label", "label", w.o.Labels.Processing, "error", err)
+	}
+	body, err := report.Paused(turn, reasonOf(why), w.o.Labels.Paused, w.o.Labels.Bot)
+	w.postNotice(ctx, f, body, err)
+}
+
+// stopped ends the task for good at a checkpoint: never done, processing
+// removed, a comment saying why; its checkpoint is dropped, so the bot
+// label starts it afresh.
+func (w *Worker) stopped(ctx context.Context, f ending, turn int, why error) {
+	f.log.Info("task stopped at a checkpoint", "turn", turn, "reason", why)
+	w.setStatus(ctx, f.ref, task.Stopped, reasonOf(why))
+	if err := w.o.Forge.RemoveLabel(ctx, f.ref, w.o.Labels.Processing); err != nil {
+		f.log.Error("removing label", "label", w.o.Labels.Processing, "error", err)
+	}
+	body, err := report.Stopped(turn, reasonOf(why), w.o.Labels.Bot)
+	w.postNotice(ctx, f, body, err)
+	w.clearCheckpoint(ctx, f)
+}
+
+func (w *Worker) postNotice(ctx context.Context, f ending, body string, err error) {
+	if err != nil {
+		f.log.Error("rendering a notice", "error", err)
+		return
+	}
+	if err := f.post.Post(ctx, body); err != nil {
+		f.log.Error("posting a notice", "error", err)
+	}
+}
+
+// reasonOf is what follows "paused/stopped at a checkpoint: " in err.
+func reasonOf(err error) string {
+	_, reason, _ := strings.Cut(err.Error(), ": ")
+	return reason
 }
 
 // relabel adds the final label, then removes processing, the bot label and

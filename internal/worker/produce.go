@@ -20,14 +20,19 @@ func (w *Worker) Produce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("discovering tasks labelled %q: %w", w.o.Labels.Bot, err)
 	}
-	n := 0
+	refs := make([]task.Ref, 0, len(found))
 	for _, t := range found {
+		refs = append(refs, t.Ref)
+	}
+	refs = append(refs, w.unpaused(ctx)...)
+	n := 0
+	for _, ref := range refs {
 		if ctx.Err() != nil {
 			return n, ctx.Err()
 		}
-		ok, err := w.claim(ctx, t.Ref)
+		ok, err := w.claim(ctx, ref)
 		if err != nil {
-			w.log(t.Ref).Error("claiming task", "error", err)
+			w.log(ref).Error("claiming task", "error", err)
 			continue
 		}
 		if !ok {
@@ -37,8 +42,8 @@ func (w *Worker) Produce(ctx context.Context) (int, error) {
 		if w.o.Queue == nil {
 			continue
 		}
-		if err := w.o.Queue.Put(ctx, queue.Job{Ref: t.Ref, Enqueued: time.Now().UTC()}); err != nil {
-			return n, fmt.Errorf("queueing %s: %w", t.Ref, err)
+		if err := w.o.Queue.Put(ctx, queue.Job{Ref: ref, Enqueued: time.Now().UTC()}); err != nil {
+			return n, fmt.Errorf("queueing %s: %w", ref, err)
 		}
 	}
 	return n, nil
@@ -55,11 +60,14 @@ func (w *Worker) claim(ctx context.Context, ref task.Ref) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("re-reading %s before claiming it: %w", ref, err)
 	}
-	if t.State != "open" || !t.HasLabel(w.o.Labels.Bot) {
+	rec, recErr := w.o.Store.Get(ctx, ref)
+	// A paused task whose paused label is gone resumes without the bot label.
+	resuming := recErr == nil && rec.Status == task.Paused && w.o.Labels.Paused != "" && !t.HasLabel(w.o.Labels.Paused)
+	if t.State != "open" || !(t.HasLabel(w.o.Labels.Bot) || resuming) {
 		log.Info("task no longer asks for the agent; skipping", "state", t.State)
 		return false, nil
 	}
-	if rec, err := w.o.Store.Get(ctx, ref); err == nil && w.ours(rec) {
+	if recErr == nil && w.ours(rec) {
 		return false, nil // already queued or running here
 	}
 	if _, err := w.o.Store.Claim(ctx, ref, w.o.Owner); err != nil {
@@ -79,7 +87,12 @@ func (w *Worker) claim(ctx context.Context, ref task.Ref) (bool, error) {
 	}
 	// The bot label goes; so do final labels of an earlier round, so that
 	// a task is never seen as done while this round works or fails.
-	for _, l := range []string{w.o.Labels.Bot, w.o.Labels.Done, w.o.Labels.Failed} {
+	// A pause or stop label left from before goes too: adding the bot
+	// label again is the way to resume or restart.
+	for _, l := range []string{w.o.Labels.Bot, w.o.Labels.Done, w.o.Labels.Failed, w.o.Labels.Paused, w.o.Labels.Stopped} {
+		if l == "" {
+			continue
+		}
 		if l != w.o.Labels.Bot && !t.HasLabel(l) {
 			continue
 		}
@@ -94,6 +107,26 @@ func (w *Worker) claim(ctx context.Context, ref task.Ref) (bool, error) {
 	}
 	log.Info("claimed task")
 	return true, nil
+}
+
+// unpaused lists paused tasks in the store whose paused label may have been
+// removed; claim checks each on the forge.
+func (w *Worker) unpaused(ctx context.Context) []task.Ref {
+	if w.o.Labels.Paused == "" {
+		return nil
+	}
+	recs, err := w.o.Store.List(ctx)
+	if err != nil {
+		w.o.Logger.Error("listing paused tasks", "error", err)
+		return nil
+	}
+	var refs []task.Ref
+	for _, r := range recs {
+		if r.Status == task.Paused {
+			refs = append(refs, r.Ref)
+		}
+	}
+	return refs
 }
 
 // ours reports whether this process already holds the task.

@@ -22,6 +22,8 @@ type Labels struct {
 	Processing string // the agent is working
 	Done       string
 	Failed     string
+	Paused     string // pauses the task at its next checkpoint; "" disables
+	Stopped    string // stops it there
 }
 
 // Runner runs the agent on one task.
@@ -40,6 +42,9 @@ type Options struct {
 	// BotName is the forge user the agent posts as; empty → learned from
 	// the forge (GET /user).
 	BotName string
+	// NewWatch returns what a run asks at every checkpoint (new comments,
+	// pause, stop); nil watches nothing.
+	NewWatch func(t task.Task, comments []task.Comment, bot string) agent.Watch
 	// Workers is how many tasks run at once; 0 → 1.
 	Workers int
 	// Redact removes secrets from comment bodies.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	gh "github.com/google/go-github/v92/github"
 
@@ -38,13 +39,33 @@ func (c *Client) Get(ctx context.Context, ref task.Ref) (task.Task, error) {
 // Comments reads every comment of an issue or pull request (the
 // conversation, not code review comments), oldest first.
 func (c *Client) Comments(ctx context.Context, ref task.Ref) ([]task.Comment, error) {
+	return c.comments(ctx, ref, time.Time{})
+}
+
+// CommentsSince reads the comments of an issue or pull request created or
+// updated at or after since, oldest first. GitHub filters them (its since
+// parameter compares updated_at, at one-second resolution, so a comment
+// from earlier in since's second is included too). A zero since reads them
+// all.
+func (c *Client) CommentsSince(ctx context.Context, ref task.Ref, since time.Time) ([]task.Comment, error) {
+	return c.comments(ctx, ref, since)
+}
+
+func (c *Client) comments(ctx context.Context, ref task.Ref, since time.Time) ([]task.Comment, error) {
 	owner, name, err := split(ref)
 	if err != nil {
 		return nil, err
 	}
-	cs, err := c.listComments(ctx, owner, name, ref.Number, nil)
+	action := "listing comments of " + refName(ref)
+	opts := &gh.IssueListCommentsOptions{}
+	if !since.IsZero() {
+		s := since.UTC()
+		opts.Since = &s
+		action += " since " + s.Format(time.RFC3339)
+	}
+	cs, err := c.listComments(ctx, owner, name, ref.Number, opts)
 	if err != nil {
-		return nil, wrapErr("listing comments of "+refName(ref), err)
+		return nil, wrapErr(action, err)
 	}
 	return cs, nil
 }
@@ -96,14 +117,15 @@ func toTask(is *gh.Issue, repo string) task.Task {
 		kind = task.PullRequest
 	}
 	t := task.Task{
-		Ref:       task.Ref{Forge: task.GitHub, Repo: repo, Kind: kind, Number: is.GetNumber()},
-		Title:     is.GetTitle(),
-		Body:      is.GetBody(),
-		Author:    is.GetUser().GetLogin(),
-		URL:       is.GetHTMLURL(),
-		State:     is.GetState(),
-		CreatedAt: is.GetCreatedAt().Time,
-		UpdatedAt: is.GetUpdatedAt().Time,
+		Ref:          task.Ref{Forge: task.GitHub, Repo: repo, Kind: kind, Number: is.GetNumber()},
+		Title:        is.GetTitle(),
+		Body:         is.GetBody(),
+		Author:       is.GetUser().GetLogin(),
+		URL:          is.GetHTMLURL(),
+		State:        is.GetState(),
+		CreatedAt:    is.GetCreatedAt().Time,
+		UpdatedAt:    is.GetUpdatedAt().Time,
+		CommentCount: is.GetComments(),
 	}
 	for _, l := range is.Labels {
 		t.Labels = append(t.Labels, l.GetName())

@@ -149,16 +149,35 @@ func (c *Client) Get(ctx context.Context, ref task.Ref) (task.Task, error) {
 // Comments reads every note of an issue or merge request, oldest first,
 // system notes flagged.
 func (c *Client) Comments(ctx context.Context, ref task.Ref) ([]task.Comment, error) {
+	return c.comments(ctx, ref, "listing notes of "+name(ref), nil)
+}
+
+// CommentsSince reads the notes of an issue or merge request created or
+// updated at or after since, oldest first, system notes flagged. GitLab's
+// notes API has no such filter: every note is read and the older ones are
+// dropped here.
+func (c *Client) CommentsSince(ctx context.Context, ref task.Ref, since time.Time) ([]task.Comment, error) {
+	recent := func(n *gl.Note) bool {
+		return !deref(n.CreatedAt).Before(since) || !deref(n.UpdatedAt).Before(since)
+	}
+	return c.comments(ctx, ref, "listing notes of "+name(ref)+" since "+since.UTC().Format(time.RFC3339Nano), recent)
+}
+
+// comments reads every note of ref in chronological order and keeps those
+// keep accepts (all when keep is nil).
+func (c *Client) comments(ctx context.Context, ref task.Ref, action string, keep func(*gl.Note) bool) ([]task.Comment, error) {
 	if err := checkRef(ref); err != nil {
-		return nil, fmt.Errorf("listing notes of %s: %w", name(ref), err)
+		return nil, fmt.Errorf("%s: %w", action, err)
 	}
 	notes, err := c.listNotes(ctx, ref, "asc", nil)
 	if err != nil {
-		return nil, fmt.Errorf("listing notes of %s: %w", name(ref), translateErr(err))
+		return nil, fmt.Errorf("%s: %w", action, translateErr(err))
 	}
 	out := make([]task.Comment, 0, len(notes))
 	for _, n := range notes {
-		out = append(out, noteComment(n))
+		if keep == nil || keep(n) {
+			out = append(out, noteComment(n))
+		}
 	}
 	// GitLab was asked for this order; keep it even if a server ignores sort.
 	slices.SortStableFunc(out, func(a, b task.Comment) int {
@@ -231,6 +250,7 @@ func issueTask(repo string, i *gl.Issue) task.Task {
 		Ref:   task.Ref{Forge: task.GitLab, Repo: repo, Kind: task.Issue, Number: int(i.IID)},
 		Title: i.Title, Body: i.Description, URL: i.WebURL, State: state(i.State),
 		Labels: slices.Clone([]string(i.Labels)), CreatedAt: deref(i.CreatedAt), UpdatedAt: deref(i.UpdatedAt),
+		CommentCount: int(i.UserNotesCount),
 	}
 	if i.Author != nil {
 		t.Author = i.Author.Username
@@ -250,6 +270,7 @@ func mrTask(repo string, m *gl.BasicMergeRequest) task.Task {
 		Labels:     slices.Clone([]string(m.Labels)),
 		HeadBranch: m.SourceBranch, BaseBranch: m.TargetBranch,
 		CreatedAt: deref(m.CreatedAt), UpdatedAt: deref(m.UpdatedAt),
+		CommentCount: int(m.UserNotesCount),
 	}
 	if m.Author != nil {
 		t.Author = m.Author.Username

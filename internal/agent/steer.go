@@ -1,0 +1,64 @@
+package agent
+
+import (
+	"context"
+	"errors"
+
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// Watch is asked at every checkpoint, before a model request, what changed
+// on the task meanwhile: new comments to hand to the model, and whether the
+// task was paused or stopped.
+type Watch interface {
+	// At returns what to do at checkpoint at. mark is the id of the newest
+	// comment the conversation already holds.
+	At(ctx context.Context, at Step, mark int64) (Steer, error)
+}
+
+// Step says where a run is at a checkpoint.
+type Step struct {
+	Phase  string // planning mode's phase; "" in the plain loop
+	Turn   int    // the model request about to be made, from 1
+	Action string // the action in progress (planning mode)
+}
+
+// Steer is what a checkpoint found.
+type Steer struct {
+	// Message hands new comments to the model ("" when there are none).
+	Message string
+	// Mark is the newest comment id seen, including comments not handed
+	// over (the bot's, outsiders'); it is saved with the conversation.
+	Mark int64
+	// Applied are the comments Message carries.
+	Applied []Applied
+	// Ignored counts, for the whole run so far, comments from people not
+	// allowed to steer the task.
+	Ignored int
+	// Pause or Stop end the run at this checkpoint, for Reason.
+	Pause, Stop bool
+	Reason      string
+}
+
+// Applied is a comment handed to the model.
+type Applied struct {
+	ID     int64
+	Author string
+}
+
+// ErrPaused and ErrStopped end a run at a checkpoint, its state saved: a
+// paused task resumes from there, a stopped one is never marked done.
+var (
+	ErrPaused  = errors.New("paused at a checkpoint")
+	ErrStopped = errors.New("stopped at a checkpoint")
+)
+
+// MarkOf is the newest comment id among comments: where a new run's
+// conversation starts.
+func MarkOf(comments []task.Comment) int64 {
+	var m int64
+	for _, c := range comments {
+		m = max(m, c.ID)
+	}
+	return m
+}
