@@ -1,0 +1,93 @@
+package app_test
+
+import (
+	"context"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/coding-agent/coding-agent/internal/app"
+	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// signal is `coding-agent pause|resume|stop REF` on the env's config.
+func (e *env) signal(action string) {
+	e.t.Helper()
+	a, err := app.New(context.Background(), e.cfg, app.Options{Sleep: noWait})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Signal(context.Background(), action, e.ref, io.Discard); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// Paused mid-run (from the command line, while the model works on a1): the
+// task stops at the next checkpoint with its state saved and says so;
+// resumed, it continues at the same step without planning again.
+func TestPauseMidRunThenResume(t *testing.T) {
+	paused := false
+	e := planned(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
+		respond: func(e *env, r llmtest.Received) llmtest.Step {
+			if w := where(r); w.Action == "a1" && w.Tools == 0 && !paused {
+				paused = true
+				e.signal(app.SignalPause)
+			}
+			return fullPlan(e, r)
+		}})
+	e.runOK(t)
+	if rec := e.record(); rec.Status != task.Paused {
+		t.Fatalf("after the pause: %+v", rec)
+	}
+	e.wantLabels(t, "bug", "coding agent paused")
+	c := e.botComments()
+	if !strings.Contains(c[len(c)-1], "paused") {
+		t.Errorf("the last comment should say the task paused:\n%s", c[len(c)-1])
+	}
+	before := len(e.model.Requests())
+
+	e.runOK(t) // still paused: nothing happens
+	if n := len(e.model.Requests()); n != before {
+		t.Fatalf("a paused task made %d model requests", n-before)
+	}
+	e.signal(app.SignalResume)
+	e.runOK(t)
+	reqs := e.model.Requests()
+	if w := where(reqs[before]); w.Action != "a1" || w.Tools != 1 {
+		t.Errorf("the first request after resuming is %+v, want a1 after its tool call", w)
+	}
+	for _, r := range reqs[before:] {
+		if where(r).Phase == "planning" {
+			t.Errorf("request %d plans again after resuming", r.N)
+		}
+	}
+	e.wantLabels(t, "bug", "coding agent done")
+}
+
+// Stopped mid-run: the task ends at the next checkpoint with the stopped
+// label and a comment, never done; the model is not asked again.
+func TestStopMidRun(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitLab, kind: task.MergeRequest, provider: config.ProviderOllama,
+		respond: func(e *env, r llmtest.Received) llmtest.Step {
+			if r.N == 1 {
+				e.signal(app.SignalStop)
+			}
+			return writeThenDone(e, r)
+		}})
+	e.runOK(t)
+	if n := len(e.model.Requests()); n != 1 {
+		t.Errorf("%d model requests, want 1", n)
+	}
+	e.wantLabels(t, "bug", "coding agent stopped")
+	if rec := e.record(); rec.Status != task.Stopped {
+		t.Errorf("store record %+v", rec)
+	}
+	c := e.botComments()
+	if !strings.Contains(c[len(c)-1], "stopped") || slices.ContainsFunc(c, func(s string) bool { return strings.Contains(s, "Created hello.txt") }) {
+		t.Errorf("comments %q", c)
+	}
+}
