@@ -98,6 +98,9 @@ type Input struct {
 	Comments []task.Comment
 	BotName  string
 	Post     Poster
+	// Rounds summarise the earlier rounds of a follow-up conversation,
+	// oldest first.
+	Rounds []string
 	// Watch is asked at every checkpoint for new comments and pause or
 	// stop signals; nil checks nothing.
 	Watch Watch
@@ -107,6 +110,7 @@ type Input struct {
 type Outcome struct {
 	Status  task.Status `json:"status"`            // task.Done or task.Failed
 	Comment string      `json:"comment,omitempty"` // the model's closing comment (done)
+	Summary string      `json:"summary,omitempty"` // what the round did, for the next round's context
 	Reason  string      `json:"reason,omitempty"`  // why it failed (failed)
 	Turns   int         `json:"turns"`
 	// Ignored counts comments from people not allowed to steer the task.
@@ -215,7 +219,7 @@ func (a *Agent) start(ctx context.Context, in Input) (*checkpoint, bool, error) 
 			return &st, true, nil
 		}
 	}
-	first, err := taskPrompt(in.Task, in.Comments, in.BotName)
+	first, err := taskPrompt(in.Task, in.Comments, in.BotName, in.Rounds)
 	if err != nil {
 		return nil, false, err
 	}

@@ -16,7 +16,8 @@ import (
 //go:embed prompts/*.tmpl
 var promptFS embed.FS
 
-var prompts = template.Must(template.ParseFS(promptFS, "prompts/*.tmpl"))
+var prompts = template.Must(template.New("").Funcs(template.FuncMap{"add": func(a, b int) int { return a + b }}).
+	ParseFS(promptFS, "prompts/*.tmpl"))
 
 func render(name string, data any) (string, error) {
 	var b bytes.Buffer
@@ -52,13 +53,17 @@ type promptComment struct {
 
 // taskPrompt is the first user message: the task as compact text, every
 // piece of it that people wrote fenced as untrusted.
-func taskPrompt(t task.Task, comments []task.Comment, bot string) (string, error) {
+func taskPrompt(t task.Task, comments []task.Comment, bot string, rounds []string) (string, error) {
 	kind := map[task.Kind]string{task.Issue: "issue", task.PullRequest: "pull request", task.MergeRequest: "merge request"}[t.Ref.Kind]
 	data := struct {
 		task.Task
 		Kind, Ref string
 		Comments  []promptComment
+		Rounds    []string
 	}{Task: t, Kind: kind, Ref: t.Ref.String()}
+	for _, r := range rounds {
+		data.Rounds = append(data.Rounds, fence("your summary of an earlier round", r))
+	}
 	data.Title = sanitize(oneLine(t.Title))
 	data.Body = fence("description", t.Body)
 	if strings.TrimSpace(t.Body) == "" {

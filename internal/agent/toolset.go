@@ -175,6 +175,6 @@ func Sanitize(text string) string { return sanitize(oneLine(text)) }
 // TaskPrompt is the opening user message for a task: its title, body,
 // people's comments in order (fenced), and for a pull or merge request its
 // branches.
-func TaskPrompt(t task.Task, comments []task.Comment, bot string) (string, error) {
-	return taskPrompt(t, comments, bot)
+func TaskPrompt(t task.Task, comments []task.Comment, bot string, rounds []string) (string, error) {
+	return taskPrompt(t, comments, bot, rounds)
 }

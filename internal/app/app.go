@@ -223,14 +223,16 @@ func (a *App) newWorker(q *memqueue.Queue) *worker.Worker {
 	if a.cfg.TaskSource == task.GitLab {
 		bot = a.cfg.GitLab.BotName
 	}
-	cd := a.cfg.CommentDetection
+	cd, cv := a.cfg.CommentDetection, a.cfg.Conversation
 	newWatch := func(t task.Task, comments []task.Comment, bot string) agent.Watch {
 		return watch.New(watch.Options{Forge: a.forge, Comments: cd.Enabled, Interval: cd.CheckInterval,
 			AllowedUsers: cd.AllowedUsers, PausedLabel: l.Paused, StoppedLabel: l.Stopped, Logger: a.Log}, t, comments, bot)
 	}
 	o := worker.Options{Forge: a.forge, Store: a.store, Agent: a.runner, NewWatch: newWatch,
 		Labels: worker.Labels{Bot: l.Bot, Processing: l.Processing, Done: l.Done, Failed: l.Failed,
-			Paused: l.Paused, Stopped: l.Stopped},
+			Paused: l.Paused, Stopped: l.Stopped, Awaiting: l.Awaiting},
+		Conversation: worker.Conversation{Enabled: cv.Enabled, AllowCollaborators: cv.AllowCollaborators,
+			AllowedUsers: cd.AllowedUsers, Keywords: cv.CompletionKeywords, Timeout: cv.Timeout(), MaxRounds: cv.MaxRounds},
 		Owner:   store.Owner{Host: host, PID: os.Getpid(), Provider: provider, Model: model},
 		BotName: bot, Workers: a.cfg.Continuous.Consumer.Workers, Redact: a.redact, Logger: a.Log}
 	if q != nil {

@@ -51,6 +51,8 @@ type setup struct {
 	native   bool
 	respond  func(e *env, r llmtest.Received) llmtest.Step // nil: write a file, then done
 	planning bool                                          // planning mode; false: the plain tool loop
+	// conversation: a finished task awaits a reply; false: it is done.
+	conversation bool
 }
 
 func newEnv(t testing.TB, s setup) *env {
@@ -82,6 +84,7 @@ func newEnv(t testing.TB, s setup) *env {
 	cfg.Logging.Level = "debug"
 	cfg.LLM.FunctionCalling = s.native
 	cfg.Planning.Enabled = s.planning
+	cfg.Conversation.Enabled = s.conversation
 	cfg.Planning.History.Directory = filepath.Join(tmp, "planning_history")
 	cfg.LLM.Provider = s.provider
 	switch s.provider {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/agent"
@@ -112,6 +114,7 @@ func (r *run) finish(ctx context.Context, status task.Status, text string) (*age
 	out := agent.Outcome{Status: status, Turns: st.Calls, Reported: true, Ignored: st.Ignored}
 	if status == task.Done {
 		out.Comment = text
+		out.Summary = strings.TrimSpace(strings.Join(append(slices.Clone(st.Changes), text), "\n"))
 	} else {
 		out.Reason = text
 		if st.Plan != nil && st.Current != "" {

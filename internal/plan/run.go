@@ -67,7 +67,7 @@ func (c *Coordinator) start(ctx context.Context, in agent.Input) (*run, error) {
 
 // fresh is the state of a new run: the system prompt and the task.
 func (r *run) fresh() (*state, error) {
-	first, err := agent.TaskPrompt(r.in.Task, r.in.Comments, r.in.BotName)
+	first, err := agent.TaskPrompt(r.in.Task, r.in.Comments, r.in.BotName, r.in.Rounds)
 	if err != nil {
 		return nil, err
 	}

@@ -47,6 +47,16 @@ type Checkpoint struct {
 	CreatedAt time.Time
 }
 
+// Conversation is what a task's follow-up conversation keeps between
+// rounds (spec 003): it outlives the checkpoint, which a finished round
+// clears.
+type Conversation struct {
+	Round     int       `json:"round"`     // rounds finished
+	Mark      int64     `json:"mark"`      // newest comment id already answered or judged
+	Since     time.Time `json:"since"`     // when the task began to await a reply
+	Summaries []string  `json:"summaries"` // what each finished round did, oldest first
+}
+
 // Owner identifies the process claiming a task.
 type Owner struct {
 	Host     string
@@ -72,6 +82,10 @@ type Store interface {
 	LoadCheckpoint(ctx context.Context, ref task.Ref) (cp Checkpoint, ok bool, err error)
 	// ClearCheckpoint forgets the task's checkpoint (a new round starts fresh).
 	ClearCheckpoint(ctx context.Context, ref task.Ref) error
+	// SaveConversation stores the task's conversation (replacing the old).
+	SaveConversation(ctx context.Context, ref task.Ref, c Conversation) error
+	// LoadConversation returns it; ok is false when the task has none.
+	LoadConversation(ctx context.Context, ref task.Ref) (c Conversation, ok bool, err error)
 	// Get returns the task's row.
 	Get(ctx context.Context, ref task.Ref) (Record, error)
 	// List returns every row, most recently updated first.

@@ -67,7 +67,7 @@ func (w *Worker) Process(ctx context.Context, ref task.Ref, stopping <-chan stru
 		// A system error: keep the checkpoint, so a retry resumes.
 		w.fail(fctx, f, err.Error(), true)
 	case out.Status == task.Done:
-		w.done(fctx, f)
+		w.done(fctx, f, out)
 	default:
 		f.reported = out.Reported
 		w.fail(fctx, f, out.Reason, false)
@@ -111,6 +111,11 @@ func (w *Worker) load(ctx context.Context, ref task.Ref, post *report.Poster) (a
 		}
 	}
 	in := agent.Input{Task: t, Comments: comments, BotName: bot, Post: post}
+	if conv, ok, err := w.o.Store.LoadConversation(ctx, ref); err != nil {
+		return agent.Input{}, false, fmt.Errorf("loading the conversation of %s: %w", ref, err)
+	} else if ok {
+		in.Rounds = conv.Summaries
+	}
 	if w.o.NewWatch != nil {
 		in.Watch = w.o.NewWatch(t, comments, bot)
 	}
@@ -119,7 +124,14 @@ func (w *Worker) load(ctx context.Context, ref task.Ref, post *report.Poster) (a
 
 // done sets the done label (and removes processing, and a bot or failed
 // label left from before), then records the task done.
-func (w *Worker) done(ctx context.Context, f ending) {
+func (w *Worker) done(ctx context.Context, f ending, out agent.Outcome) {
+	summary := out.Summary
+	if summary == "" {
+		summary = out.Comment
+	}
+	if w.await(ctx, f, summary) {
+		return
+	}
 	if !w.relabel(ctx, f, w.o.Labels.Done, w.o.Labels.Processing, w.o.Labels.Failed) {
 		w.finishLater(ctx, f)
 		return
@@ -227,7 +239,10 @@ func (w *Worker) relabel(ctx context.Context, f ending, add, processing, opposit
 	}
 	ok := true
 	remove := []string{processing}
-	for _, l := range []string{w.o.Labels.Bot, opposite} {
+	for _, l := range []string{w.o.Labels.Bot, opposite, w.o.Labels.Awaiting} {
+		if l == "" || l == add {
+			continue
+		}
 		if slices.Contains(f.labels, l) {
 			remove = append(remove, l)
 		}

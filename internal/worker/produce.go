@@ -26,6 +26,14 @@ func (w *Worker) Produce(ctx context.Context) (int, error) {
 	}
 	refs = append(refs, w.unpaused(ctx)...)
 	n := 0
+	for _, ref := range w.Replies(ctx) { // claimed already: queue them
+		n++
+		if w.o.Queue != nil {
+			if err := w.o.Queue.Put(ctx, queue.Job{Ref: ref, Enqueued: time.Now().UTC()}); err != nil {
+				return n, fmt.Errorf("queueing %s: %w", ref, err)
+			}
+		}
+	}
 	for _, ref := range refs {
 		if ctx.Err() != nil {
 			return n, ctx.Err()

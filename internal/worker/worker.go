@@ -24,6 +24,7 @@ type Labels struct {
 	Failed     string
 	Paused     string // pauses the task at its next checkpoint; "" disables
 	Stopped    string // stops it there
+	Awaiting   string // a finished round awaits a reply (conversation)
 }
 
 // Runner runs the agent on one task.
@@ -45,6 +46,8 @@ type Options struct {
 	// NewWatch returns what a run asks at every checkpoint (new comments,
 	// pause, stop); nil watches nothing.
 	NewWatch func(t task.Task, comments []task.Comment, bot string) agent.Watch
+	// Conversation is the follow-up conversation after a round.
+	Conversation Conversation
 	// Workers is how many tasks run at once; 0 → 1.
 	Workers int
 	// Redact removes secrets from comment bodies.

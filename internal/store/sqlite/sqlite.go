@@ -8,7 +8,8 @@
 // of two processes claiming the same task at the same moment exactly one wins.
 //
 // Checkpoints: only the latest checkpoint of a task is kept (one row per task,
-// replaced on every save).
+// replaced on every save). Conversations likewise: one row per task, replaced
+// whole on every save, and untouched by ClearCheckpoint.
 package sqlite
 
 import (
@@ -78,6 +79,12 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 // OpenWith opens (creating if needed) dir/coding-agent.db and brings its
 // schema up to date.
 func OpenWith(ctx context.Context, dir string, opts Options) (*Store, error) {
+	return openSchema(ctx, dir, opts, migrations)
+}
+
+// openSchema opens the store and applies the missing ones of schema (a prefix
+// of migrations; tests pass a shorter one to build an older database).
+func openSchema(ctx context.Context, dir string, opts Options, schema []string) (*Store, error) {
 	s, err := newStore(dir, opts)
 	if err != nil {
 		return nil, err
@@ -99,7 +106,7 @@ func OpenWith(ctx context.Context, dir string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("opening store %s: %w", s.path, err)
 	}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrate(ctx, schema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("migrating store %s: %w", s.path, err)
 	}
@@ -196,11 +203,20 @@ var migrations = []string{
 		data       BLOB NOT NULL,
 		created_at TEXT NOT NULL
 	) STRICT;`,
+	// Version 2: a task's follow-up conversation, kept apart from its
+	// checkpoint so that clearing the checkpoint after a round keeps it.
+	`CREATE TABLE conversations (
+		ref       TEXT PRIMARY KEY REFERENCES tasks (ref) ON DELETE CASCADE,
+		round     INTEGER NOT NULL,
+		mark      INTEGER NOT NULL,
+		since     TEXT NOT NULL,
+		summaries TEXT NOT NULL CHECK (json_type(summaries) = 'array')
+	) STRICT;`,
 }
 
-// migrate applies the missing migrations in one IMMEDIATE transaction, so two
-// processes opening a new file at once do not both create the tables.
-func (s *Store) migrate(ctx context.Context) error {
+// migrate applies the missing ones of schema in one IMMEDIATE transaction, so
+// two processes opening a new file at once do not both create the tables.
+func (s *Store) migrate(ctx context.Context, schema []string) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("beginning transaction: %w", err)
@@ -210,25 +226,25 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return fmt.Errorf("reading schema version: %w", err)
 	}
-	if version > len(migrations) {
-		return fmt.Errorf("schema version %d is newer than this program knows (%d)", version, len(migrations))
+	if version > len(schema) {
+		return fmt.Errorf("schema version %d is newer than this program knows (%d)", version, len(schema))
 	}
-	if version == len(migrations) {
+	if version == len(schema) {
 		return nil
 	}
-	for i := version; i < len(migrations); i++ {
-		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+	for i := version; i < len(schema); i++ {
+		if _, err := tx.ExecContext(ctx, schema[i]); err != nil {
 			return fmt.Errorf("applying schema version %d: %w", i+1, err)
 		}
 	}
 	// PRAGMA takes no bound parameters; the value is our own integer.
-	if _, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(len(migrations))); err != nil {
+	if _, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(len(schema))); err != nil {
 		return fmt.Errorf("setting schema version: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("committing schema version %d: %w", len(migrations), err)
+		return fmt.Errorf("committing schema version %d: %w", len(schema), err)
 	}
-	s.log.Info("store schema migrated", "path", s.path, "from", version, "to", len(migrations))
+	s.log.Info("store schema migrated", "path", s.path, "from", version, "to", len(schema))
 	return nil
 }
 

@@ -99,6 +99,11 @@ func TestReopen(t *testing.T) {
 	if err := s.SaveCheckpoint(t.Context(), ref, cp); err != nil {
 		t.Fatal(err)
 	}
+	conv := store.Conversation{Round: 1, Mark: 77, Since: time.Date(2026, 1, 2, 3, 5, 0, 9, time.UTC),
+		Summaries: []string{"first round"}}
+	if err := s.SaveConversation(t.Context(), ref, conv); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +119,10 @@ func TestReopen(t *testing.T) {
 	gotCP, ok, err := s.LoadCheckpoint(t.Context(), ref)
 	if err != nil || !ok || !cmp.Equal(cp, gotCP) {
 		t.Errorf("checkpoint after reopen = %+v, %v, %v; want %+v", gotCP, ok, err, cp)
+	}
+	gotConv, ok, err := s.LoadConversation(t.Context(), ref)
+	if err != nil || !ok || !cmp.Equal(conv, gotConv) {
+		t.Errorf("conversation after reopen = %+v, %v, %v; want %+v", gotConv, ok, err, conv)
 	}
 	var version int
 	if err := s.db.QueryRowContext(t.Context(), "PRAGMA user_version").Scan(&version); err != nil {

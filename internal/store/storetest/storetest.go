@@ -40,6 +40,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ConcurrentCounters", testConcurrentCounters},
 		{"List", testList},
 		{"Checkpoint", testCheckpoint},
+		{"Conversation", testConversation},
+		{"ConversationOutlivesRound", testConversationOutlivesRound},
+		{"ConcurrentConversations", testConcurrentConversations},
 		{"NotFound", testNotFound},
 		{"Close", testClose},
 	}
@@ -365,6 +368,8 @@ func testNotFound(t *testing.T, s store.Store) {
 	checks["SaveCheckpoint"] = s.SaveCheckpoint(ctx, ref, store.Checkpoint{Step: 1, Data: []byte("x")})
 	_, _, checks["LoadCheckpoint"] = s.LoadCheckpoint(ctx, ref)
 	checks["ClearCheckpoint"] = s.ClearCheckpoint(ctx, ref)
+	checks["SaveConversation"] = s.SaveConversation(ctx, ref, store.Conversation{Round: 1, Summaries: []string{"x"}})
+	_, _, checks["LoadConversation"] = s.LoadConversation(ctx, ref)
 	for name, err := range checks {
 		if !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("%s on an unknown task: err = %v, want ErrNotFound", name, err)
