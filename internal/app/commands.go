@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/agent"
+	"github.com/coding-agent/coding-agent/internal/queue"
 	"github.com/coding-agent/coding-agent/internal/queue/memqueue"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
@@ -76,13 +77,30 @@ func (a *App) Serve(ctx context.Context) error {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- w.Consume(tctx, ctx.Done()) }()
-	a.poll(ctx, func(ctx context.Context) error {
+	replies := make(chan struct{})
+	go func() {
+		defer close(replies)
+		if !a.cfg.Conversation.Enabled {
+			return
+		}
+		// Tasks awaiting a reply are checked more often than discovery runs.
+		a.poll(ctx, a.cfg.Conversation.PollInterval(), func(ctx context.Context) error {
+			for _, ref := range w.Replies(ctx) {
+				if err := q.Put(ctx, queue.Job{Ref: ref, Enqueued: time.Now().UTC()}); err != nil {
+					return fmt.Errorf("queueing %s: %w", ref, err)
+				}
+			}
+			return nil
+		})
+	}()
+	a.poll(ctx, a.cfg.Continuous.Producer.Interval(), func(ctx context.Context) error {
 		if _, err := w.Backlog(ctx); err != nil {
 			return err
 		}
 		_, err := w.Produce(ctx)
 		return err
 	})
+	<-replies
 	q.Close()
 	return <-done
 }
@@ -96,7 +114,7 @@ func (a *App) Produce(ctx context.Context, once bool) error {
 		a.Log.Info("produce: tasks queued", "count", n)
 		return err
 	}
-	a.poll(ctx, func(ctx context.Context) error {
+	a.poll(ctx, a.cfg.Continuous.Producer.Interval(), func(ctx context.Context) error {
 		_, err := w.Produce(ctx)
 		return err
 	})
@@ -122,7 +140,7 @@ func (a *App) Consume(ctx context.Context, once bool) error {
 	}
 	done := make(chan error, 1)
 	go func() { done <- w.Consume(tctx, ctx.Done()) }()
-	a.poll(ctx, func(ctx context.Context) error {
+	a.poll(ctx, a.cfg.Continuous.Producer.Interval(), func(ctx context.Context) error {
 		_, err := w.Backlog(ctx)
 		return err
 	})
@@ -132,8 +150,7 @@ func (a *App) Consume(ctx context.Context, once bool) error {
 
 // poll runs pass now and then every interval until ctx ends; a failed pass
 // is logged and retried at the next tick.
-func (a *App) poll(ctx context.Context, pass func(context.Context) error) {
-	interval := a.cfg.Continuous.Producer.Interval()
+func (a *App) poll(ctx context.Context, interval time.Duration, pass func(context.Context) error) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

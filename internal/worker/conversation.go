@@ -83,6 +83,10 @@ func (w *Worker) Replies(ctx context.Context) []task.Ref {
 	if !w.o.Conversation.Enabled {
 		return nil
 	}
+	// One judge at a time in a process: serve judges on its own timer as
+	// well as in each discovery pass.
+	w.judging.Lock()
+	defer w.judging.Unlock()
 	recs, err := w.o.Store.List(ctx)
 	if err != nil {
 		w.o.Logger.Error("listing tasks awaiting a reply", "error", err)

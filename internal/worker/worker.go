@@ -57,8 +57,9 @@ type Options struct {
 
 // Worker produces and consumes jobs.
 type Worker struct {
-	o      Options
-	active sync.Map // task.Ref → struct{}: tasks in hand in this process
+	o       Options
+	active  sync.Map   // task.Ref → struct{}: tasks in hand in this process
+	judging sync.Mutex // Replies runs one at a time
 }
 
 // New returns a Worker.
