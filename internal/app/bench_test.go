@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coding-agent/coding-agent/internal/app"
 	"github.com/coding-agent/coding-agent/internal/config"
 	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
@@ -146,4 +147,44 @@ func (e *env) hello() {
 	if err := os.WriteFile(filepath.Join(e.workspace, "hello.txt"), []byte("hello\n"), 0o644); err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+// BenchmarkJudgeHundredCommentReply times one pass over a task awaiting a
+// reply whose thread holds 100 comments (spec 003: judged in under 5 s):
+// the reply is the 100th comment, a thanks that ends the conversation. It
+// reports the GitHub requests the pass made.
+func BenchmarkJudgeHundredCommentReply(b *testing.B) {
+	var requests int
+	for b.Loop() {
+		b.StopTimer()
+		e := newEnv(b, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, conversation: true})
+		if err := e.run(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		for i := range 98 {
+			who := "bob"
+			if i%2 == 0 {
+				who = "alice"
+			}
+			e.addComment(who, strings.Repeat("A long discussion line. ", 20))
+		}
+		e.addComment("alice", "Thanks, that is all.")
+		a, err := app.New(context.Background(), e.cfg, app.Options{Sleep: noWait})
+		if err != nil {
+			b.Fatal(err)
+		}
+		before := len(e.gh.Requests())
+		b.StartTimer()
+		if err := a.Produce(context.Background(), true); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		requests = len(e.gh.Requests()) - before
+		a.Close()
+		if l := e.labels(); l[len(l)-1] != "coding agent done" {
+			b.Fatalf("labels %v", l)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(requests), "github-requests/op")
 }

@@ -165,6 +165,7 @@ func (w *Worker) replies(ctx context.Context, t task.Task, c store.Conversation)
 	}
 	mark := c.Mark
 	var out []task.Comment
+	allowed := map[string]bool{} // one permission question per person
 	for _, cm := range comments {
 		if cm.ID <= c.Mark {
 			continue
@@ -173,9 +174,13 @@ func (w *Worker) replies(ctx context.Context, t task.Task, c store.Conversation)
 		if cm.System || strings.EqualFold(cm.Author, bot) || strings.TrimSpace(cm.Body) == "" {
 			continue
 		}
-		ok, err := w.mayReply(ctx, t, cm.Author)
-		if err != nil {
-			return nil, c.Mark, err
+		key := strings.ToLower(cm.Author)
+		ok, known := allowed[key]
+		if !known {
+			if ok, err = w.mayReply(ctx, t, cm.Author); err != nil {
+				return nil, c.Mark, err
+			}
+			allowed[key] = ok
 		}
 		if ok {
 			out = append(out, cm)
