@@ -7,6 +7,7 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/config"
 	"github.com/coding-agent/coding-agent/internal/forge"
+	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/llm"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -151,4 +152,48 @@ func (e *env) reactions(id int64) []string {
 		return e.gh.Reactions(e.ref.Repo, id)
 	}
 	return e.gl.Awards(e.ref.Repo, e.glKind(), e.ref.Number, id)
+}
+
+// A GitLab thread that does not change costs one request per checkpoint
+// too (the emulator answers conditional requests like GitHub; real GitLab
+// may not, see docs/design.md).
+func TestUnchangedGitLabThreadCostsOneRequestPerCheckpoint(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitLab, kind: task.Issue, provider: config.ProviderOpenAI,
+		respond: func(e *env, r llmtest.Received) llmtest.Step {
+			if n := toolResults(r); n < 5 {
+				return e.call(r, "", "fs/list_directory", map[string]any{"path": e.workspace})
+			}
+			return done("Looked around.")
+		}})
+	e.runOK(t)
+	var gets, notModified, noteReads int
+	for _, r := range e.gl.Requests() {
+		switch {
+		case r.Method == "GET" && strings.HasSuffix(r.Path, "/issues/1"):
+			gets++
+			if r.Status == 304 {
+				notModified++
+			}
+		case r.Method == "GET" && strings.HasSuffix(r.Path, "/issues/1/notes"):
+			noteReads++
+		}
+	}
+	t.Logf("GET issue: %d, 304: %d, note reads: %d", gets, notModified, noteReads)
+	if gets != 8 || noteReads != 1 {
+		t.Errorf("%d issue reads and %d note reads; want 8 (claim, load, 6 checkpoints) and 1", gets, noteReads)
+	}
+}
+
+// A check that fails (the forge answers 500 to every read of the task once
+// work has started) is logged and skipped: the task still finishes.
+func TestFailingChecksNeverStopTheTask(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
+		respond: func(e *env, r llmtest.Received) llmtest.Step {
+			if r.N == 1 {
+				e.gh.Inject(forgetest.Fault{Method: "GET", Path: "/repos/acme/app/issues/1", Status: 500, Times: -1})
+			}
+			return writeThenDone(e, r)
+		}})
+	e.runOK(t)
+	e.wantLabels(t, "bug", "coding agent done")
 }
