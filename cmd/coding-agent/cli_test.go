@@ -313,3 +313,23 @@ func readLog(t *testing.T, cfg string) string {
 	}
 	return string(b)
 }
+
+// pause, resume and stop take one task ref, before or after the flags.
+func TestSignalCommandsNeedARef(t *testing.T) {
+	cfg := writeConfig(t, configOptions{})
+	for _, args := range [][]string{
+		{"pause", "--config", cfg},
+		{"stop", "github:acme/app", "--config", cfg},
+		{"resume", "jira:acme/app#1", "--config", cfg},
+	} {
+		code, _, stderr := cli(t, args...)
+		if code != exitUsage || !strings.Contains(stderr, args[0]) {
+			t.Errorf("%q: exit code %d, stderr %q; want %d naming the command", args, code, stderr, exitUsage)
+		}
+	}
+	// A ref for the other forge is refused once the config is read.
+	code, _, stderr := cli(t, "pause", "--config", cfg, "gitlab:acme/app#3")
+	if code != exitFailure || !strings.Contains(stderr, "task_source is github") {
+		t.Errorf("exit code %d, stderr %q; want %d and the task source mismatch", code, stderr, exitFailure)
+	}
+}
