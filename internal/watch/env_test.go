@@ -72,8 +72,8 @@ type env struct {
 	reset      func()
 	inject     func(forgetest.Fault)
 
-	issuePath    string                // the issue's URL path as sent
-	commentsPath string                // its comment (note) list's
+	issuePath    string                               // the issue's URL path as sent
+	commentsPath string                               // its comment (note) list's
 	isPermission func(forgetest.Request, string) bool // a permission request about user
 }
 

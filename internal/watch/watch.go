@@ -134,7 +134,8 @@ func (w *Watcher) at(ctx context.Context, at agent.Step, mark int64) (agent.Stee
 		w.backoff = min(max(w.backoff*2, minBackoff), maxBackoff)
 		w.retryAt = w.o.Now().Add(w.backoff)
 		w.log.Warn("checking the task for changes failed; skipped", "error", err, "next_check_after", w.backoff)
-		return agent.Steer{Mark: mark}, nil
+		// A pause or stop seen before the failure still counts.
+		return agent.Steer{Mark: mark, Pause: steer.Pause, Stop: steer.Stop, Reason: steer.Reason}, nil
 	}
 	w.backoff = 0
 	return steer, nil
@@ -164,14 +165,16 @@ func (w *Watcher) check(ctx context.Context, at agent.Step, mark int64) (agent.S
 		return steer, fmt.Errorf("reading new comments of %s: %w", w.ref, err)
 	}
 	var fold []task.Comment
-	newMark := mark
+	// The mark and the read position move only once every comment was
+	// judged: a failure halfway loses none of them.
+	newMark, since := mark, w.since
 	for _, c := range comments {
 		if c.ID <= mark {
 			continue
 		}
 		newMark = max(newMark, c.ID)
-		if c.CreatedAt.After(w.since) {
-			w.since = c.CreatedAt
+		if c.CreatedAt.After(since) {
+			since = c.CreatedAt
 		}
 		if c.System || strings.EqualFold(c.Author, w.bot) || strings.TrimSpace(c.Body) == "" {
 			continue
@@ -187,7 +190,7 @@ func (w *Watcher) check(ctx context.Context, at agent.Step, mark int64) (agent.S
 		}
 		fold = append(fold, c)
 	}
-	w.lastUpdated, w.lastCount = t.UpdatedAt, t.CommentCount
+	w.lastUpdated, w.lastCount, w.since = t.UpdatedAt, t.CommentCount, since
 	steer.Mark = newMark
 	if len(fold) == 0 {
 		return steer, nil
