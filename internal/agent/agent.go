@@ -131,8 +131,7 @@ type checkpoint struct {
 	Ignored    int           `json:"ignored,omitempty"`
 	Messages   []llm.Message `json:"messages"`
 	Unparsable int           `json:"unparsable"`
-	LastCall   string        `json:"last_call,omitempty"`
-	Repeats    int           `json:"repeats,omitempty"`
+	Repeats                  // identical tool calls in a row
 	Pending    *pending      `json:"pending,omitempty"`
 	// Final is the outcome once the run has ended: a resume (the process
 	// died before the task's labels were set) returns it without asking
@@ -219,7 +218,7 @@ func (a *Agent) start(ctx context.Context, in Input) (*checkpoint, bool, error) 
 			return &st, true, nil
 		}
 	}
-	first, err := taskPrompt(in.Task, in.Comments, in.BotName, in.Rounds)
+	first, err := TaskPrompt(in.Task, in.Comments, in.BotName, in.Rounds)
 	if err != nil {
 		return nil, false, err
 	}

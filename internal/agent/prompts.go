@@ -51,9 +51,11 @@ type promptComment struct {
 	Bot              bool
 }
 
-// taskPrompt is the first user message: the task as compact text, every
-// piece of it that people wrote fenced as untrusted.
-func taskPrompt(t task.Task, comments []task.Comment, bot string, rounds []string) (string, error) {
+// TaskPrompt is the opening user message for a task: its title, body, for
+// a pull or merge request its branches, people's comments in order and the
+// summaries of earlier rounds; every piece of it that people wrote is
+// fenced as untrusted.
+func TaskPrompt(t task.Task, comments []task.Comment, bot string, rounds []string) (string, error) {
 	kind := map[task.Kind]string{task.Issue: "issue", task.PullRequest: "pull request", task.MergeRequest: "merge request"}[t.Ref.Kind]
 	data := struct {
 		task.Task
@@ -62,10 +64,10 @@ func taskPrompt(t task.Task, comments []task.Comment, bot string, rounds []strin
 		Rounds    []string
 	}{Task: t, Kind: kind, Ref: t.Ref.String()}
 	for _, r := range rounds {
-		data.Rounds = append(data.Rounds, fence("your summary of an earlier round", r))
+		data.Rounds = append(data.Rounds, Fence("your summary of an earlier round", r))
 	}
 	data.Title = sanitize(oneLine(t.Title))
-	data.Body = fence("description", t.Body)
+	data.Body = Fence("description", t.Body)
 	if strings.TrimSpace(t.Body) == "" {
 		data.Body = "(empty)"
 	}
@@ -80,7 +82,7 @@ func taskPrompt(t task.Task, comments []task.Comment, bot string, rounds []strin
 		if isBot {
 			source = "your earlier comment"
 		}
-		body := fence(source, c.Body)
+		body := Fence(source, c.Body)
 		data.Comments = append(data.Comments, promptComment{
 			Author: c.Author, At: c.CreatedAt.UTC().Format(time.RFC3339), Body: body, Bot: isBot,
 		})
@@ -96,10 +98,9 @@ func resultPrompt(call ToolCall, res toolhost.Result, repeated int) (string, err
 		IsError, Truncated     bool
 		Shown, Bytes, Repeated int
 	}{
-		Tool: call.Tool, Args: compactJSON(call.Args), Result: fence("tool output of "+call.Tool, res.Text),
-		IsError: res.IsError, Truncated: res.Truncated, Shown: len(res.Text), Bytes: res.Bytes,
+		Tool: call.Tool, Args: compactJSON(call.Args), Result: Fence("tool output of "+call.Tool, res.Text),
+		IsError: res.IsError, Truncated: res.Truncated, Shown: len(res.Text), Bytes: res.Bytes, Repeated: repeated,
 	}
-	data.Repeated = repeated
 	return render("result.tmpl", data)
 }
 

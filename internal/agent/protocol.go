@@ -3,7 +3,6 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -169,12 +168,8 @@ func parseNative(msg llm.Message, names *toolNames) (Action, error) {
 			full = tc.Name // the host answers "unknown tool" to the model
 		}
 		args, err := normaliseArgs(tc.Arguments)
-		if err != nil {
-			var re *ReplyError
-			if errors.As(err, &re) {
-				return Action{}, &ReplyError{fmt.Sprintf("the arguments of %s are not a JSON object", tc.Name)}
-			}
-			return Action{}, err
+		if err != nil { // always a *ReplyError: name the call it is about
+			return Action{}, &ReplyError{fmt.Sprintf("the arguments of %s are not a JSON object", tc.Name)}
 		}
 		a.Calls = append(a.Calls, ToolCall{ID: tc.ID, Tool: full, Args: args})
 	}

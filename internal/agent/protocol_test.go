@@ -136,16 +136,25 @@ func TestSanitize(t *testing.T) {
 }
 
 func TestRepeats(t *testing.T) {
-	n := 0
-	last := ""
-	for _, k := range []string{"a", "a", "a", "b", "a"} {
-		n = repeats(last, n, k)
-		last = k
+	var r Repeats
+	keys := []string{"a", "a", "a", "a", "b", "a"}
+	wantWarn := []int{0, 0, 3, 4, 0, 0} // a warning from the third identical call on
+	wantCount := []int{1, 2, 3, 4, 1, 1}
+	for i, k := range keys {
+		if got := r.Note(k); got != wantWarn[i] || r.Count != wantCount[i] || r.LastCall != k {
+			t.Fatalf("call %d (%s): Note = %d, state %+v; want %d and a run of %d", i+1, k, got, r, wantWarn[i], wantCount[i])
+		}
 	}
-	if n != 1 {
-		t.Fatalf("run after a change = %d, want 1", n)
+	// The checkpoint keeps the counter under its own keys.
+	raw, err := json.Marshal(checkpoint{Repeats: r})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if repeats("a", 2, "a") != 3 {
-		t.Fatal("third identical call should count 3")
+	var back map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	if string(back["last_call"]) != `"a"` || string(back["repeats"]) != "1" {
+		t.Errorf("checkpoint JSON %s, want \"last_call\":\"a\" and \"repeats\":1 at the top level", raw)
 	}
 }

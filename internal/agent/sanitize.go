@@ -30,7 +30,8 @@ func sanitize(s string) string {
 	return s
 }
 
-// fence marks text as untrusted data for the model.
-func fence(source, s string) string {
+// Fence marks text written by people or tools as untrusted data for the
+// model, after removing what a reader of the issue cannot see.
+func Fence(source, s string) string {
 	return "<untrusted source=\"" + source + "\">\n" + sanitize(s) + "\n</untrusted>"
 }

@@ -133,14 +133,7 @@ func (r *run) call(ctx context.Context, c ToolCall) error {
 	if err := r.a.o.State.AddCounters(ctx, ref, store.Counters{ToolCalls: 1}); err != nil {
 		return fmt.Errorf("recording tool call of %s: %w", ref, err)
 	}
-	key := c.Key()
-	r.st.Repeats = repeats(r.st.LastCall, r.st.Repeats, key)
-	r.st.LastCall = key
-	var repeated int
-	if r.st.Repeats >= repeatWarnAt {
-		repeated = r.st.Repeats
-	}
-	msg, err := r.a.ts.ResultMessage(c, res, repeated)
+	msg, err := r.a.ts.ResultMessage(c, res, r.st.Repeats.Note(c.Key()))
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 
 	"github.com/coding-agent/coding-agent/internal/llm"
-	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/coding-agent/coding-agent/internal/toolhost"
 )
 
@@ -59,16 +58,9 @@ func NewToolset(tools []toolhost.Tool, servers []toolhost.ServerConfig, native b
 	return ts
 }
 
-// Native reports whether tools are called through the provider's
-// function-calling interface.
-func (ts *Toolset) Native() bool { return ts.native }
-
 // Defs are the native tool definitions sent with each request; nil in JSON
 // mode, where no tools field is sent.
 func (ts *Toolset) Defs() []llm.Tool { return ts.defs }
-
-// Tools lists the tools.
-func (ts *Toolset) Tools() []toolhost.Tool { return ts.tools }
 
 // Known reports whether full ("server/tool") names a tool.
 func (ts *Toolset) Known(full string) bool {
@@ -132,11 +124,7 @@ func (ts *Toolset) Calls(msg llm.Message) ([]ToolCall, string, error) {
 
 // Refusal answers a call that was not run, saying why.
 func (ts *Toolset) Refusal(c ToolCall, reason string) llm.Message {
-	text := "Command: " + c.Tool + "\nArguments: " + compactJSON(c.Args) + "\nNot run: " + reason
-	if ts.native && c.ID != "" {
-		return llm.Message{Role: llm.ToolRole, ToolCallID: c.ID, Name: ts.names.fn(c.Tool), Content: text}
-	}
-	return llm.Message{Role: llm.User, Content: text}
+	return ts.answer(c, "Command: "+c.Tool+"\nArguments: "+compactJSON(c.Args)+"\nNot run: "+reason)
 }
 
 // ResultMessage is the message that carries a tool's result back to the
@@ -148,10 +136,16 @@ func (ts *Toolset) ResultMessage(c ToolCall, res toolhost.Result, repeated int) 
 	if err != nil {
 		return llm.Message{}, err
 	}
+	return ts.answer(c, text), nil
+}
+
+// answer is the message that answers call c with text: a tool message for a
+// native call, a user message otherwise.
+func (ts *Toolset) answer(c ToolCall, text string) llm.Message {
 	if ts.native && c.ID != "" {
-		return llm.Message{Role: llm.ToolRole, ToolCallID: c.ID, Name: ts.names.fn(c.Tool), Content: text}, nil
+		return llm.Message{Role: llm.ToolRole, ToolCallID: c.ID, Name: ts.names.fn(c.Tool), Content: text}
 	}
-	return llm.Message{Role: llm.User, Content: text}, nil
+	return llm.Message{Role: llm.User, Content: text}
 }
 
 // JSONObjects returns the JSON objects in text, those inside ```json fences
@@ -162,19 +156,4 @@ func JSONObjects(text string) []string {
 		out = append(out, m[1])
 	}
 	return append(out, objectsIn(text)...)
-}
-
-// Fence marks text written by people or tools as untrusted data for the
-// model, after removing what a reader of the issue cannot see.
-func Fence(source, text string) string { return fence(source, text) }
-
-// Sanitize removes invisible characters and HTML comments from one line of
-// people's text that is shown to the model unfenced (a title).
-func Sanitize(text string) string { return sanitize(oneLine(text)) }
-
-// TaskPrompt is the opening user message for a task: its title, body,
-// people's comments in order (fenced), and for a pull or merge request its
-// branches.
-func TaskPrompt(t task.Task, comments []task.Comment, bot string, rounds []string) (string, error) {
-	return taskPrompt(t, comments, bot, rounds)
 }

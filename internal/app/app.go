@@ -56,7 +56,8 @@ type App struct {
 	Log     *slog.Logger
 	redact  func(string) string
 	closers []io.Closer
-	forge   forge.Forge
+	forge   forge.Forge // counts the comments posted through it in posts
+	posts   watch.Posts // what this process posted, per task
 	store   store.Store
 	host    *toolhost.Host
 	runner  worker.Runner
@@ -82,10 +83,12 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	}
 	a.store = st
 	a.closers = append(a.closers, st)
-	if a.forge, err = a.newForge(); err != nil {
+	f, err := a.newForge()
+	if err != nil {
 		a.Close()
 		return nil, err
 	}
+	a.forge = a.posts.Wrap(f)
 	return a, nil
 }
 
@@ -226,7 +229,8 @@ func (a *App) newWorker(q *memqueue.Queue) *worker.Worker {
 	cd, cv := a.cfg.CommentDetection, a.cfg.Conversation
 	newWatch := func(t task.Task, comments []task.Comment, bot string) agent.Watch {
 		return watch.New(watch.Options{Forge: a.forge, Comments: cd.Enabled, Interval: cd.CheckInterval,
-			AllowedUsers: cd.AllowedUsers, PausedLabel: l.Paused, StoppedLabel: l.Stopped, Logger: a.Log}, t, comments, bot)
+			AllowedUsers: cd.AllowedUsers, PausedLabel: l.Paused, StoppedLabel: l.Stopped, Posted: a.posts.Count,
+			Logger: a.Log}, t, comments, bot)
 	}
 	o := worker.Options{Forge: a.forge, Store: a.store, Agent: a.runner, NewWatch: newWatch,
 		Labels: worker.Labels{Bot: l.Bot, Processing: l.Processing, Done: l.Done, Failed: l.Failed,

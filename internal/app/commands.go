@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/agent"
-	"github.com/coding-agent/coding-agent/internal/queue"
 	"github.com/coding-agent/coding-agent/internal/queue/memqueue"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
@@ -85,12 +84,8 @@ func (a *App) Serve(ctx context.Context) error {
 		}
 		// Tasks awaiting a reply are checked more often than discovery runs.
 		a.poll(ctx, a.cfg.Conversation.PollInterval(), func(ctx context.Context) error {
-			for _, ref := range w.Replies(ctx) {
-				if err := q.Put(ctx, queue.Job{Ref: ref, Enqueued: time.Now().UTC()}); err != nil {
-					return fmt.Errorf("queueing %s: %w", ref, err)
-				}
-			}
-			return nil
+			_, err := w.Replies(ctx)
+			return err
 		})
 	}()
 	a.poll(ctx, a.cfg.Continuous.Producer.Interval(), func(ctx context.Context) error {

@@ -2,11 +2,14 @@ package app_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/forgetest"
+	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -86,6 +89,9 @@ func TestConversationTimeout(t *testing.T) {
 	e.cfg.Conversation.TimeoutHours = 1e-9
 	e.runOK(t)
 	e.wantLabels(t, "bug", "coding agent done")
+	if n := e.gh.Count("DELETE", "awaiting"); n != 1 {
+		t.Errorf("the awaiting label was removed with %d requests, want 1", n)
+	}
 }
 
 // Two processes judging the same reply at once start one round.
@@ -114,5 +120,115 @@ func TestReplyJudgedOnceByTwoProcesses(t *testing.T) {
 	}
 	if writes != 2 {
 		t.Errorf("%d rounds posted their first comment, want 2 in all", writes)
+	}
+}
+
+// A comment the author writes while the round's last model request is
+// under way reaches no checkpoint of that round; it is judged as a reply
+// and starts round 2, never lost.
+func TestReplyDuringTheLastRequestStartsARound(t *testing.T) {
+	for _, forge := range []string{task.GitHub, task.GitLab} {
+		t.Run(forge, func(t *testing.T) {
+			added := false
+			e := newEnv(t, setup{forge: forge, kind: task.Issue, provider: config.ProviderOpenAI, conversation: true,
+				respond: func(e *env, r llmtest.Received) llmtest.Step {
+					if toolResults(r) > 0 && !added {
+						added = true
+						e.addComment("alice", "Also add a goodbye file, please.")
+					}
+					return writeThenDone(e, r)
+				}})
+			e.runOK(t)
+			round1 := len(e.model.Requests())
+			for _, r := range e.model.Requests() {
+				if seen(r, "Also add a goodbye file") {
+					t.Fatalf("request %d of round 1 carries the late comment; the test needs it unseen", r.N)
+				}
+			}
+			e.wantLabels(t, "bug", "coding agent awaiting response")
+
+			e.runOK(t)
+			reqs := e.model.Requests()
+			if len(reqs) == round1 {
+				t.Fatal("the comment written during round 1's last request did not start round 2")
+			}
+			if !seen(reqs[round1], "Also add a goodbye file") {
+				t.Errorf("round 2's first request lacks the late comment:\n%s", last(reqs[round1]))
+			}
+			round2 := len(reqs)
+			e.runOK(t) // answered: judged once
+			if n := len(e.model.Requests()); n != round2 {
+				t.Errorf("the late comment started %d more requests after round 2", n-round2)
+			}
+		})
+	}
+}
+
+// A thanks whose labels cannot all be set on the pass that judges it ends
+// the conversation on the next pass: the reply is marked judged only once
+// the task is labelled done.
+func TestConversationEndRetriedAfterALabelFailure(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, conversation: true})
+	e.runOK(t)
+	requests := len(e.model.Requests())
+	e.addComment("alice", "ありがとう")
+	e.gh.Inject(forgetest.Fault{Method: "DELETE", Path: "awaiting", Status: 500, Times: 4}) // every attempt of one removal
+	e.runOK(t)
+	if rec := e.record(); rec.Status != task.Awaiting {
+		t.Fatalf("after the failed removal: %+v; want the task still awaiting, to be ended again", rec)
+	}
+	e.runOK(t)
+	e.wantLabels(t, "bug", "coding agent done")
+	if rec := e.record(); rec.Status != task.Done {
+		t.Errorf("after the next pass: %+v", rec)
+	}
+	if n := len(e.model.Requests()); n != requests {
+		t.Errorf("the thanks made %d model requests", n-requests)
+	}
+}
+
+// The bot label added again to a task awaiting a reply starts a round
+// at once; the awaiting label goes while it works, and comes back after.
+func TestBotLabelOnAnAwaitingTask(t *testing.T) {
+	var during []string
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, conversation: true,
+		respond: func(e *env, r llmtest.Received) llmtest.Step {
+			if r.N == 3 {
+				during = e.labels()
+			}
+			return writeThenDone(e, r)
+		}})
+	e.runOK(t)
+	e.wantLabels(t, "bug", "coding agent awaiting response")
+	e.gh.AddLabelDirect(e.ref.Repo, e.ref.Number, "coding agent")
+	e.runOK(t)
+	if n := len(e.model.Requests()); n != 4 {
+		t.Fatalf("%d model requests, want 4 (two rounds)", n)
+	}
+	if want := []string{"bug", "coding agent processing"}; !slices.Equal(during, want) {
+		t.Errorf("labels during round 2 %v, want %v", during, want)
+	}
+	e.wantLabels(t, "bug", "coding agent awaiting response")
+}
+
+// max_rounds: the last round ends the task done, not awaiting a reply.
+func TestConversationEndsAfterMaxRounds(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitLab, kind: task.Issue, provider: config.ProviderOpenAI, conversation: true})
+	e.cfg.Conversation.MaxRounds = 2
+	e.runOK(t)
+	e.wantLabels(t, "bug", "coding agent awaiting response")
+	e.addComment("alice", "Please also add a goodbye file.")
+	e.runOK(t)
+	if n := len(e.model.Requests()); n != 4 {
+		t.Fatalf("%d model requests, want 4 (two rounds)", n)
+	}
+	e.wantLabels(t, "bug", "coding agent done")
+	if rec := e.record(); rec.Status != task.Done {
+		t.Errorf("after the last round: %+v", rec)
+	}
+	e.addComment("alice", "And a third thing.")
+	e.runOK(t)
+	if n := len(e.model.Requests()); n != 4 {
+		t.Errorf("a reply after the last round made %d model requests", n-4)
 	}
 }

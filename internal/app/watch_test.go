@@ -77,10 +77,26 @@ func TestCommentsWhileWorkingReachTheModel(t *testing.T) {
 			if got := e.reactions(ids[0]); !slices.Contains(got, forge.ReactionSeen) {
 				t.Errorf("alice's comment reactions %v, want 👀", got)
 			}
-			if got := e.reactions(ids[1]); len(got) != 0 {
-				t.Errorf("mallory's comment got reactions %v", got)
+			if got := e.reactions(ids[3]); !slices.Contains(got, forge.ReactionSeen) {
+				t.Errorf("carol's comment reactions %v, want 👀", got)
+			}
+			for i, who := range map[int]string{1: "mallory's", 2: "the bot's"} {
+				if got := e.reactions(ids[i]); len(got) != 0 {
+					t.Errorf("%s comment got reactions %v", who, got)
+				}
 			}
 			cs := e.botComments()
+			if c.planning {
+				// The progress report names each comment applied, and only those.
+				for _, who := range []string{"alice", "carol"} {
+					if !slices.ContainsFunc(cs, func(s string) bool { return strings.Contains(s, "💬 @"+who+" のコメントを") }) {
+						t.Errorf("no progress report line for @%s's comment in %q", who, cs)
+					}
+				}
+				if slices.ContainsFunc(cs, func(s string) bool { return strings.Contains(s, "@mallory") }) {
+					t.Errorf("the bot's comments name the outsider: %q", cs)
+				}
+			}
 			closing := cs[len(cs)-1]
 			if !strings.Contains(closing, "1 comment(s) from people who may not steer") && !strings.Contains(closing, "コメント 1 件は反映していません") {
 				t.Errorf("the closing comment does not count the ignored comment:\n%s", closing)
@@ -120,9 +136,9 @@ func TestUnchangedThreadCostsOneConditionalRequest(t *testing.T) {
 	}
 	// 6 checkpoints (one per model request); the task is read twice before
 	// work starts (claim, load) and once per checkpoint.
-	t.Logf("GET issue: %d, conditional: %d, 304: %d", gets, conditional, notModified)
-	if gets != 8 || notModified != 6 {
-		t.Errorf("%d issue reads, %d answered 304; want 8 (claim, load, 6 checkpoints) with the 6 checkpoints answered 304", gets, notModified)
+	if gets != 8 || conditional != 7 || notModified != 6 {
+		t.Errorf("%d issue reads, %d conditional, %d answered 304; want 8 (claim, load, 6 checkpoints), all but the first conditional, the 6 checkpoints answered 304",
+			gets, conditional, notModified)
 	}
 	if commentReads != 1 {
 		t.Errorf("comments were read %d times; want once (at the start): an unchanged thread needs no comment read", commentReads)
@@ -178,9 +194,9 @@ func TestUnchangedGitLabThreadCostsOneRequestPerCheckpoint(t *testing.T) {
 			noteReads++
 		}
 	}
-	t.Logf("GET issue: %d, 304: %d, note reads: %d", gets, notModified, noteReads)
-	if gets != 8 || noteReads != 1 {
-		t.Errorf("%d issue reads and %d note reads; want 8 (claim, load, 6 checkpoints) and 1", gets, noteReads)
+	if gets != 8 || notModified != 6 || noteReads != 1 {
+		t.Errorf("%d issue reads (%d answered 304) and %d note reads; want 8 (claim, load, 6 checkpoints answered 304) and 1",
+			gets, notModified, noteReads)
 	}
 }
 
@@ -196,4 +212,63 @@ func TestFailingChecksNeverStopTheTask(t *testing.T) {
 		}})
 	e.runOK(t)
 	e.wantLabels(t, "bug", "coding agent done")
+	failed := 0
+	for _, r := range e.gh.Requests() {
+		if r.Method == "GET" && r.Path == "/repos/acme/app/issues/1" && r.Status == 500 {
+			failed++
+		}
+	}
+	if failed == 0 {
+		t.Error("no check failed: the test did not exercise a failing check")
+	}
+	if n := len(e.model.Requests()); n != 2 {
+		t.Errorf("%d model requests, want 2: the failing check must not cut the run short", n)
+	}
+}
+
+// The bot's own comments (its progress reports) change the thread, but the
+// watcher knows them: a run reads the comments once, at its start, however
+// many it posts.
+func TestOwnCommentsCostNoCommentRead(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		forge    string
+		planning bool
+	}{
+		{"github-plain", task.GitHub, false},
+		{"gitlab-plain", task.GitLab, false},
+		{"github-planning", task.GitHub, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var e *env
+			if c.planning {
+				e = planned(t, setup{forge: c.forge, kind: task.Issue, provider: config.ProviderOpenAI, respond: cleanFour})
+				e.hello()
+			} else {
+				e = newEnv(t, setup{forge: c.forge, kind: task.Issue, provider: config.ProviderOpenAI})
+			}
+			e.runOK(t)
+			e.wantLabels(t, "bug", "coding agent done")
+			var reads []string
+			if e.gh != nil {
+				for _, r := range e.gh.Requests() {
+					if r.Method == "GET" && r.Path == "/repos/acme/app/issues/1/comments" {
+						reads = append(reads, r.Query)
+					}
+				}
+			} else {
+				for _, r := range e.gl.Requests() {
+					if r.Method == "GET" && strings.HasSuffix(r.Path, "/issues/1/notes") {
+						reads = append(reads, r.Query)
+					}
+				}
+			}
+			if len(e.botComments()) < 2 {
+				t.Fatalf("the bot posted %d comments; the test needs a progress comment before a checkpoint", len(e.botComments()))
+			}
+			if len(reads) != 1 {
+				t.Errorf("comments read %d times (%q); want once, at the start", len(reads), reads)
+			}
+		})
+	}
 }

@@ -47,6 +47,36 @@ func problems(t *testing.T, src string, vars map[string]string) config.Problems 
 	return *ps
 }
 
+// problemCase is the end of a config file and every problem parsing it
+// must report, in order.
+type problemCase struct {
+	yaml string
+	want config.Problems
+}
+
+// checkProblems parses prefix+yaml of each case, with vars in the
+// environment, and compares the problems reported with want.
+func checkProblems(t *testing.T, prefix string, vars map[string]string, cases []problemCase) {
+	t.Helper()
+	for _, tc := range cases {
+		got := problems(t, prefix+tc.yaml, vars)
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%q (-want +got):\n%s", tc.yaml, diff)
+		}
+	}
+}
+
+// validateProblems returns the problems c.Validate reports; it fails the
+// test unless they come as *config.Problems.
+func validateProblems(t *testing.T, c *config.Config) config.Problems {
+	t.Helper()
+	var ps *config.Problems
+	if err := c.Validate(); !errors.As(err, &ps) {
+		t.Fatalf("Validate = %v, want *Problems", err)
+	}
+	return *ps
+}
+
 func readFile(t *testing.T, name string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", name))

@@ -1,7 +1,6 @@
 package config_test
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -165,10 +164,7 @@ func TestConversationPartialSection(t *testing.T) {
 }
 
 func TestCommentDetectionAndConversationProblems(t *testing.T) {
-	for _, tc := range []struct {
-		yaml string
-		want config.Problems
-	}{
+	checkProblems(t, head+gh, nil, []problemCase{
 		{"comment_detection:\n  check_interval: 0\n", config.Problems{
 			{Path: "comment_detection.check_interval", Msg: "must be at least 1", Line: 7},
 		}},
@@ -223,21 +219,13 @@ func TestCommentDetectionAndConversationProblems(t *testing.T) {
 			{Path: "github.awaiting_response_label", Msg: "required", Line: 7},
 			{Path: "github.stopped_label", Msg: "required", Line: 6},
 		}},
-	} {
-		got := problems(t, head+gh+tc.yaml, nil)
-		if diff := cmp.Diff(tc.want, got); diff != "" {
-			t.Errorf("%q (-want +got):\n%s", tc.yaml, diff)
-		}
-	}
+	})
 }
 
 // Every one of the seven labels of a forge must differ from the six others
 // (ignoring case and surrounding spaces); a clash names both keys.
 func TestLabelsPairwiseDistinct(t *testing.T) {
-	for _, tc := range []struct {
-		yaml string
-		want config.Problems
-	}{
+	checkProblems(t, head+gh, nil, []problemCase{
 		{"  paused_label: coding agent\n", config.Problems{
 			{Path: "github.paused_label", Msg: "must differ from github.bot_label", Line: 6},
 		}},
@@ -254,12 +242,7 @@ func TestLabelsPairwiseDistinct(t *testing.T) {
 		{"  processing_label: coding agent awaiting response\n", config.Problems{
 			{Path: "github.awaiting_response_label", Msg: "must differ from github.processing_label"},
 		}},
-	} {
-		got := problems(t, head+gh+tc.yaml, nil)
-		if diff := cmp.Diff(tc.want, got); diff != "" {
-			t.Errorf("%q (-want +got):\n%s", tc.yaml, diff)
-		}
-	}
+	})
 
 	const gitlab = "task_source: gitlab\nllm: {provider: ollama, ollama: {model: m}}\ngitlab:\n  token: t\n  group: g\n"
 	got := problems(t, gitlab+"  stopped_label: coding agent paused\n  awaiting_response_label: coding agent processing\n", nil)
@@ -279,39 +262,31 @@ func TestLabelsPairwiseDistinct(t *testing.T) {
 }
 
 func TestCommentDetectionAndConversationUnknownKeys(t *testing.T) {
-	for _, tc := range []struct {
-		yaml string
-		want config.Problem
-	}{
-		{"coment_detection: {}\n", config.Problem{Path: "coment_detection", Msg: `unknown key (did you mean "comment_detection"?)`, Line: 6}},
-		{"converstion: {}\n", config.Problem{Path: "converstion", Msg: `unknown key (did you mean "conversation"?)`, Line: 6}},
+	checkProblems(t, head+gh, nil, []problemCase{
+		{"coment_detection: {}\n", config.Problems{{Path: "coment_detection", Msg: `unknown key (did you mean "comment_detection"?)`, Line: 6}}},
+		{"converstion: {}\n", config.Problems{{Path: "converstion", Msg: `unknown key (did you mean "conversation"?)`, Line: 6}}},
 		{"comment_detection:\n  check_intervall: 2\n",
-			config.Problem{Path: "comment_detection.check_intervall", Msg: `unknown key (did you mean "check_interval"?)`, Line: 7}},
+			config.Problems{{Path: "comment_detection.check_intervall", Msg: `unknown key (did you mean "check_interval"?)`, Line: 7}}},
 		{"comment_detection:\n  allowed_user: [a]\n",
-			config.Problem{Path: "comment_detection.allowed_user", Msg: `unknown key (did you mean "allowed_users"?)`, Line: 7}},
+			config.Problems{{Path: "comment_detection.allowed_user", Msg: `unknown key (did you mean "allowed_users"?)`, Line: 7}}},
 		{"comment_detection:\n  bot_usrname: x\n",
-			config.Problem{Path: "comment_detection.bot_usrname", Msg: `unknown key (did you mean "bot_username"?)`, Line: 7}},
+			config.Problems{{Path: "comment_detection.bot_usrname", Msg: `unknown key (did you mean "bot_username"?)`, Line: 7}}},
 		{"conversation:\n  timeout_hour: 2\n",
-			config.Problem{Path: "conversation.timeout_hour", Msg: `unknown key (did you mean "timeout_hours"?)`, Line: 7}},
+			config.Problems{{Path: "conversation.timeout_hour", Msg: `unknown key (did you mean "timeout_hours"?)`, Line: 7}}},
 		{"conversation:\n  completion_keyword: [ok]\n",
-			config.Problem{Path: "conversation.completion_keyword", Msg: `unknown key (did you mean "completion_keywords"?)`, Line: 7}},
+			config.Problems{{Path: "conversation.completion_keyword", Msg: `unknown key (did you mean "completion_keywords"?)`, Line: 7}}},
 		{"conversation:\n  max_round: 2\n",
-			config.Problem{Path: "conversation.max_round", Msg: `unknown key (did you mean "max_rounds"?)`, Line: 7}},
+			config.Problems{{Path: "conversation.max_round", Msg: `unknown key (did you mean "max_rounds"?)`, Line: 7}}},
 		{"conversation:\n  allow_colaborators: true\n",
-			config.Problem{Path: "conversation.allow_colaborators", Msg: `unknown key (did you mean "allow_collaborators"?)`, Line: 7}},
+			config.Problems{{Path: "conversation.allow_colaborators", Msg: `unknown key (did you mean "allow_collaborators"?)`, Line: 7}}},
 		{"conversation:\n  poll_second: 9\n",
-			config.Problem{Path: "conversation.poll_second", Msg: `unknown key (did you mean "poll_seconds"?)`, Line: 7}},
+			config.Problems{{Path: "conversation.poll_second", Msg: `unknown key (did you mean "poll_seconds"?)`, Line: 7}}},
 		{"  awaiting_respons_label: x\n",
-			config.Problem{Path: "github.awaiting_respons_label", Msg: `unknown key (did you mean "awaiting_response_label"?)`, Line: 6}},
-		{"conversation:\n  wibble: 1\n", config.Problem{Path: "conversation.wibble", Msg: "unknown key", Line: 7}},
+			config.Problems{{Path: "github.awaiting_respons_label", Msg: `unknown key (did you mean "awaiting_response_label"?)`, Line: 6}}},
+		{"conversation:\n  wibble: 1\n", config.Problems{{Path: "conversation.wibble", Msg: "unknown key", Line: 7}}},
 		// The ignored spec keys are accepted only where they belong.
-		{"conversation:\n  bot_username: x\n", config.Problem{Path: "conversation.bot_username", Msg: "unknown key", Line: 7}},
-	} {
-		got := problems(t, head+gh+tc.yaml, nil)
-		if diff := cmp.Diff(config.Problems{tc.want}, got); diff != "" {
-			t.Errorf("%q (-want +got):\n%s", tc.yaml, diff)
-		}
-	}
+		{"conversation:\n  bot_username: x\n", config.Problems{{Path: "conversation.bot_username", Msg: "unknown key", Line: 7}}},
+	})
 }
 
 // comment_detection, conversation and their labels are built now: they no
@@ -399,10 +374,7 @@ func TestValidateCommentDetectionAndConversationOnDefault(t *testing.T) {
 	c.Conversation.MaxRounds = 0
 	c.Conversation.PollSeconds = 1
 	c.GitLab.PausedLabel = c.GitLab.StoppedLabel
-	var ps *config.Problems
-	if err := c.Validate(); !errors.As(err, &ps) {
-		t.Fatalf("Validate = %v, want *Problems", err)
-	}
+	got := validateProblems(t, c)
 	want := config.Problems{
 		{Path: "comment_detection.allowed_users[0]", Msg: `must be a user name without the leading "@"`},
 		{Path: "comment_detection.check_interval", Msg: "must be at least 1"},
@@ -412,7 +384,7 @@ func TestValidateCommentDetectionAndConversationOnDefault(t *testing.T) {
 		{Path: "conversation.timeout_hours", Msg: "must be a number of hours more than 0"},
 		{Path: "gitlab.stopped_label", Msg: "must differ from gitlab.paused_label"},
 	}
-	if diff := cmp.Diff(want, *ps); diff != "" {
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }

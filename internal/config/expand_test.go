@@ -63,10 +63,7 @@ mcp_servers:
 }
 
 func TestEnvExpansionProblems(t *testing.T) {
-	for _, tc := range []struct {
-		yaml string
-		want config.Problems
-	}{
+	checkProblems(t, head+"github:\n  owner: acme\n", nil, []problemCase{
 		{"  token: ${GITHUB_TOKEN}\n", config.Problems{
 			{Path: "github.token", Msg: "environment variable GITHUB_TOKEN is not set", Line: 5},
 		}},
@@ -90,12 +87,7 @@ func TestEnvExpansionProblems(t *testing.T) {
 		{"  token: t\nmax_llm_process_num: ${N}\n", config.Problems{
 			{Path: "max_llm_process_num", Msg: "environment variable N is not set", Line: 6},
 		}},
-	} {
-		got := problems(t, head+"github:\n  owner: acme\n"+tc.yaml, nil)
-		if diff := cmp.Diff(tc.want, got); diff != "" {
-			t.Errorf("%q (-want +got):\n%s", tc.yaml, diff)
-		}
-	}
+	})
 }
 
 func TestAnchorsAndMergeKeys(t *testing.T) {

@@ -1,7 +1,6 @@
 package config_test
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -134,10 +133,7 @@ func TestLanguage(t *testing.T) {
 }
 
 func TestPlanningProblems(t *testing.T) {
-	for _, tc := range []struct {
-		yaml string
-		want config.Problems
-	}{
+	checkProblems(t, head+gh, nil, []problemCase{
 		{"language: fr\n", config.Problems{
 			{Path: "language", Msg: "must be one of: ja, en", Line: 6},
 		}},
@@ -198,12 +194,7 @@ func TestPlanningProblems(t *testing.T) {
 		{"planning:\n  history:\n    directory: ${PLAN_DIR}\n", config.Problems{
 			{Path: "planning.history.directory", Msg: "environment variable PLAN_DIR is not set", Line: 8},
 		}},
-	} {
-		got := problems(t, head+gh+tc.yaml, nil)
-		if diff := cmp.Diff(tc.want, got); diff != "" {
-			t.Errorf("%q (-want +got):\n%s", tc.yaml, diff)
-		}
-	}
+	})
 }
 
 // With planning off, its history directory is not needed.
@@ -215,29 +206,21 @@ func TestPlanningDisabledNeedsNoHistoryDirectory(t *testing.T) {
 }
 
 func TestPlanningUnknownKeys(t *testing.T) {
-	for _, tc := range []struct {
-		yaml string
-		want config.Problem
-	}{
-		{"langauge: en\n", config.Problem{Path: "langauge", Msg: `unknown key (did you mean "language"?)`, Line: 6}},
-		{"planing: {}\n", config.Problem{Path: "planing", Msg: `unknown key (did you mean "planning"?)`, Line: 6}},
-		{"planning:\n  enabeld: true\n", config.Problem{Path: "planning.enabeld", Msg: `unknown key (did you mean "enabled"?)`, Line: 7}},
-		{"planning:\n  max_subtask: 3\n", config.Problem{Path: "planning.max_subtask", Msg: `unknown key (did you mean "max_subtasks"?)`, Line: 7}},
+	checkProblems(t, head+gh, nil, []problemCase{
+		{"langauge: en\n", config.Problems{{Path: "langauge", Msg: `unknown key (did you mean "language"?)`, Line: 6}}},
+		{"planing: {}\n", config.Problems{{Path: "planing", Msg: `unknown key (did you mean "planning"?)`, Line: 6}}},
+		{"planning:\n  enabeld: true\n", config.Problems{{Path: "planning.enabeld", Msg: `unknown key (did you mean "enabled"?)`, Line: 7}}},
+		{"planning:\n  max_subtask: 3\n", config.Problems{{Path: "planning.max_subtask", Msg: `unknown key (did you mean "max_subtasks"?)`, Line: 7}}},
 		{"planning:\n  reflection:\n    trigger_intervall: 2\n",
-			config.Problem{Path: "planning.reflection.trigger_intervall", Msg: `unknown key (did you mean "trigger_interval"?)`, Line: 8}},
+			config.Problems{{Path: "planning.reflection.trigger_intervall", Msg: `unknown key (did you mean "trigger_interval"?)`, Line: 8}}},
 		{"planning:\n  history:\n    directroy: h\n",
-			config.Problem{Path: "planning.history.directroy", Msg: `unknown key (did you mean "directory"?)`, Line: 8}},
+			config.Problems{{Path: "planning.history.directroy", Msg: `unknown key (did you mean "directory"?)`, Line: 8}}},
 		{"planning:\n  execution:\n    max_attempts_per_actions: 2\n",
-			config.Problem{Path: "planning.execution.max_attempts_per_actions", Msg: `unknown key (did you mean "max_attempts_per_action"?)`, Line: 8}},
+			config.Problems{{Path: "planning.execution.max_attempts_per_actions", Msg: `unknown key (did you mean "max_attempts_per_action"?)`, Line: 8}}},
 		{"planning:\n  llm_call_comment: {enabled: false}\n",
-			config.Problem{Path: "planning.llm_call_comment", Msg: `unknown key (did you mean "llm_call_comments"?)`, Line: 7}},
-		{"planning:\n  wibble: 1\n", config.Problem{Path: "planning.wibble", Msg: "unknown key", Line: 7}},
-	} {
-		got := problems(t, head+gh+tc.yaml, nil)
-		if diff := cmp.Diff(config.Problems{tc.want}, got); diff != "" {
-			t.Errorf("%q (-want +got):\n%s", tc.yaml, diff)
-		}
-	}
+			config.Problems{{Path: "planning.llm_call_comment", Msg: `unknown key (did you mean "llm_call_comments"?)`, Line: 7}}},
+		{"planning:\n  wibble: 1\n", config.Problems{{Path: "planning.wibble", Msg: "unknown key", Line: 7}}},
+	})
 }
 
 // planning and language are built now: they no longer warn, while a feature
@@ -319,16 +302,13 @@ func TestValidatePlanningOnDefault(t *testing.T) {
 	c.Language = "de"
 	c.Planning.Execution.MaxAttemptsPerAction = 0
 	c.Planning.History.Directory = " "
-	var ps *config.Problems
-	if err := c.Validate(); !errors.As(err, &ps) {
-		t.Fatalf("Validate = %v, want *Problems", err)
-	}
+	got := validateProblems(t, c)
 	want := config.Problems{
 		{Path: "language", Msg: "must be one of: ja, en"},
 		{Path: "planning.execution.max_attempts_per_action", Msg: "must be at least 1"},
 		{Path: "planning.history.directory", Msg: "required when planning.enabled is true"},
 	}
-	if diff := cmp.Diff(want, *ps); diff != "" {
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }

@@ -105,30 +105,22 @@ const head = "task_source: github\nllm: {provider: lmstudio, lmstudio: {model: m
 const gh = "github:\n  token: t\n  owner: acme\n"
 
 func TestUnknownKeys(t *testing.T) {
-	for _, tc := range []struct {
-		yaml string
-		want config.Problem
-	}{
-		{head + gh + "task_sorce: github\n", config.Problem{Path: "task_sorce", Msg: `unknown key (did you mean "task_source"?)`, Line: 6}},
-		{head + gh + "  bot_lable: x\n", config.Problem{Path: "github.bot_lable", Msg: `unknown key (did you mean "bot_label"?)`, Line: 6}},
+	checkProblems(t, "", map[string]string{"KEY": "query"}, []problemCase{
+		{head + gh + "task_sorce: github\n", config.Problems{{Path: "task_sorce", Msg: `unknown key (did you mean "task_source"?)`, Line: 6}}},
+		{head + gh + "  bot_lable: x\n", config.Problems{{Path: "github.bot_lable", Msg: `unknown key (did you mean "bot_label"?)`, Line: 6}}},
 		{gh + "task_source: github\nllm:\n  provider: lmstudio\n  lmstudio:\n    model: m\n    modle: x\n",
-			config.Problem{Path: "llm.lmstudio.modle", Msg: `unknown key (did you mean "model"?)`, Line: 9}},
+			config.Problems{{Path: "llm.lmstudio.modle", Msg: `unknown key (did you mean "model"?)`, Line: 9}}},
 		{head + gh + "mcp_servers:\n  - mcp_server_name: a\n    command: [a]\n    comand: [a]\n",
-			config.Problem{Path: "mcp_servers[0].comand", Msg: `unknown key (did you mean "command"?)`, Line: 9}},
-		{head + gh + "wibble: 1\n", config.Problem{Path: "wibble", Msg: "unknown key", Line: 6}},
+			config.Problems{{Path: "mcp_servers[0].comand", Msg: `unknown key (did you mean "command"?)`, Line: 9}}},
+		{head + gh + "wibble: 1\n", config.Problems{{Path: "wibble", Msg: "unknown key", Line: 6}}},
 		// A future key is only accepted where it belongs.
 		{gh + "task_source: github\nllm:\n  provider: lmstudio\n  lmstudio: {model: m}\n  comment_detection: {}\n",
-			config.Problem{Path: "llm.comment_detection", Msg: "unknown key", Line: 8}},
+			config.Problems{{Path: "llm.comment_detection", Msg: "unknown key", Line: 8}}},
 		{head + "gitlab: {paused_label: x, stoped_label: y}\n" + gh,
-			config.Problem{Path: "gitlab.stoped_label", Msg: `unknown key (did you mean "stopped_label"?)`, Line: 3}},
+			config.Problems{{Path: "gitlab.stoped_label", Msg: `unknown key (did you mean "stopped_label"?)`, Line: 3}}},
 		// Keys are never expanded.
-		{head + gh + "  ${KEY}: x\n", config.Problem{Path: "github.${KEY}", Msg: "unknown key", Line: 6}},
-	} {
-		got := problems(t, tc.yaml, map[string]string{"KEY": "query"})
-		if diff := cmp.Diff(config.Problems{tc.want}, got); diff != "" {
-			t.Errorf("%q (-want +got):\n%s", tc.yaml, diff)
-		}
-	}
+		{head + gh + "  ${KEY}: x\n", config.Problems{{Path: "github.${KEY}", Msg: "unknown key", Line: 6}}},
+	})
 }
 
 func TestFutureKeysWarn(t *testing.T) {
@@ -164,52 +156,36 @@ comment_detection:
 }
 
 func TestTypeErrors(t *testing.T) {
-	for _, tc := range []struct {
-		yaml string
-		want config.Problem
-	}{
-		{"max_llm_process_num: 1.5\n", config.Problem{Path: "max_llm_process_num", Msg: "expected an integer, got a number", Line: 6}},
-		{"max_llm_process_num: \"5\"\n", config.Problem{Path: "max_llm_process_num", Msg: "expected an integer, got a string", Line: 6}},
-		{"max_llm_process_num: 99999999999\n", config.Problem{Path: "max_llm_process_num", Msg: "integer out of range", Line: 6}},
-		{"max_llm_process_num: ${N}\n", config.Problem{Path: "max_llm_process_num", Msg: "expected an integer, got a string", Line: 6}},
-		{"tools: [1]\n", config.Problem{Path: "tools", Msg: "expected a mapping, got a list", Line: 6}},
-		{"logging:\n  stdout: yes\n", config.Problem{Path: "logging.stdout", Msg: "expected true or false, got a string", Line: 7}},
-		{"mcp_servers: {a: b}\n", config.Problem{Path: "mcp_servers", Msg: "expected a list, got a mapping", Line: 6}},
-		{"mcp_servers:\n  - mcp_server_name: a\n    command: npx\n", config.Problem{Path: "mcp_servers[0].command", Msg: "expected a list, got a string", Line: 8}},
-		{"mcp_servers:\n  - mcp_server_name: a\n    command: [a]\n    env: [A=1]\n", config.Problem{Path: "mcp_servers[0].env", Msg: "expected a mapping, got a list", Line: 9}},
-		{"state_dir: {a: 1}\n", config.Problem{Path: "state_dir", Msg: "expected a single value, got a mapping", Line: 6}},
-		{"continuous:\n  producer:\n    interval_minutes: .inf\n", config.Problem{Path: "continuous.producer.interval_minutes", Msg: "too large", Line: 8}},
-		{"continuous:\n  producer:\n    interval_minutes: .nan\n", config.Problem{Path: "continuous.producer.interval_minutes", Msg: "must be a number of minutes of at least one second (1/60)", Line: 8}},
-		{"continuous:\n  producer:\n    interval_minutes: 0.01\n", config.Problem{Path: "continuous.producer.interval_minutes", Msg: "must be a number of minutes of at least one second (1/60)", Line: 8}},
-		{"continuous:\n  producer:\n    interval_minutes: soon\n", config.Problem{Path: "continuous.producer.interval_minutes", Msg: "expected a number, got a string", Line: 8}},
-		{"  query: [a]\n", config.Problem{Path: "github.query", Msg: "expected a single value, got a list", Line: 6}},
-	} {
-		got := problems(t, head+gh+tc.yaml, map[string]string{"N": "lots"})
-		if diff := cmp.Diff(config.Problems{tc.want}, got); diff != "" {
-			t.Errorf("%q (-want +got):\n%s", tc.yaml, diff)
-		}
-	}
+	checkProblems(t, head+gh, map[string]string{"N": "lots"}, []problemCase{
+		{"max_llm_process_num: 1.5\n", config.Problems{{Path: "max_llm_process_num", Msg: "expected an integer, got a number", Line: 6}}},
+		{"max_llm_process_num: \"5\"\n", config.Problems{{Path: "max_llm_process_num", Msg: "expected an integer, got a string", Line: 6}}},
+		{"max_llm_process_num: 99999999999\n", config.Problems{{Path: "max_llm_process_num", Msg: "integer out of range", Line: 6}}},
+		{"max_llm_process_num: ${N}\n", config.Problems{{Path: "max_llm_process_num", Msg: "expected an integer, got a string", Line: 6}}},
+		{"tools: [1]\n", config.Problems{{Path: "tools", Msg: "expected a mapping, got a list", Line: 6}}},
+		{"logging:\n  stdout: yes\n", config.Problems{{Path: "logging.stdout", Msg: "expected true or false, got a string", Line: 7}}},
+		{"mcp_servers: {a: b}\n", config.Problems{{Path: "mcp_servers", Msg: "expected a list, got a mapping", Line: 6}}},
+		{"mcp_servers:\n  - mcp_server_name: a\n    command: npx\n", config.Problems{{Path: "mcp_servers[0].command", Msg: "expected a list, got a string", Line: 8}}},
+		{"mcp_servers:\n  - mcp_server_name: a\n    command: [a]\n    env: [A=1]\n", config.Problems{{Path: "mcp_servers[0].env", Msg: "expected a mapping, got a list", Line: 9}}},
+		{"state_dir: {a: 1}\n", config.Problems{{Path: "state_dir", Msg: "expected a single value, got a mapping", Line: 6}}},
+		{"continuous:\n  producer:\n    interval_minutes: .inf\n", config.Problems{{Path: "continuous.producer.interval_minutes", Msg: "too large", Line: 8}}},
+		{"continuous:\n  producer:\n    interval_minutes: .nan\n", config.Problems{{Path: "continuous.producer.interval_minutes", Msg: "must be a number of minutes of at least one second (1/60)", Line: 8}}},
+		{"continuous:\n  producer:\n    interval_minutes: 0.01\n", config.Problems{{Path: "continuous.producer.interval_minutes", Msg: "must be a number of minutes of at least one second (1/60)", Line: 8}}},
+		{"continuous:\n  producer:\n    interval_minutes: soon\n", config.Problems{{Path: "continuous.producer.interval_minutes", Msg: "expected a number, got a string", Line: 8}}},
+		{"  query: [a]\n", config.Problems{{Path: "github.query", Msg: "expected a single value, got a list", Line: 6}}},
+	})
 }
 
 func TestSyntaxError(t *testing.T) {
-	for _, tc := range []struct {
-		yaml string
-		want config.Problem
-	}{
+	checkProblems(t, "", nil, []problemCase{
 		{"task_source: github\ngithub:\n  token: \"unterminated\n  owner: acme\n",
-			config.Problem{Msg: "invalid YAML: could not find end character of double-quoted text", Line: 3, Column: 10}},
+			config.Problems{{Msg: "invalid YAML: could not find end character of double-quoted text", Line: 3, Column: 10}}},
 		{"a:\n  b: 1\n c: 2\n",
-			config.Problem{Msg: "invalid YAML: value is not allowed in this context", Line: 3, Column: 2}},
+			config.Problems{{Msg: "invalid YAML: value is not allowed in this context", Line: 3, Column: 2}}},
 		{"mcp_servers:\n  - command: [run, ${X}]\n",
-			config.Problem{Msg: "invalid YAML: ',' or ']' must be specified (inside [ ] or { }, quote a value holding ${...})", Line: 2, Column: 21}},
-		{"- a\n- b\n", config.Problem{Msg: "the top level must be a mapping of keys", Line: 1}},
-		{"a: 1\n---\nb: 2\n", config.Problem{Msg: "a config file holds a single YAML document", Line: 3}},
-	} {
-		got := problems(t, tc.yaml, nil)
-		if diff := cmp.Diff(config.Problems{tc.want}, got); diff != "" {
-			t.Errorf("%q (-want +got):\n%s", tc.yaml, diff)
-		}
-	}
+			config.Problems{{Msg: "invalid YAML: ',' or ']' must be specified (inside [ ] or { }, quote a value holding ${...})", Line: 2, Column: 21}}},
+		{"- a\n- b\n", config.Problems{{Msg: "the top level must be a mapping of keys", Line: 1}}},
+		{"a: 1\n---\nb: 2\n", config.Problems{{Msg: "a config file holds a single YAML document", Line: 3}}},
+	})
 }
 
 func TestEmptyFileListsRequiredKeys(t *testing.T) {
@@ -264,10 +240,7 @@ func TestSecretNeverInErrors(t *testing.T) {
 }
 
 func TestValidateRequiredPerSourceAndProvider(t *testing.T) {
-	for _, tc := range []struct {
-		yaml string
-		want config.Problems
-	}{
+	checkProblems(t, "", nil, []problemCase{
 		{"task_source: gitlab\nllm: {provider: ollama}\n", config.Problems{
 			{Path: "gitlab", Msg: "project_id or group is required (or both)"},
 			{Path: "gitlab.token", Msg: "required when task_source is gitlab"},
@@ -297,12 +270,7 @@ func TestValidateRequiredPerSourceAndProvider(t *testing.T) {
 			{Path: "logging.max_age_days", Msg: "must be at least 0", Line: 5},
 			{Path: "mcp_servers[0].command[0]", Msg: "must name a program", Line: 4},
 		}},
-	} {
-		got := problems(t, tc.yaml, nil)
-		if diff := cmp.Diff(tc.want, got); diff != "" {
-			t.Errorf("%q (-want +got):\n%s", tc.yaml, diff)
-		}
-	}
+	})
 }
 
 func TestValidateOnDefault(t *testing.T) {

@@ -94,6 +94,31 @@ func (b *base) SetClock(now func() time.Time) {
 	b.now.Store(&now)
 }
 
+// Clock is a time source for SetClock that stands still until Set moves
+// it, so that a test places what the emulator creates before and after a
+// moment without sleeping. It is safe for concurrent use.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a Clock reading t.
+func NewClock(t time.Time) *Clock { return &Clock{now: t} }
+
+// Now returns the time the clock was last set to.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Set moves the clock to t, forward or back.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
 func (b *base) clock() time.Time {
 	if now := b.now.Load(); now != nil {
 		return (*now)()

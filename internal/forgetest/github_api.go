@@ -41,6 +41,27 @@ func (g *GitHub) lookupItem(w http.ResponseWriter, r *http.Request) (*ghRepo, *g
 	return repo, repo.items[n-1]
 }
 
+// lookupComment finds the issue or pull request comment the request's
+// comment_id names in the request's repository, or answers 404 linking doc,
+// the endpoint's documentation. Callers hold g.st.
+func (g *GitHub) lookupComment(w http.ResponseWriter, r *http.Request, doc string) (*ghRepo, *ghItem, *ghComment) {
+	repo := g.lookupRepo(w, r)
+	if repo == nil {
+		return nil, nil, nil
+	}
+	id, err := strconv.ParseInt(r.PathValue("comment_id"), 10, 64)
+	var it *ghItem
+	var c *ghComment
+	if err == nil {
+		it, c = g.findCommentLocked(repo, id)
+	}
+	if c == nil {
+		g.failDoc(w, http.StatusNotFound, "Not Found", doc)
+		return nil, nil, nil
+	}
+	return repo, it, c
+}
+
 func (g *GitHub) listIssues(w http.ResponseWriter, r *http.Request) {
 	g.st.Lock()
 	defer g.st.Unlock()
@@ -226,18 +247,8 @@ func (g *GitHub) editComment(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(r.Body)
 	g.st.Lock()
 	defer g.st.Unlock()
-	repo := g.lookupRepo(w, r)
-	if repo == nil {
-		return
-	}
-	id, err := strconv.ParseInt(r.PathValue("comment_id"), 10, 64)
-	var it *ghItem
-	var c *ghComment
-	if err == nil {
-		it, c = g.findCommentLocked(repo, id)
-	}
+	repo, it, c := g.lookupComment(w, r, ghDocsEditComment)
 	if c == nil {
-		g.failDoc(w, http.StatusNotFound, "Not Found", ghDocsEditComment)
 		return
 	}
 	if err := json.Unmarshal(raw, &in); err != nil {

@@ -135,17 +135,8 @@ func (g *GitHub) createReaction(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(r.Body)
 	g.st.Lock()
 	defer g.st.Unlock()
-	repo := g.lookupRepo(w, r)
-	if repo == nil {
-		return
-	}
-	id, err := strconv.ParseInt(r.PathValue("comment_id"), 10, 64)
-	var c *ghComment
-	if err == nil {
-		_, c = g.findCommentLocked(repo, id)
-	}
+	_, _, c := g.lookupComment(w, r, ghDocsReaction)
 	if c == nil {
-		g.failDoc(w, http.StatusNotFound, "Not Found", ghDocsReaction)
 		return
 	}
 	if err := json.Unmarshal(raw, &in); err != nil {

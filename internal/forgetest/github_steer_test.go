@@ -4,28 +4,9 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 )
-
-// testClock is a settable clock for SetClock.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
 
 func TestGitHubPermission(t *testing.T) {
 	g := NewGitHub(t)
@@ -128,7 +109,7 @@ func TestGitHubReactions(t *testing.T) {
 func TestGitHubClockAndCommentsSince(t *testing.T) {
 	g := NewGitHub(t)
 	t0 := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
-	clk := &testClock{now: t0}
+	clk := NewClock(t0)
 	g.SetClock(clk.Now)
 	n := g.AddIssue("acme/app", IssueSeed{Title: "a"})
 	g.AddComment("acme/app", n, "alice", "old")

@@ -345,6 +345,15 @@ func (g *GitLab) stamp() time.Time {
 	return t
 }
 
+// note returns the item's note with that id, or nil.
+func (it *glItem) note(id int64) *glNote {
+	i := slices.IndexFunc(it.notes, func(n *glNote) bool { return n.id == id })
+	if i < 0 {
+		return nil
+	}
+	return it.notes[i]
+}
+
 func (it *glItem) setLabels(labels []string) {
 	var out []string
 	for _, l := range labels {

@@ -141,6 +141,25 @@ func (g *GitLab) findItem(w http.ResponseWriter, r *http.Request, kind string, a
 	return it
 }
 
+// findNote resolves the project, iid and note id of a note route to the
+// item and its note, answering 404 itself when any of them is missing.
+func (g *GitLab) findNote(w http.ResponseWriter, r *http.Request, kind string, args []string) (*glItem, *glNote) {
+	it := g.findItem(w, r, kind, args)
+	if it == nil {
+		return nil, nil
+	}
+	id, err := strconv.ParseInt(args[2], 10, 64)
+	var n *glNote
+	if err == nil {
+		n = it.note(id)
+	}
+	if n == nil {
+		g.reply(w, r, http.StatusNotFound, glObj{"message": "404 Not found"})
+		return nil, nil
+	}
+	return it, n
+}
+
 func getItem(kind string) glHandler {
 	return func(g *GitLab, w http.ResponseWriter, r *http.Request, args []string) {
 		if it := g.findItem(w, r, kind, args); it != nil {
@@ -158,9 +177,8 @@ func updateItem(kind string) glHandler {
 		if it == nil {
 			return
 		}
-		ps, err := glParams(r)
-		if err != nil {
-			g.reply(w, r, http.StatusBadRequest, glObj{"error": "400 Bad request - " + err.Error()})
+		ps, ok := g.params(w, r)
+		if !ok {
 			return
 		}
 		labels := it.labels
@@ -229,9 +247,8 @@ func createNote(kind string) glHandler {
 		if it == nil {
 			return
 		}
-		ps, err := glParams(r)
-		if err != nil {
-			g.reply(w, r, http.StatusBadRequest, glObj{"error": "400 Bad request - " + err.Error()})
+		ps, ok := g.params(w, r)
+		if !ok {
 			return
 		}
 		if strings.TrimSpace(ps["body"]) == "" {
@@ -247,20 +264,12 @@ func createNote(kind string) glHandler {
 // nobody may edit a system note.
 func updateNote(kind string) glHandler {
 	return func(g *GitLab, w http.ResponseWriter, r *http.Request, args []string) {
-		it := g.findItem(w, r, kind, args)
-		if it == nil {
+		it, n := g.findNote(w, r, kind, args)
+		if n == nil {
 			return
 		}
-		id, err := strconv.ParseInt(args[2], 10, 64)
-		i := slices.IndexFunc(it.notes, func(n *glNote) bool { return n.id == id })
-		if err != nil || i < 0 {
-			g.reply(w, r, http.StatusNotFound, glObj{"message": "404 Not found"})
-			return
-		}
-		n := it.notes[i]
-		ps, err := glParams(r)
-		if err != nil {
-			g.reply(w, r, http.StatusBadRequest, glObj{"error": "400 Bad request - " + err.Error()})
+		ps, ok := g.params(w, r)
+		if !ok {
 			return
 		}
 		if n.system || !strings.EqualFold(n.author, g.BotUsername) {

@@ -218,7 +218,18 @@ func (g *GitLab) paginate(w http.ResponseWriter, r *http.Request, items []glObj)
 	g.reply(w, r, http.StatusOK, items[lo:hi])
 }
 
-// params reads a write request's parameters from the query and the body,
+// params reads a write request's parameters as glParams does, answering 400
+// itself when they cannot be read.
+func (g *GitLab) params(w http.ResponseWriter, r *http.Request) (map[string]string, bool) {
+	ps, err := glParams(r)
+	if err != nil {
+		g.reply(w, r, http.StatusBadRequest, glObj{"error": "400 Bad request - " + err.Error()})
+		return nil, false
+	}
+	return ps, true
+}
+
+// glParams reads a write request's parameters from the query and the body,
 // JSON or form-encoded, as GitLab accepts both. Arrays are joined with ",".
 func glParams(r *http.Request) (map[string]string, error) {
 	out := map[string]string{}

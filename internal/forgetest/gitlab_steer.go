@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -72,13 +71,12 @@ func (g *GitLab) Awards(project, kind string, iid int, noteID int64) []string {
 	g.t.Helper()
 	g.dmu.Lock()
 	defer g.dmu.Unlock()
-	it := g.mustItem(project, kind, iid)
-	i := slices.IndexFunc(it.notes, func(n *glNote) bool { return n.id == noteID })
-	if i < 0 {
+	n := g.mustItem(project, kind, iid).note(noteID)
+	if n == nil {
 		return nil
 	}
-	out := make([]string, 0, len(it.notes[i].awards))
-	for _, a := range it.notes[i].awards {
+	out := make([]string, 0, len(n.awards))
+	for _, a := range n.awards {
 		out = append(out, a.name)
 	}
 	return out
@@ -154,35 +152,18 @@ func (g *GitLab) memberJSON(m *glMember) glObj {
 	return o
 }
 
-// findNote resolves the note of an award route, answering 404 itself when
-// the project, the item or the note is missing.
-func (g *GitLab) findNote(w http.ResponseWriter, r *http.Request, kind string, args []string) *glNote {
-	it := g.findItem(w, r, kind, args)
-	if it == nil {
-		return nil
-	}
-	id, err := strconv.ParseInt(args[2], 10, 64)
-	i := slices.IndexFunc(it.notes, func(n *glNote) bool { return n.id == id })
-	if err != nil || i < 0 {
-		g.reply(w, r, http.StatusNotFound, glObj{"message": "404 Not found"})
-		return nil
-	}
-	return it.notes[i]
-}
-
 // awardNote awards an emoji to a note as the token's user. GitLab refuses
 // a second award of the same name by the same user, an unknown name and an
 // award on a system note with a 404 whose message says why (newer GitLab
 // versions put the reasons in brackets).
 func awardNote(kind string) glHandler {
 	return func(g *GitLab, w http.ResponseWriter, r *http.Request, args []string) {
-		n := g.findNote(w, r, kind, args)
+		_, n := g.findNote(w, r, kind, args)
 		if n == nil {
 			return
 		}
-		ps, err := glParams(r)
-		if err != nil {
-			g.reply(w, r, http.StatusBadRequest, glObj{"error": "400 Bad request - " + err.Error()})
+		ps, ok := g.params(w, r)
+		if !ok {
 			return
 		}
 		name, ok := ps["name"]
@@ -210,7 +191,7 @@ func awardNote(kind string) glHandler {
 // listNoteAwards answers the award emoji of a note, oldest first.
 func listNoteAwards(kind string) glHandler {
 	return func(g *GitLab, w http.ResponseWriter, r *http.Request, args []string) {
-		n := g.findNote(w, r, kind, args)
+		_, n := g.findNote(w, r, kind, args)
 		if n == nil {
 			return
 		}

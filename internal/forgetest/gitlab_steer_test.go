@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -132,28 +131,10 @@ func TestGitLabNoteAwards(t *testing.T) {
 	}
 }
 
-// glClock is a settable clock for SetClock.
-type glClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *glClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *glClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
 func TestGitLabClockAndUserNotesCount(t *testing.T) {
 	g := forgetest.NewGitLab(t)
 	t0 := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
-	clk := &glClock{now: t0}
+	clk := forgetest.NewClock(t0)
 	g.SetClock(clk.Now) // right after NewGitLab: any date works
 	g.AddProject("acme/app")
 	g.AddIssue("acme/app", forgetest.IssueSeed{Title: "i"})

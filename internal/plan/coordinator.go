@@ -138,37 +138,36 @@ type state struct {
 	Messages []llm.Message `json:"messages"`
 	Unusable int           `json:"unusable"` // unusable replies in a row
 
-	Understanding *Understanding `json:"understanding,omitempty"`
-	Plan          *Plan          `json:"plan,omitempty"`
-	Current       string         `json:"current,omitempty"`      // action being carried out
-	ActionCalls   int            `json:"action_calls,omitempty"` // model calls of the current action
-	Gathered      int            `json:"gathered,omitempty"`     // read-only calls in this gathering phase
+	Plan        *Plan  `json:"plan,omitempty"`
+	Current     string `json:"current,omitempty"`      // action being carried out
+	ActionCalls int    `json:"action_calls,omitempty"` // model calls of the current action
+	Gathered    int    `json:"gathered,omitempty"`     // read-only calls in this gathering phase
 
-	Revisions       int    `json:"revisions"`
 	Replans         int    `json:"replans"`
 	Rounds          int    `json:"rounds"` // verification rounds
 	SinceReflection int    `json:"since_reflection"`
 	Trigger         string `json:"trigger,omitempty"` // why the reflection runs: error or interval
 	Failed          string `json:"failed,omitempty"`  // the action a reflection or replan decision is about
 
-	Failures map[string]int `json:"failures,omitempty"` // failing tool call → times it failed
-	LastCall string         `json:"last_call,omitempty"`
-	Repeats  int            `json:"repeats,omitempty"`
+	Failures      map[string]int `json:"failures,omitempty"` // failing tool call → times it failed
+	agent.Repeats                // identical tool calls in a row
 
 	Pending *pending          `json:"pending,omitempty"`
 	Board   report.BoardState `json:"board"`
 
-	Changes       []string                  `json:"changes,omitempty"` // one line per completed action, across replans
+	Changes []string `json:"changes,omitempty"` // one line per completed action, across replans
+	// RevisionNotes are the plan's revisions as the progress report lists
+	// them, one per revision: their number is the revisions made.
 	RevisionNotes []report.ProgressRevision `json:"revision_notes,omitempty"`
-	Verification  *Verification             `json:"verification,omitempty"`
-	Verified      bool                      `json:"verified,omitempty"` // a verification round ran
+	Verification  *Verification             `json:"verification,omitempty"` // the last round's result; nil: none ran
 
 	Mark    int64    `json:"mark,omitempty"`    // newest comment id the conversation has seen
 	Ignored int      `json:"ignored,omitempty"` // comments from people not allowed to steer
 	Notes   []string `json:"notes,omitempty"`   // progress report lines: comments applied
 
-	HistoryBase int `json:"history_base"` // history entries before this run
-	HistoryLen  int `json:"history_len"`  // entries this run wrote
+	// HistoryLen is how many entries the task's history held when this
+	// checkpoint was saved, earlier runs' included.
+	HistoryLen int `json:"history_len"`
 
 	Final *agent.Outcome `json:"final,omitempty"`
 	// Announced is set once the closing comment is posted (or given up on):

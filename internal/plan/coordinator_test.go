@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -131,5 +132,139 @@ func TestEndedRunAnnouncesOnce(t *testing.T) {
 	}
 	if closing != 1 || model.calls != 0 {
 		t.Errorf("%d closing comments and %d model calls; want 1 and 0 (posts %q)", closing, model.calls, f.posts)
+	}
+}
+
+// startWith starts a run of testRef from a checkpoint holding st, with the
+// history already holding entries.
+func startWith(t *testing.T, st state, entries ...Entry) (*run, *History) {
+	t.Helper()
+	st.Version, st.Mode = stateVersion, modePlanning
+	if st.Messages == nil {
+		st.Messages = []llm.Message{{Role: llm.System, Content: "x"}}
+	}
+	data, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newTestCoordinator(t, &memState{cp: map[task.Ref]store.Checkpoint{testRef: {Data: data}}}, &memForge{}, &noLLM{})
+	h, err := OpenHistory(c.o.HistoryDir, testRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if err := h.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := c.start(context.Background(), agent.Input{Task: task.Task{Ref: testRef}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.st.Phase != st.Phase {
+		t.Fatalf("the checkpoint was not resumed: phase %q, want %q", r.st.Phase, st.Phase)
+	}
+	return r, h
+}
+
+func historyTypes(t *testing.T, h *History) []string {
+	t.Helper()
+	entries, err := h.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, e := range entries {
+		types = append(types, e.Type)
+	}
+	return types
+}
+
+// An entry written just before the process stopped (the checkpoint does not
+// count it yet) is not written again by the resumed run; later entries are.
+func TestRecordWritesEachEntryOnce(t *testing.T) {
+	refl := Entry{Type: EntryReflection, Trigger: "error", Action: "a1", Evaluation: &Reflection{Status: "failure"}}
+	r, h := startWith(t, state{Phase: report.PhaseReflection, Plan: validPlan(), Failed: "a1", HistoryLen: 1},
+		Entry{Type: EntryPlan, Plan: validPlan()}, refl)
+
+	if err := r.record(refl); err != nil {
+		t.Fatal(err)
+	}
+	if got := historyTypes(t, h); !slices.Equal(got, []string{EntryPlan, EntryReflection}) || r.st.HistoryLen != 2 {
+		t.Fatalf("after recording the reflection again: history %v, HistoryLen %d; want it written once and counted", got, r.st.HistoryLen)
+	}
+	for _, e := range []Entry{refl, {Type: EntryRevision, Plan: validPlan(), Reason: "r"}} {
+		if err := r.record(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{EntryPlan, EntryReflection, EntryReflection, EntryRevision}
+	if got := historyTypes(t, h); !slices.Equal(got, want) || r.st.HistoryLen != len(want) {
+		t.Errorf("history %v, HistoryLen %d; want %v and %d", got, r.st.HistoryLen, want, len(want))
+	}
+}
+
+// An entry of another type than the one about to be recorded is not taken
+// for it: the new entry is written.
+func TestRecordAfterAnUncountedEntryOfAnotherType(t *testing.T) {
+	r, h := startWith(t, state{Phase: report.PhaseReflection, Plan: validPlan(), HistoryLen: 1},
+		Entry{Type: EntryPlan, Plan: validPlan()}, Entry{Type: EntryVerification, Round: 1})
+	if err := r.record(Entry{Type: EntryReflection, Trigger: "interval"}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{EntryPlan, EntryVerification, EntryReflection}
+	if got := historyTypes(t, h); !slices.Equal(got, want) || r.st.HistoryLen != 3 {
+		t.Errorf("history %v, HistoryLen %d; want %v and 3", got, r.st.HistoryLen, want)
+	}
+}
+
+// A revision written to the history but not yet to the checkpoint is
+// resumed from the history, keeping the progress the checkpoint recorded;
+// one the checkpoint already counts is not.
+func TestResumeTakesAnUncountedPlanFromTheHistory(t *testing.T) {
+	old := validPlan()
+	old.ActionPlan.Actions[0].Status, old.ActionPlan.Actions[0].Summary = Done, "read it"
+	old.ActionPlan.Actions[1].Status, old.ActionPlan.Actions[2].Status = Pending, Pending
+	revised := validPlan()
+	revised.ActionPlan.Actions[1].ID = "a2b"
+	for i := range revised.ActionPlan.Actions {
+		revised.ActionPlan.Actions[i].Status = Pending
+	}
+	entries := []Entry{{Type: EntryPlan, Plan: validPlan()}, {Type: EntryRevision, Plan: revised, Reason: "r"}}
+
+	r, _ := startWith(t, state{Phase: report.PhaseRevision, Plan: old, HistoryLen: 1}, entries...)
+	var got []string
+	for _, a := range r.st.Plan.ActionPlan.Actions {
+		got = append(got, a.ID+":"+string(a.Status))
+	}
+	if want := []string{"a1:done", "a2b:pending", "a3:pending"}; !slices.Equal(got, want) {
+		t.Errorf("resumed plan %v, want the history's revision with a1 done %v", got, want)
+	}
+	if a := r.st.Plan.action("a1"); a.Summary != "read it" {
+		t.Errorf("a1 lost its summary: %+v", a)
+	}
+
+	r, _ = startWith(t, state{Phase: report.PhaseExecution, Plan: old, HistoryLen: 2}, entries...)
+	if r.st.Plan.action("a2") == nil || r.st.Plan.action("a2b") != nil {
+		t.Errorf("a plan the checkpoint counts replaced the checkpoint's: %+v", r.st.Plan.ActionPlan.Actions)
+	}
+}
+
+// The revision phase is told the reason the newest reflection gave,
+// including one recorded by this run.
+func TestRevisionReasonIsTheNewestReflections(t *testing.T) {
+	reflection := func(reason, evaluation string) Entry {
+		return Entry{Type: EntryReflection, Evaluation: &Reflection{Evaluation: evaluation, RevisionReason: reason}}
+	}
+	r, _ := startWith(t, state{Phase: report.PhaseReflection, Plan: validPlan(), HistoryLen: 2},
+		Entry{Type: EntryPlan, Plan: validPlan()}, reflection("first reason", "e1"))
+	if got := r.lastRevisionReason(); got != "first reason" {
+		t.Errorf("reason = %q, want the history's", got)
+	}
+	if err := r.record(reflection("", "only an evaluation")); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.lastRevisionReason(); got != "only an evaluation" {
+		t.Errorf("reason = %q, want the evaluation of the reflection just recorded", got)
 	}
 }

@@ -206,11 +206,7 @@ func (r *run) apply(ctx context.Context, p *pending) (*agent.Outcome, error) {
 	var out *agent.Outcome
 	switch p.Phase {
 	case report.PhasePrePlanning:
-		var v preReply
-		if err = json.Unmarshal(p.Object, &v); err == nil {
-			r.st.Understanding = v.Understanding
-			r.enter(report.PhasePlanning)
-		}
+		r.enter(report.PhasePlanning) // the understanding stays in the conversation
 	case report.PhasePlanning:
 		var v planReply
 		if err = json.Unmarshal(p.Object, &v); err == nil {
@@ -332,7 +328,7 @@ func (r *run) reflected(ctx context.Context, v Reflection) (*agent.Outcome, erro
 	}
 	st.SinceReflection = 0
 	switch {
-	case v.PlanRevisionNeeded && st.Revisions < r.c.o.Settings.MaxRevisions:
+	case v.PlanRevisionNeeded && len(st.RevisionNotes) < r.c.o.Settings.MaxRevisions:
 		r.enter(report.PhaseRevision)
 	case st.Trigger == "error":
 		r.retryOrDecide()
@@ -352,9 +348,8 @@ func (r *run) revise(ctx context.Context, v *revisionReply) error {
 	if err := r.record(Entry{Type: EntryRevision, Plan: p, Reason: v.Reason, Changes: v.Changes}); err != nil {
 		return err
 	}
-	st.Revisions++
 	st.Plan, st.Current = p, ""
-	st.RevisionNotes = append(st.RevisionNotes, report.ProgressRevision{N: st.Revisions, Reason: v.Reason,
+	st.RevisionNotes = append(st.RevisionNotes, report.ProgressRevision{N: len(st.RevisionNotes) + 1, Reason: v.Reason,
 		Changes: slices.Clone(v.Changes), At: r.c.o.Now().UTC()})
 	r.enter(report.PhaseExecution)
 	r.progress(ctx)
@@ -394,7 +389,7 @@ func (r *run) verified(ctx context.Context, v *verificationReply, comment string
 	if err := r.record(Entry{Type: EntryVerification, Round: st.Rounds, Verification: &res}); err != nil {
 		return nil, err
 	}
-	st.Verification, st.Verified = &res, true
+	st.Verification = &res
 	if res.Passed {
 		return r.finish(ctx, task.Done, comment)
 	}

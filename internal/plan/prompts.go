@@ -71,7 +71,7 @@ func (r *run) phasePrompt() (string, error) {
 		}
 	case report.PhaseReflection:
 		data["Trigger"], data["Since"] = st.Trigger, st.SinceReflection
-		data["RevisionsLeft"] = max(s.MaxRevisions-st.Revisions, 0)
+		data["RevisionsLeft"] = max(s.MaxRevisions-len(st.RevisionNotes), 0)
 	case report.PhaseRevision:
 		data["Reason"] = r.lastRevisionReason()
 	case report.PhaseVerification:
@@ -97,9 +97,8 @@ func (r *run) correction(reason string) (string, error) {
 
 // lastRevisionReason is the reason the latest reflection gave for revising.
 func (r *run) lastRevisionReason() string {
-	entries, _ := r.hist.Load()
-	for i := len(entries) - 1; i >= 0; i-- {
-		if e := entries[i]; e.Type == EntryReflection && e.Evaluation != nil {
+	for i := len(r.history) - 1; i >= 0; i-- {
+		if e := r.history[i]; e.Type == EntryReflection && e.Evaluation != nil {
 			if e.Evaluation.RevisionReason != "" {
 				return e.Evaluation.RevisionReason
 			}

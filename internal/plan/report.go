@@ -88,11 +88,10 @@ func (r *run) progress(ctx context.Context) {
 			pa.Status = report.ActionDone
 		case a.Status == Skipped:
 			pa.Status, pa.Note = report.ActionSkipped, firstLine(a.Failure, 200)
-		case a.Failure != "" && (p.Finished || a.Attempts > 0):
+		case a.Failure != "" && p.Finished:
 			pa.Status, pa.Note = report.ActionFailed, firstLine(a.Failure, 200)
-			if !p.Finished {
-				pa.Status = report.ActionPending
-			}
+		case a.Failure != "" && a.Attempts > 0:
+			pa.Note = firstLine(a.Failure, 200) // still pending: it is tried again
 		}
 		p.Actions = append(p.Actions, pa)
 	}
@@ -128,7 +127,7 @@ func (r *run) finish(ctx context.Context, status task.Status, text string) (*age
 		return nil, err
 	}
 	r.log.Info("planned run ended", "status", status, "calls", st.Calls, "tool_calls", st.ToolCalls,
-		"revisions", st.Revisions, "replans", st.Replans, "verification_rounds", st.Rounds)
+		"revisions", len(st.RevisionNotes), "replans", st.Replans, "verification_rounds", st.Rounds)
 	r.announce(ctx)
 	return &out, nil
 }
@@ -139,7 +138,7 @@ func (r *run) announce(ctx context.Context) {
 	st, out := r.st, r.st.Final
 	r.progress(ctx)
 	f := report.Final{Succeeded: out.Status == task.Done, Summary: out.Comment, Reason: r.c.o.Redact(out.Reason),
-		Changes: st.Changes, VerificationRan: st.Verified, VerificationRounds: st.Rounds, IgnoredComments: st.Ignored,
+		Changes: slices.Clone(st.Changes), VerificationRan: st.Verification != nil, VerificationRounds: st.Rounds, IgnoredComments: st.Ignored,
 		Receipt: report.Receipt{LLMCalls: st.Calls, ToolCalls: st.ToolCalls, TokensIn: int64(st.TokensIn),
 			TokensOut: int64(st.TokensOut), Duration: r.c.o.Now().Sub(st.Started).Round(time.Second)}}
 	if st.Plan != nil {

@@ -19,9 +19,6 @@ import (
 // may fail; the next identical request is not run and ends the action.
 const repeatFailLimit = 2
 
-// repeatWarnAt is how many identical calls in a row make the result warn.
-const repeatWarnAt = 3
-
 // run is one Run's mutable state.
 type run struct {
 	c     *Coordinator
@@ -31,6 +28,11 @@ type run struct {
 	log   *slog.Logger
 	board *report.Board
 	hist  *History
+	// history is the history file's entries: read once when the run
+	// starts, then extended by record, so no append reads the file again.
+	// Its plans may be the state's own, changed as actions finish: after
+	// start only the entries' types and reflections are read from it.
+	history []Entry
 }
 
 // start loads the checkpoint, or begins a new run.
@@ -41,6 +43,9 @@ func (c *Coordinator) start(ctx context.Context, in agent.Input) (*run, error) {
 		return nil, err
 	}
 	r := &run{c: c, in: in, ref: ref, hist: hist, log: c.o.Logger.With("task", ref.String(), "mode", "planning")}
+	if r.history, err = hist.Load(); err != nil {
+		r.log.Warn("planning history has unreadable lines", "error", err)
+	}
 	cp, ok, err := c.o.State.LoadCheckpoint(ctx, ref)
 	if err != nil {
 		return nil, fmt.Errorf("loading checkpoint of %s: %w", ref, err)
@@ -71,11 +76,7 @@ func (r *run) fresh() (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries, err := r.hist.Load()
-	if err != nil {
-		r.log.Warn("planning history has unreadable lines", "error", err)
-	}
-	st := &state{Version: stateVersion, Mode: modePlanning, Started: r.c.o.Now(), HistoryBase: len(entries),
+	st := &state{Version: stateVersion, Mode: modePlanning, Started: r.c.o.Now(), HistoryLen: len(r.history),
 		Mark:     agent.MarkOf(r.in.Comments),
 		Messages: []llm.Message{{Role: llm.System, Content: r.c.system}, {Role: llm.User, Content: first}}}
 	r.st = st
@@ -108,12 +109,8 @@ func (st *state) valid() bool {
 // history line and saving the checkpoint); action progress recorded in the
 // checkpoint is kept by action id.
 func (r *run) restorePlan() {
-	entries, err := r.hist.Load()
-	if err != nil {
-		r.log.Warn("planning history has unreadable lines", "error", err)
-	}
-	latest, idx := LatestPlan(entries)
-	if latest == nil || idx < r.st.HistoryBase+r.st.HistoryLen {
+	latest, idx := LatestPlan(r.history)
+	if latest == nil || idx < r.st.HistoryLen {
 		return
 	}
 	if r.st.Plan != nil {
@@ -386,15 +383,7 @@ func (r *run) call(ctx context.Context, p *pending, tc agent.ToolCall) error {
 	case !ts.ReadOnly(tc.Tool):
 		st.Failures = nil // something changed: calls that failed before may work now
 	}
-	if key == st.LastCall {
-		st.Repeats++
-	} else {
-		st.LastCall, st.Repeats = key, 1
-	}
-	warn := 0
-	if st.Repeats >= repeatWarnAt {
-		warn = st.Repeats
-	}
+	warn := st.Repeats.Note(key)
 	r.log.Info("tool call", "phase", p.Phase, "tool", tc.Tool, "is_error", res.IsError, "bytes", res.Bytes, "truncated", res.Truncated)
 	msg, err := ts.ResultMessage(tc, res, warn)
 	if err != nil {
@@ -446,23 +435,21 @@ func (r *run) save(ctx context.Context) error {
 	return nil
 }
 
-// record appends a history entry exactly once: when the history already
-// holds more entries than this run wrote, the last apply got as far as
-// writing its line before the process stopped, and it is not written again.
+// record appends a history entry exactly once: when the history holds more
+// entries than the checkpoint knows of and the newest is of e's type, the
+// last apply got as far as writing its line before the process stopped,
+// and it is not written again.
 func (r *run) record(e Entry) error {
-	entries, err := r.hist.Load()
-	if err != nil {
-		r.log.Warn("planning history has unreadable lines", "error", err)
-	}
-	if len(entries) > r.st.HistoryBase+r.st.HistoryLen && entries[len(entries)-1].Type == e.Type {
-		r.st.HistoryLen = len(entries) - r.st.HistoryBase
+	if n := len(r.history); n > r.st.HistoryLen && r.history[n-1].Type == e.Type {
+		r.st.HistoryLen = n
 		return nil
 	}
 	e.Timestamp = r.c.o.Now().UTC()
 	if err := r.hist.Append(e); err != nil {
 		return fmt.Errorf("planning history of %s: %w", r.ref, err)
 	}
-	r.st.HistoryLen = len(entries) + 1 - r.st.HistoryBase
+	r.history = append(r.history, e)
+	r.st.HistoryLen = len(r.history)
 	return nil
 }
 

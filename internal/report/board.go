@@ -136,7 +136,7 @@ func (b *Board) AddSection(ctx context.Context, key, section string) error {
 		all := append(slices.Clone(b.st.Sections), section)
 		if body := strings.Join(all, sectionSep); b.fits(body) {
 			err := b.edit(ctx, b.st.PhaseID, body, "appending to the "+key+" comment")
-			if err == nil || !errors.Is(err, forge.ErrNotFound) {
+			if !errors.Is(err, forge.ErrNotFound) { // edited, or kept for the next edit
 				b.st.Sections = all
 				return err
 			}

@@ -1,11 +1,11 @@
 package report_test
 
 import (
-	"github.com/coding-agent/coding-agent/internal/golden"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/coding-agent/coding-agent/internal/golden"
 	"github.com/coding-agent/coding-agent/internal/report"
 )
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/coding-agent/coding-agent/internal/golden"
 	"math/rand/v2"
 	"regexp"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/coding-agent/coding-agent/internal/golden"
 	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/google/go-cmp/cmp"

@@ -20,9 +20,6 @@ const minSplit = 64
 // so every piece renders. A body of at most maxLen characters comes back as it
 // is; a maxLen below 64 counts as 64.
 func Split(body string, maxLen int) []string {
-	if utf8.RuneCountInString(body) <= maxLen {
-		return []string{body}
-	}
 	maxLen = max(maxLen, minSplit)
 	if utf8.RuneCountInString(body) <= maxLen {
 		return []string{body}

@@ -39,12 +39,17 @@ type Options struct {
 	// PausedLabel and StoppedLabel pause and stop the task at a checkpoint;
 	// empty disables them.
 	PausedLabel, StoppedLabel string
-	Logger                    *slog.Logger
-	Now                       func() time.Time
+	// Posted is how many comments this process has posted on a task so far
+	// (Posts.Count): a thread that grew by exactly those is not read. nil:
+	// every change is read.
+	Posted func(task.Ref) int
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
-// Backoff after a failed check: 1 s, doubling, at most 60 s (or what the
-// forge's Retry-After says, which the HTTP layer has already waited).
+// Backoff after a failed check: 1 s, doubling, at most 60 s. A Retry-After
+// is honoured by the HTTP layer between its own attempts within a check (up
+// to its MaxWait); the backoff does not read it.
 const (
 	minBackoff = time.Second
 	maxBackoff = time.Minute
@@ -70,8 +75,10 @@ type Watcher struct {
 	checkpoints int
 	lastUpdated time.Time
 	lastCount   int
+	lastPosted  int       // Options.Posted when lastCount was read
 	since       time.Time // created time of the newest comment seen
-	allowed     map[string]bool
+	mark        int64     // the newest mark handed back to the run
+	audience    Audience  // who may steer; remembers the forge's answers for the run
 	backoff     time.Duration
 	retryAt     time.Time
 	stats       Stats
@@ -89,9 +96,9 @@ func New(o Options, t task.Task, comments []task.Comment, bot string) *Watcher {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	w := &Watcher{o: o, ref: t.Ref, bot: bot, task: t, allowed: map[string]bool{},
-		log: o.Logger.With("task", t.Ref.String())}
-	w.lastUpdated, w.lastCount = t.UpdatedAt, t.CommentCount
+	w := &Watcher{o: o, ref: t.Ref, bot: bot, task: t, log: o.Logger.With("task", t.Ref.String()),
+		audience: Audience{Forge: o.Forge, Task: t, Bot: bot, Allowed: o.AllowedUsers, Writers: true}}
+	w.lastUpdated, w.lastCount, w.lastPosted = t.UpdatedAt, t.CommentCount, w.posted()
 	for _, c := range comments {
 		if c.CreatedAt.After(w.since) {
 			w.since = c.CreatedAt
@@ -111,7 +118,17 @@ func (w *Watcher) At(ctx context.Context, at agent.Step, mark int64) (agent.Stee
 	defer w.mu.Unlock()
 	steer, err := w.at(ctx, at, mark)
 	steer.Ignored = w.stats.Ignored
+	w.mark = max(w.mark, steer.Mark)
 	return steer, err
+}
+
+// Mark is the newest comment id the run's context holds, as of its last
+// checkpoint (0 before the first): a comment after it was never shown to
+// the model.
+func (w *Watcher) Mark() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mark
 }
 
 func (w *Watcher) at(ctx context.Context, at agent.Step, mark int64) (agent.Steer, error) {
@@ -143,6 +160,9 @@ func (w *Watcher) at(ctx context.Context, at agent.Step, mark int64) (agent.Stee
 
 func (w *Watcher) check(ctx context.Context, at agent.Step, mark int64) (agent.Steer, error) {
 	steer := agent.Steer{Mark: mark}
+	// Counted before the read: a post in between makes the counts differ,
+	// and the comments are read.
+	posted := w.posted()
 	t, err := w.o.Forge.Get(ctx, w.ref)
 	if err != nil {
 		return steer, fmt.Errorf("reading %s: %w", w.ref, err)
@@ -157,54 +177,58 @@ func (w *Watcher) check(ctx context.Context, at agent.Step, mark int64) (agent.S
 	case w.o.PausedLabel != "" && t.HasLabel(w.o.PausedLabel):
 		steer.Pause, steer.Reason = true, fmt.Sprintf("the %q label was added", w.o.PausedLabel)
 	}
-	if !w.o.Comments || (t.UpdatedAt.Equal(w.lastUpdated) && t.CommentCount == w.lastCount) {
+	if !w.o.Comments {
+		return steer, nil
+	}
+	if posted != w.lastPosted && t.CommentCount == w.lastCount+posted-w.lastPosted {
+		// Only the bot spoke: its comments are passed over whenever they
+		// are read, so they need not be read now.
+		w.lastUpdated, w.lastCount, w.lastPosted = t.UpdatedAt, t.CommentCount, posted
+		return steer, nil
+	}
+	if t.UpdatedAt.Equal(w.lastUpdated) && t.CommentCount == w.lastCount {
 		return steer, nil
 	}
 	comments, err := w.o.Forge.CommentsSince(ctx, w.ref, w.since.Add(-time.Second))
 	if err != nil {
 		return steer, fmt.Errorf("reading new comments of %s: %w", w.ref, err)
 	}
-	var fold []task.Comment
 	// The mark and the read position move only once every comment was
 	// judged: a failure halfway loses none of them.
-	newMark, since := mark, w.since
-	for _, c := range comments {
-		if c.ID <= mark {
-			continue
-		}
-		newMark = max(newMark, c.ID)
-		if c.CreatedAt.After(since) {
-			since = c.CreatedAt
-		}
-		if c.System || strings.EqualFold(c.Author, w.bot) || strings.TrimSpace(c.Body) == "" {
-			continue
-		}
-		ok, err := w.mayPost(ctx, c.Author)
-		if err != nil {
-			return steer, err
-		}
-		if !ok {
-			w.stats.Ignored++
-			w.log.Info("comment from someone not allowed to steer ignored", "comment", c.ID, "author", c.Author)
-			continue
-		}
-		fold = append(fold, c)
+	sorted, err := w.audience.Sort(ctx, comments, mark)
+	if err != nil {
+		return steer, err
 	}
-	w.lastUpdated, w.lastCount, w.since = t.UpdatedAt, t.CommentCount, since
-	steer.Mark = newMark
-	if len(fold) == 0 {
+	for _, c := range sorted.Ignored {
+		w.stats.Ignored++
+		w.log.Info("comment from someone not allowed to steer ignored", "comment", c.ID, "author", c.Author)
+	}
+	w.lastUpdated, w.lastCount, w.lastPosted = t.UpdatedAt, t.CommentCount, posted
+	if sorted.Latest.After(w.since) {
+		w.since = sorted.Latest
+	}
+	steer.Mark = sorted.Mark
+	if len(sorted.Heard) == 0 {
 		return steer, nil
 	}
-	steer.Message = Format(fold)
-	for _, c := range fold {
+	steer.Message = Format(sorted.Heard)
+	for _, c := range sorted.Heard {
 		steer.Applied = append(steer.Applied, agent.Applied{ID: c.ID, Author: c.Author})
 		if err := w.o.Forge.React(ctx, w.ref, c.ID, forge.ReactionSeen); err != nil {
 			w.log.Warn("acknowledging a comment failed", "comment", c.ID, "error", err)
 		}
 	}
-	w.stats.Folded += len(fold)
-	w.log.Info("new comments handed to the agent", "count", len(fold), "phase", at.Phase, "turn", at.Turn, "action", at.Action)
+	w.stats.Folded += len(sorted.Heard)
+	w.log.Info("new comments handed to the agent", "count", len(sorted.Heard), "phase", at.Phase, "turn", at.Turn, "action", at.Action)
 	return steer, nil
+}
+
+// posted is Options.Posted for the task, 0 without it.
+func (w *Watcher) posted() int {
+	if w.o.Posted == nil {
+		return 0
+	}
+	return w.o.Posted(w.ref)
 }
 
 // unassigned reports whether the bot was assigned when work started and is
@@ -213,26 +237,6 @@ func (w *Watcher) unassigned(t task.Task) bool {
 	was := slices.ContainsFunc(w.task.Assignees, func(a string) bool { return strings.EqualFold(a, w.bot) })
 	is := slices.ContainsFunc(t.Assignees, func(a string) bool { return strings.EqualFold(a, w.bot) })
 	return was && !is
-}
-
-// mayPost reports whether user may steer the task: its author, a listed
-// user, or someone with write access (asked once per run).
-func (w *Watcher) mayPost(ctx context.Context, user string) (bool, error) {
-	if strings.EqualFold(user, w.task.Author) || slices.ContainsFunc(w.o.AllowedUsers, func(u string) bool {
-		return strings.EqualFold(strings.TrimPrefix(u, "@"), user)
-	}) {
-		return true, nil
-	}
-	key := strings.ToLower(user)
-	if ok, known := w.allowed[key]; known {
-		return ok, nil
-	}
-	ok, err := w.o.Forge.CanWrite(ctx, w.ref, user)
-	if err != nil {
-		return false, fmt.Errorf("checking whether @%s may steer %s: %w", user, w.ref, err)
-	}
-	w.allowed[key] = ok
-	return ok, nil
 }
 
 // Stats returns the counts so far.

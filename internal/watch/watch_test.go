@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/coding-agent/coding-agent/internal/agent"
+	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/watch"
 )
@@ -560,6 +561,56 @@ func TestBlankCommentsAndFailedAcknowledgements(t *testing.T) {
 		}
 		if st := w.Stats(); st.Errors != 0 || st.Folded != 1 {
 			t.Errorf("stats %+v: want 1 folded and no failed check", st)
+		}
+	})
+}
+
+// A thread that grew only by the bot's own comments, posted through the
+// counting forge, is not read; a comment from anyone else is read at once,
+// and a post that is not counted is read too.
+func TestOwnCommentsAreNotRead(t *testing.T) {
+	eachForge(t, setup{}, func(t *testing.T, e *env) {
+		var posts watch.Posts
+		f := posts.Wrap(e.f.(forge.Forge))
+		w := watch.New(watch.Options{Forge: f, Comments: true, Posted: posts.Count}, e.task(t), nil, e.bot)
+		post := func(body string) {
+			t.Helper()
+			e.clk.Add(time.Second)
+			if _, err := f.PostComment(t.Context(), e.ref, body); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var mark int64
+		check := func(step string, wantReads int, wantMessage string) {
+			t.Helper()
+			e.reset()
+			s := at(t, w, mark)
+			if n := e.commentReads(); n != wantReads || e.issueGets() != 1 {
+				t.Errorf("%s: %d issue reads, %d comment reads; want 1 and %d", step, e.issueGets(), n, wantReads)
+			}
+			if s.Message != wantMessage {
+				t.Errorf("%s: message %q, want %q", step, s.Message, wantMessage)
+			}
+			mark = s.Mark
+		}
+
+		post("Working on it: 1/3")
+		check("after the bot's comment", 0, "")
+		post("Working on it: 2/3")
+		post("Working on it: 3/3")
+		check("after two of the bot's comments", 0, "")
+		check("unchanged", 0, "")
+
+		post("Still working")
+		e.addComment("alice", "Please also add a test.")
+		check("after the bot's and the author's comments", 1, single("alice", "Please also add a test."))
+
+		// Posted past the count (another process, or a post whose answer
+		// was lost): the comments are read.
+		e.addComment(e.bot, "Posted without being counted")
+		check("after an uncounted comment", 1, "")
+		if posts.Count(e.ref) != 4 {
+			t.Errorf("count %d, want the 4 comments posted through the counting forge", posts.Count(e.ref))
 		}
 	})
 }

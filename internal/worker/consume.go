@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/coding-agent/coding-agent/internal/queue"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -59,8 +58,8 @@ func (w *Worker) Backlog(ctx context.Context) (int, error) {
 		if r.Status != task.Queued && !orphan {
 			continue
 		}
-		if err := w.o.Queue.Put(ctx, queue.Job{Ref: recs[i].Ref, Enqueued: time.Now().UTC()}); err != nil {
-			return n, fmt.Errorf("queueing %s: %w", recs[i].Ref, err)
+		if err := w.enqueue(ctx, r.Ref); err != nil {
+			return n, err
 		}
 		n++
 	}

@@ -2,10 +2,7 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/store"
@@ -30,10 +27,11 @@ type Conversation struct {
 const awaitFrom = 2 * time.Minute
 
 // await moves a finished round to awaiting a reply: the conversation
-// records the round and the newest comment so far (the bot's closing one
-// included), the awaiting label replaces processing. It reports false when
-// the conversation is over (off, or the last round) and the task should be
-// done.
+// records the round and the newest comment the round's context held (a
+// comment written after the round's last checkpoint, within awaitFrom of
+// the wait, is judged as a reply), and the awaiting label replaces
+// processing. It reports false when the conversation is over (off, or the
+// last round) and the task should be done.
 func (w *Worker) await(ctx context.Context, f ending, summary string) bool {
 	cv := w.o.Conversation
 	if !cv.Enabled || w.o.Labels.Awaiting == "" {
@@ -46,14 +44,7 @@ func (w *Worker) await(ctx context.Context, f ending, summary string) bool {
 	}
 	c.Round++
 	c.Summaries = append(c.Summaries, summary)
-	comments, err := w.o.Forge.Comments(ctx, f.ref)
-	if err != nil {
-		f.log.Error("reading comments to close the round; the task is done instead", "error", err)
-		return false
-	}
-	for _, cm := range comments {
-		c.Mark = max(c.Mark, cm.ID)
-	}
+	c.Mark = max(c.Mark, f.mark)
 	c.Since = time.Now().UTC()
 	if err := w.o.Store.SaveConversation(ctx, f.ref, c); err != nil {
 		f.log.Error("saving the conversation; the task is done instead", "error", err)
@@ -73,15 +64,17 @@ func (w *Worker) await(ctx context.Context, f ending, summary string) bool {
 	return true
 }
 
-// Replies judges every task awaiting a reply and returns those whose reply
-// starts a new round, claimed and queued in the store. A reply holding a
-// completion keyword, a closed task, or the timeout ends the conversation
-// (done label). Each comment is judged once: the newest comment id judged
-// is saved, and a new round is claimed before that, so a crash in between
-// leaves a claimed round that the backlog resumes.
-func (w *Worker) Replies(ctx context.Context) []task.Ref {
+// Replies judges every task awaiting a reply and queues those whose reply
+// starts a new round, claimed in the store; it returns how many it queued.
+// A reply holding a completion keyword, a closed task, or the timeout ends
+// the conversation (done label). Each comment is judged once: the newest
+// comment id judged is saved, and a new round is claimed before that, so a
+// crash in between leaves a claimed round that the backlog resumes. Only a
+// failure to queue is an error; a task that cannot be judged is logged and
+// judged again on the next pass.
+func (w *Worker) Replies(ctx context.Context) (int, error) {
 	if !w.o.Conversation.Enabled {
-		return nil
+		return 0, nil
 	}
 	// One judge at a time in a process: serve judges on its own timer as
 	// well as in each discovery pass.
@@ -90,9 +83,9 @@ func (w *Worker) Replies(ctx context.Context) []task.Ref {
 	recs, err := w.o.Store.List(ctx)
 	if err != nil {
 		w.o.Logger.Error("listing tasks awaiting a reply", "error", err)
-		return nil
+		return 0, nil
 	}
-	var refs []task.Ref
+	n := 0
 	for _, r := range recs {
 		if r.Status != task.Awaiting || ctx.Err() != nil {
 			continue
@@ -102,19 +95,26 @@ func (w *Worker) Replies(ctx context.Context) []task.Ref {
 			w.log(r.Ref).Error("judging replies", "error", err)
 			continue
 		}
-		if start {
-			refs = append(refs, r.Ref)
+		if !start {
+			continue
+		}
+		n++
+		if err := w.enqueue(ctx, r.Ref); err != nil {
+			return n, err
 		}
 	}
-	return refs
+	return n, nil
 }
 
 // judge looks at one awaiting task; true means a new round was claimed.
 func (w *Worker) judge(ctx context.Context, ref task.Ref) (bool, error) {
 	log := w.log(ref)
 	c, ok, err := w.o.Store.LoadConversation(ctx, ref)
-	if err != nil || !ok {
-		return false, fmt.Errorf("loading the conversation of %s: %w (found: %t)", ref, err, ok)
+	if err != nil {
+		return false, fmt.Errorf("loading the conversation of %s: %w", ref, err)
+	}
+	if !ok {
+		return false, fmt.Errorf("%s awaits a reply but has no conversation", ref)
 	}
 	t, err := w.o.Forge.Get(ctx, ref)
 	if err != nil {
@@ -142,7 +142,9 @@ func (w *Worker) judge(ctx context.Context, ref task.Ref) (bool, error) {
 	if watch.IsCompletion(latest.Body, w.o.Conversation.Keywords) {
 		return false, w.endConversation(ctx, t, c, fmt.Sprintf("@%s ended it (comment %d)", latest.Author, latest.ID))
 	}
-	if ok, err := w.claimRound(ctx, t); err != nil || !ok {
+	// Store claim first (atomic across processes), then processing
+	// replaces the awaiting label.
+	if ok, err := w.take(ctx, ref, task.Awaiting, []string{w.o.Labels.Awaiting}); err != nil || !ok {
 		return false, err
 	}
 	if err := w.o.Store.SaveConversation(ctx, ref, c); err != nil {
@@ -163,92 +165,33 @@ func (w *Worker) replies(ctx context.Context, t task.Task, c store.Conversation)
 	if err != nil {
 		return nil, c.Mark, err
 	}
-	mark := c.Mark
-	var out []task.Comment
-	allowed := map[string]bool{} // one permission question per person
-	for _, cm := range comments {
-		if cm.ID <= c.Mark {
-			continue
-		}
-		mark = max(mark, cm.ID)
-		if cm.System || strings.EqualFold(cm.Author, bot) || strings.TrimSpace(cm.Body) == "" {
-			continue
-		}
-		key := strings.ToLower(cm.Author)
-		ok, known := allowed[key]
-		if !known {
-			if ok, err = w.mayReply(ctx, t, cm.Author); err != nil {
-				return nil, c.Mark, err
-			}
-			allowed[key] = ok
-		}
-		if ok {
-			out = append(out, cm)
-		} else {
-			w.log(t.Ref).Info("reply from someone not allowed to continue the conversation ignored", "comment", cm.ID, "author", cm.Author)
-		}
-	}
-	return out, mark, nil
-}
-
-// mayReply: the author; listed users; people with write access when
-// allow_collaborators is on.
-func (w *Worker) mayReply(ctx context.Context, t task.Task, user string) (bool, error) {
 	cv := w.o.Conversation
-	if strings.EqualFold(user, t.Author) || slices.ContainsFunc(cv.AllowedUsers, func(u string) bool { return strings.EqualFold(u, user) }) {
-		return true, nil
-	}
-	if !cv.AllowCollaborators {
-		return false, nil
-	}
-	return w.o.Forge.CanWrite(ctx, t.Ref, user)
-}
-
-// botName is the configured bot, else the token's user.
-func (w *Worker) botName(ctx context.Context) (string, error) {
-	if w.o.BotName != "" {
-		return w.o.BotName, nil
-	}
-	bot, err := w.o.Forge.BotUser(ctx)
+	// The author, listed users, and people with write access when
+	// allow_collaborators is on.
+	who := watch.Audience{Forge: w.o.Forge, Task: t, Bot: bot, Allowed: cv.AllowedUsers, Writers: cv.AllowCollaborators}
+	sorted, err := who.Sort(ctx, comments, c.Mark)
 	if err != nil {
-		return "", fmt.Errorf("learning the bot's user name: %w", err)
+		return nil, c.Mark, err
 	}
-	return bot, nil
+	for _, cm := range sorted.Ignored {
+		w.log(t.Ref).Info("reply from someone not allowed to continue the conversation ignored", "comment", cm.ID, "author", cm.Author)
+	}
+	return sorted.Heard, sorted.Mark, nil
 }
 
-// claimRound takes an awaiting task for a new round: store claim first
-// (atomic across processes), then processing replaces the awaiting label.
-func (w *Worker) claimRound(ctx context.Context, t task.Task) (bool, error) {
-	if _, err := w.o.Store.Claim(ctx, t.Ref, w.o.Owner); err != nil {
-		if errors.Is(err, store.ErrClaimed) {
-			return false, nil
-		}
-		return false, fmt.Errorf("claiming %s for a new round: %w", t.Ref, err)
-	}
-	if err := w.o.Forge.AddLabel(ctx, t.Ref, w.o.Labels.Processing); err != nil {
-		w.setStatus(ctx, t.Ref, task.Awaiting, "")
-		return false, fmt.Errorf("claiming %s for a new round: %w", t.Ref, err)
-	}
-	if err := w.o.Forge.RemoveLabel(ctx, t.Ref, w.o.Labels.Awaiting); err != nil {
-		w.log(t.Ref).Warn("could not remove the awaiting label", "error", err)
-	}
-	if err := w.o.Store.SetStatus(ctx, t.Ref, task.Queued, ""); err != nil {
-		return false, fmt.Errorf("marking %s queued: %w", t.Ref, err)
-	}
-	return true, nil
-}
-
-// endConversation marks an awaiting task done.
+// endConversation marks an awaiting task done. The conversation (its mark)
+// is saved only once the labels are set: until then the next pass judges
+// the same comments again and ends it again.
 func (w *Worker) endConversation(ctx context.Context, t task.Task, c store.Conversation, why string) error {
 	log := w.log(t.Ref)
-	if err := w.o.Store.SaveConversation(ctx, t.Ref, c); err != nil {
-		return fmt.Errorf("saving the conversation of %s: %w", t.Ref, err)
-	}
 	f := ending{ref: t.Ref, log: log, labels: t.Labels}
 	if !w.relabel(ctx, f, w.o.Labels.Done, w.o.Labels.Awaiting, w.o.Labels.Failed) {
 		return fmt.Errorf("setting the done label on %s", t.Ref)
 	}
 	w.setStatus(ctx, t.Ref, task.Done, "")
 	log.Info("conversation ended; task done", "reason", why, "rounds", c.Round)
+	if err := w.o.Store.SaveConversation(ctx, t.Ref, c); err != nil {
+		return fmt.Errorf("saving the conversation of %s: %w", t.Ref, err)
+	}
 	return nil
 }

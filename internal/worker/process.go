@@ -52,7 +52,7 @@ func (w *Worker) Process(ctx context.Context, ref task.Ref, stopping <-chan stru
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	f := ending{ref: ref, post: post, log: log, labels: in.Task.Labels}
+	f := ending{ref: ref, post: post, log: log, labels: in.Task.Labels, mark: heardUpTo(in)}
 	if l, ok := in.Watch.(interface{ LogStats() }); ok {
 		l.LogStats()
 	}
@@ -82,6 +82,18 @@ type ending struct {
 	labels []string // the task's labels when work started
 	// reported: the run already posted its closing comment (planning mode).
 	reported bool
+	// mark is the newest comment id the run's context held.
+	mark int64
+}
+
+// heardUpTo is the newest comment id the run's context held: the comments
+// it started with, then what its checkpoints handed over.
+func heardUpTo(in agent.Input) int64 {
+	m := agent.MarkOf(in.Comments)
+	if w, ok := in.Watch.(interface{ Mark() int64 }); ok {
+		m = max(m, w.Mark())
+	}
+	return m
 }
 
 // load reads the task and its comments and checks it is still ours to run.
@@ -104,11 +116,9 @@ func (w *Worker) load(ctx context.Context, ref task.Ref, post *report.Poster) (a
 	if err != nil {
 		return agent.Input{}, false, fmt.Errorf("reading comments of %s: %w", ref, err)
 	}
-	bot := w.o.BotName
-	if bot == "" {
-		if bot, err = w.o.Forge.BotUser(ctx); err != nil {
-			return agent.Input{}, false, fmt.Errorf("learning the bot's user name: %w", err)
-		}
+	bot, err := w.botName(ctx)
+	if err != nil {
+		return agent.Input{}, false, err
 	}
 	in := agent.Input{Task: t, Comments: comments, BotName: bot, Post: post}
 	if conv, ok, err := w.o.Store.LoadConversation(ctx, ref); err != nil {
@@ -228,10 +238,11 @@ func reasonOf(err error) string {
 	return reason
 }
 
-// relabel adds the final label, then removes processing, the bot label and
-// the opposite final label where the task had them. It removes nothing when
-// the addition failed (a task keeps a label saying where it stands), and
-// reports whether every change was made.
+// relabel adds the final label, then removes processing (the label the
+// task is in), and the bot, opposite final and awaiting labels where the
+// task had them, each once. It removes nothing when the addition failed (a
+// task keeps a label saying where it stands), and reports whether every
+// change was made.
 func (w *Worker) relabel(ctx context.Context, f ending, add, processing, opposite string) bool {
 	if err := w.o.Forge.AddLabel(ctx, f.ref, add); err != nil {
 		f.log.Error("adding label", "label", add, "error", err)
@@ -240,7 +251,7 @@ func (w *Worker) relabel(ctx context.Context, f ending, add, processing, opposit
 	ok := true
 	remove := []string{processing}
 	for _, l := range []string{w.o.Labels.Bot, opposite, w.o.Labels.Awaiting} {
-		if l == "" || l == add {
+		if l == "" || l == add || l == processing {
 			continue
 		}
 		if slices.Contains(f.labels, l) {

@@ -13,8 +13,9 @@ import (
 
 // Produce discovers tasks carrying the bot label, claims each one (store
 // first, atomically, then the labels: processing added, bot removed) and
-// queues it. It returns how many it queued. A task that fails to be claimed
-// is logged and left for the next pass; only a failed discovery is an error.
+// queues it, after the new rounds of conversations (Replies). It returns
+// how many it queued. A task that fails to be claimed is logged and left for
+// the next pass; only a failed discovery or queueing is an error.
 func (w *Worker) Produce(ctx context.Context) (int, error) {
 	found, err := w.o.Forge.Discover(ctx, w.o.Labels.Bot)
 	if err != nil {
@@ -25,14 +26,9 @@ func (w *Worker) Produce(ctx context.Context) (int, error) {
 		refs = append(refs, t.Ref)
 	}
 	refs = append(refs, w.unpaused(ctx)...)
-	n := 0
-	for _, ref := range w.Replies(ctx) { // claimed already: queue them
-		n++
-		if w.o.Queue != nil {
-			if err := w.o.Queue.Put(ctx, queue.Job{Ref: ref, Enqueued: time.Now().UTC()}); err != nil {
-				return n, fmt.Errorf("queueing %s: %w", ref, err)
-			}
-		}
+	n, err := w.Replies(ctx)
+	if err != nil {
+		return n, err
 	}
 	for _, ref := range refs {
 		if ctx.Err() != nil {
@@ -47,14 +43,24 @@ func (w *Worker) Produce(ctx context.Context) (int, error) {
 			continue
 		}
 		n++
-		if w.o.Queue == nil {
-			continue
-		}
-		if err := w.o.Queue.Put(ctx, queue.Job{Ref: ref, Enqueued: time.Now().UTC()}); err != nil {
-			return n, fmt.Errorf("queueing %s: %w", ref, err)
+		if err := w.enqueue(ctx, ref); err != nil {
+			return n, err
 		}
 	}
 	return n, nil
+}
+
+// enqueue hands a claimed task to the consumers of this process; without a
+// queue, the store's queued status hands it to a consumer sharing the state
+// directory.
+func (w *Worker) enqueue(ctx context.Context, ref task.Ref) error {
+	if w.o.Queue == nil {
+		return nil
+	}
+	if err := w.o.Queue.Put(ctx, queue.Job{Ref: ref, Enqueued: time.Now().UTC()}); err != nil {
+		return fmt.Errorf("queueing %s: %w", ref, err)
+	}
+	return nil
 }
 
 // claim takes the task for this process. It reports false when someone else
@@ -78,6 +84,33 @@ func (w *Worker) claim(ctx context.Context, ref task.Ref) (bool, error) {
 	if recErr == nil && w.ours(rec) {
 		return false, nil // already queued or running here
 	}
+	// The bot label goes; so do final labels of an earlier round, so that
+	// a task is never seen as done while this round works or fails.
+	// A pause or stop label left from before goes too: adding the bot
+	// label again is the way to resume or restart. If the processing label
+	// cannot be added, the bot label is still there: the next pass tries
+	// again.
+	drop := []string{w.o.Labels.Bot}
+	for _, l := range []string{w.o.Labels.Done, w.o.Labels.Failed, w.o.Labels.Paused, w.o.Labels.Stopped, w.o.Labels.Awaiting} {
+		if l != "" && l != w.o.Labels.Bot && t.HasLabel(l) {
+			drop = append(drop, l)
+		}
+	}
+	ok, err := w.take(ctx, ref, task.Failed, drop)
+	if ok {
+		log.Info("claimed task")
+	}
+	return ok, err
+}
+
+// take holds ref for a round of work: the store first (atomic across
+// processes), then the processing label is added and the labels in drop
+// removed, then the store says queued. It reports false when another live
+// process holds the task. When the processing label cannot be added, the
+// store goes back to undo (a failed one records why) and the error is
+// returned.
+func (w *Worker) take(ctx context.Context, ref task.Ref, undo task.Status, drop []string) (bool, error) {
+	log := w.log(ref)
 	if _, err := w.o.Store.Claim(ctx, ref, w.o.Owner); err != nil {
 		if errors.Is(err, store.ErrClaimed) {
 			log.Info("task is held by another process; skipping")
@@ -87,23 +120,14 @@ func (w *Worker) claim(ctx context.Context, ref task.Ref) (bool, error) {
 	}
 	if err := w.o.Forge.AddLabel(ctx, ref, w.o.Labels.Processing); err != nil {
 		err = fmt.Errorf("claiming %s: %w", ref, err)
-		// The bot label is still there: the next pass tries again.
-		if serr := w.o.Store.SetStatus(ctx, ref, task.Failed, err.Error()); serr != nil {
-			log.Error("recording failed claim", "error", serr)
+		why := ""
+		if undo == task.Failed {
+			why = err.Error()
 		}
+		w.setStatus(ctx, ref, undo, why)
 		return false, err
 	}
-	// The bot label goes; so do final labels of an earlier round, so that
-	// a task is never seen as done while this round works or fails.
-	// A pause or stop label left from before goes too: adding the bot
-	// label again is the way to resume or restart.
-	for _, l := range []string{w.o.Labels.Bot, w.o.Labels.Done, w.o.Labels.Failed, w.o.Labels.Paused, w.o.Labels.Stopped} {
-		if l == "" {
-			continue
-		}
-		if l != w.o.Labels.Bot && !t.HasLabel(l) {
-			continue
-		}
+	for _, l := range drop {
 		if err := w.o.Forge.RemoveLabel(ctx, ref, l); err != nil {
 			// Keep going: the task is ours (processing, and held in the
 			// store); the finish removes what is left.
@@ -113,7 +137,6 @@ func (w *Worker) claim(ctx context.Context, ref task.Ref) (bool, error) {
 	if err := w.o.Store.SetStatus(ctx, ref, task.Queued, ""); err != nil {
 		return false, fmt.Errorf("marking %s queued: %w", ref, err)
 	}
-	log.Info("claimed task")
 	return true, nil
 }
 

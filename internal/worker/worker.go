@@ -6,6 +6,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 
@@ -78,4 +79,17 @@ func New(o Options) *Worker {
 
 func (w *Worker) log(ref task.Ref) *slog.Logger {
 	return w.o.Logger.With("task", ref.String())
+}
+
+// botName is the configured bot, else the token's user (the adapters ask
+// the forge once per process).
+func (w *Worker) botName(ctx context.Context) (string, error) {
+	if w.o.BotName != "" {
+		return w.o.BotName, nil
+	}
+	bot, err := w.o.Forge.BotUser(ctx)
+	if err != nil {
+		return "", fmt.Errorf("learning the bot's user name: %w", err)
+	}
+	return bot, nil
 }

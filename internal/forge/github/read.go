@@ -71,11 +71,8 @@ func (c *Client) comments(ctx context.Context, ref task.Ref, since time.Time) ([
 }
 
 // listComments reads every page of an item's comments, updated at or after
-// since when it is set, in chronological order.
+// opts.Since when it is set, in chronological order. It sets opts' paging.
 func (c *Client) listComments(ctx context.Context, owner, name string, number int, opts *gh.IssueListCommentsOptions) ([]task.Comment, error) {
-	if opts == nil {
-		opts = &gh.IssueListCommentsOptions{}
-	}
 	opts.PerPage = 100
 	var out []task.Comment
 	for {

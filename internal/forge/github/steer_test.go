@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,25 +15,6 @@ import (
 	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
-
-// manualClock is the emulator's clock in these tests: it stands still until
-// set.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
 
 var start = time.Date(2025, 6, 1, 9, 0, 0, 0, time.UTC)
 
@@ -50,12 +30,9 @@ func TestCommentsSinceKeepsRecentAndEdited(t *testing.T) {
 	for _, kind := range []task.Kind{task.Issue, task.PullRequest} {
 		t.Run(string(kind), func(t *testing.T) {
 			g := forgetest.NewGitHub(t)
-			clk := &manualClock{now: start}
+			clk := forgetest.NewClock(start)
 			g.SetClock(clk.Now)
-			n := g.AddIssue("acme/app", forgetest.IssueSeed{Title: "a"})
-			if kind == task.PullRequest {
-				n = g.AddPull("acme/app", forgetest.PullSeed{IssueSeed: forgetest.IssueSeed{Title: "p"}})
-			}
+			n := addItem(g, kind)
 			r := ref(kind, "acme/app", n)
 			for i := range 120 {
 				g.AddComment("acme/app", n, "alice", fmt.Sprint("old ", i))
@@ -100,7 +77,7 @@ func TestCommentsSinceKeepsRecentAndEdited(t *testing.T) {
 
 func TestCommentsSinceReadsEveryPage(t *testing.T) {
 	g := forgetest.NewGitHub(t)
-	clk := &manualClock{now: start}
+	clk := forgetest.NewClock(start)
 	g.SetClock(clk.Now)
 	n := g.AddIssue("acme/app", forgetest.IssueSeed{Title: "a"})
 	g.AddComment("acme/app", n, "alice", "before")
@@ -205,10 +182,7 @@ func TestReactOnIssueAndPullRequestComments(t *testing.T) {
 	for _, kind := range []task.Kind{task.Issue, task.PullRequest} {
 		t.Run(string(kind), func(t *testing.T) {
 			g := forgetest.NewGitHub(t)
-			n := g.AddIssue("acme/app", forgetest.IssueSeed{Title: "a"})
-			if kind == task.PullRequest {
-				n = g.AddPull("acme/app", forgetest.PullSeed{IssueSeed: forgetest.IssueSeed{Title: "p"}})
-			}
+			n := addItem(g, kind)
 			id := g.AddComment("acme/app", n, "alice", "please also update the docs")
 			other := g.AddComment("acme/app", n, "bob", "+1")
 			c, _ := newClient(t, g)
@@ -250,12 +224,9 @@ func TestReactRetries(t *testing.T) {
 		{"secondary rate limit", forgetest.SecondaryRateLimit("POST", reactPath, 1), 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := forgetest.NewGitHub(t)
-			n := g.AddIssue("acme/app", forgetest.IssueSeed{Title: "a"})
-			id := g.AddComment("acme/app", n, "alice", "hi")
-			c, _ := newClient(t, g, withRetries(g))
+			g, c, r, id := commented(t, "alice", "hi")
 			g.Inject(tc.fault)
-			if err := c.React(t.Context(), ref(task.Issue, "acme/app", n), id, forge.ReactionSeen); err != nil {
+			if err := c.React(t.Context(), r, id, forge.ReactionSeen); err != nil {
 				t.Fatal(err)
 			}
 			if got := g.Reactions("acme/app", id); !slices.Equal(got, []string{"eyes"}) {
@@ -269,12 +240,9 @@ func TestReactRetries(t *testing.T) {
 }
 
 func TestReactGivesUpWhenHTTPXDoes(t *testing.T) {
-	g := forgetest.NewGitHub(t)
-	n := g.AddIssue("acme/app", forgetest.IssueSeed{Title: "a"})
-	id := g.AddComment("acme/app", n, "alice", "hi")
-	c, _ := newClient(t, g, withRetries(g))
+	g, c, r, id := commented(t, "alice", "hi")
 	g.Inject(forgetest.Fault{Method: "POST", Path: reactPath, Status: 502, Times: -1})
-	err := c.React(t.Context(), ref(task.Issue, "acme/app", n), id, forge.ReactionSeen)
+	err := c.React(t.Context(), r, id, forge.ReactionSeen)
 	want := `reacting "eyes" to comment ` + strconv.FormatInt(id, 10) + " on acme/app#1"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %v, want one naming %q", err, want)
@@ -295,31 +263,15 @@ func TestReactFailures(t *testing.T) {
 	elsewhere := g.AddComment("acme/lib", g.AddIssue("acme/lib", forgetest.IssueSeed{Title: "b"}), "alice", "x")
 	c, _ := newClient(t, g, withRetries(g))
 	issue := ref(task.Issue, "acme/app", n)
-	for _, tc := range []struct {
-		name     string
-		ref      task.Ref
-		id       int64
-		emoji    string
-		notFound bool
-		requests int
-		want     string
-	}{
+	react := func(tc refusal) error { return c.React(t.Context(), tc.ref, tc.id, tc.arg) }
+	checkRefusals(t, g, react, []refusal{
 		{"unknown comment", issue, 99999, "eyes", true, 1, "reacting \"eyes\" to comment 99999 on acme/app#1"},
 		{"comment of another repository", issue, elsewhere, "eyes", true, 1, "on acme/app#1"},
 		{"not a reaction", issue, id, "smile", false, 1, "422"},
 		{"empty reaction", issue, id, " ", false, 0, "empty reaction"},
 		{"zero id", issue, 0, "eyes", false, 0, "comment id must be positive"},
 		{"gitlab ref", task.Ref{Forge: task.GitLab, Repo: "acme/app", Kind: task.Issue, Number: n}, id, "eyes", false, 0, "not a github task"},
-	} {
-		g.ResetRequests()
-		err := c.React(t.Context(), tc.ref, tc.id, tc.emoji)
-		if err == nil || errors.Is(err, forge.ErrNotFound) != tc.notFound || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want one with %q (not found: %v)", tc.name, err, tc.want, tc.notFound)
-		}
-		if got := len(g.Requests()); got != tc.requests {
-			t.Errorf("%s: %d requests, want %d (a refusal is not retried)", tc.name, got, tc.requests)
-		}
-	}
+	})
 	if got := g.Reactions("acme/app", id); len(got) != 0 {
 		t.Errorf("reactions %q", got)
 	}

@@ -55,6 +55,33 @@ func noteBodies(g *forgetest.GitLab, kind task.Kind) []string {
 	return out
 }
 
+// refusal is a call that must fail: with an error containing want that is
+// forge.ErrNotFound exactly when notFound, after requests requests.
+type refusal struct {
+	name     string
+	ref      task.Ref
+	id       int64
+	arg      string // the body of an edit, the emoji of an award
+	notFound bool
+	requests int
+	want     string
+}
+
+// checkRefusals makes each call on g and checks how it fails.
+func checkRefusals(t *testing.T, g *forgetest.GitLab, call func(refusal) error, cases []refusal) {
+	t.Helper()
+	for _, tc := range cases {
+		g.ResetRequests()
+		err := call(tc)
+		if err == nil || errors.Is(err, forge.ErrNotFound) != tc.notFound || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one with %q (not found: %v)", tc.name, err, tc.want, tc.notFound)
+		}
+		if got := len(g.Requests()); got != tc.requests {
+			t.Errorf("%s: %d requests, want %d", tc.name, got, tc.requests)
+		}
+	}
+}
+
 func TestEditCommentReplacesNoteInPlace(t *testing.T) {
 	for _, kind := range []task.Kind{task.Issue, task.MergeRequest} {
 		t.Run(string(kind), func(t *testing.T) {
@@ -141,15 +168,9 @@ func TestEditCommentFailures(t *testing.T) {
 	theirs := g.AddNote("acme/app", forgetest.KindIssue, 1, "alice", "please", false)
 	c, _ := newClient(t, g, withRetries(g))
 	issue, mr := refOf(task.Issue), refOf(task.MergeRequest)
-	for _, tc := range []struct {
-		name     string
-		ref      task.Ref
-		id       int64
-		body     string
-		notFound bool
-		requests int
-		want     string
-	}{
+	// A refusal is not retried: one request at most.
+	edit := func(tc refusal) error { return c.EditComment(t.Context(), tc.ref, tc.id, tc.arg) }
+	checkRefusals(t, g, edit, []refusal{
 		{"unknown note", issue, 99999, "x", true, 1, "editing note 99999 on acme/app#1"},
 		{"note of the merge request on the issue", issue, ids[task.MergeRequest], "x", true, 1, "on acme/app#1"},
 		{"unknown merge request", task.Ref{Forge: task.GitLab, Repo: "acme/app", Kind: task.MergeRequest, Number: 9}, ids[task.MergeRequest], "x", true, 1, "on acme/app!9"},
@@ -158,16 +179,7 @@ func TestEditCommentFailures(t *testing.T) {
 		{"empty body", mr, ids[task.MergeRequest], "  ", false, 0, "body is empty"},
 		{"zero id", issue, 0, "x", false, 0, "note id must be positive"},
 		{"github ref", task.Ref{Forge: task.GitHub, Repo: "acme/app", Kind: task.Issue, Number: 1}, ids[task.Issue], "x", false, 0, "not a gitlab task"},
-	} {
-		g.ResetRequests()
-		err := c.EditComment(t.Context(), tc.ref, tc.id, tc.body)
-		if err == nil || errors.Is(err, forge.ErrNotFound) != tc.notFound || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want one with %q (not found: %v)", tc.name, err, tc.want, tc.notFound)
-		}
-		if got := len(g.Requests()); got != tc.requests {
-			t.Errorf("%s: %d requests, want %d (a refusal is not retried)", tc.name, got, tc.requests)
-		}
-	}
+	})
 	if got := noteBodies(g, task.Issue); got[0] != "v1" || got[1] != "please" {
 		t.Errorf("issue notes %q changed", got)
 	}

@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,25 +16,6 @@ import (
 	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
-
-// manualClock is the emulator's clock in these tests: it stands still until
-// set.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
 
 var start = time.Date(2025, 6, 1, 9, 0, 0, 0, time.UTC)
 
@@ -56,7 +36,7 @@ func TestCommentsSinceKeepsRecentAndEditedNotes(t *testing.T) {
 	for _, kind := range []task.Kind{task.Issue, task.MergeRequest} {
 		t.Run(string(kind), func(t *testing.T) {
 			g := forgetest.NewGitLab(t)
-			clk := &manualClock{now: start}
+			clk := forgetest.NewClock(start)
 			g.SetClock(clk.Now) // before anything is stamped: stamps never go back
 			g.AddProject("acme/app")
 			g.AddIssue("acme/app", forgetest.IssueSeed{Title: "t"})
@@ -310,15 +290,15 @@ func TestReactFailures(t *testing.T) {
 	system := g.AddNote("acme/app", forgetest.KindIssue, 1, "alice", "added label", true)
 	c, _ := newClient(t, g, nil)
 	issue := refOf(task.Issue)
-	for _, tc := range []struct {
-		name     string
-		ref      task.Ref
-		id       int64
-		emoji    string
-		notFound bool
-		requests int
-		want     string
-	}{
+	// The GET /user for the bot's name is made once, on the first 404.
+	react := func(tc refusal) error {
+		if tc.name == "awards list fails" {
+			g.Inject(forgetest.Fault{Method: "POST", Path: awardPath, Status: 404})
+			g.Inject(forgetest.Fault{Method: "GET", Path: awardPath, Status: 500})
+		}
+		return c.React(t.Context(), tc.ref, tc.id, tc.arg)
+	}
+	checkRefusals(t, g, react, []refusal{
 		{"unknown note", issue, 99999, "eyes", true, 3, `awarding "eyes" to note 99999 on acme/app#1: not found`},
 		{"note of the merge request", issue, notes[task.MergeRequest], "eyes", true, 2, "on acme/app#1"},
 		{"missing project", task.Ref{Forge: task.GitLab, Repo: "acme/gone", Kind: task.Issue, Number: 1}, 5, "eyes", true, 2, "on acme/gone#1"},
@@ -328,21 +308,7 @@ func TestReactFailures(t *testing.T) {
 		{"empty emoji", issue, notes[task.Issue], "", false, 0, "empty emoji name"},
 		{"zero id", issue, 0, "eyes", false, 0, "note id must be positive"},
 		{"github ref", task.Ref{Forge: task.GitHub, Repo: "acme/app", Kind: task.Issue, Number: 1}, 5, "eyes", false, 0, "not a gitlab task"},
-	} {
-		g.ResetRequests()
-		if tc.name == "awards list fails" {
-			g.Inject(forgetest.Fault{Method: "POST", Path: awardPath, Status: 404})
-			g.Inject(forgetest.Fault{Method: "GET", Path: awardPath, Status: 500})
-		}
-		err := c.React(t.Context(), tc.ref, tc.id, tc.emoji)
-		if err == nil || errors.Is(err, forge.ErrNotFound) != tc.notFound || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want one with %q (not found: %v)", tc.name, err, tc.want, tc.notFound)
-		}
-		// The GET /user for the bot's name is made once, on the first 404.
-		if got := len(g.Requests()); got != tc.requests {
-			t.Errorf("%s: %d requests, want %d", tc.name, got, tc.requests)
-		}
-	}
+	})
 	for _, id := range []int64{notes[task.Issue], system} {
 		if got := g.Awards("acme/app", forgetest.KindIssue, 1, id); len(got) != 0 {
 			t.Errorf("note %d got awards %q", id, got)
