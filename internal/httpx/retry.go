@@ -17,6 +17,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -185,6 +186,9 @@ func (t *transport) classify(req *http.Request, resp *http.Response, err error, 
 	}
 	if RateLimited(resp) {
 		wait, _ := ServerWait(resp, t.o.Now())
+		if w, ok := req.Context().Value(waitsKey{}).(*Waits); ok {
+			w.note(wait)
+		}
 		return true, max(wait, backoff)
 	}
 	if resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented {
@@ -230,4 +234,35 @@ func snapshotBody(req *http.Request) ([]byte, error) {
 		return nil, fmt.Errorf("reading request body of %s %s: %w", req.Method, req.URL.Redacted(), err)
 	}
 	return b, nil
+}
+
+// Waits records the longest wait a rate-limited server asked for during
+// the requests made with a context from RecordWaits, so a caller that gives
+// up on them (the retries spent, or the wait longer than MaxWait) can wait
+// that long before asking again.
+type Waits struct {
+	mu      sync.Mutex
+	longest time.Duration
+}
+
+type waitsKey struct{}
+
+// RecordWaits returns a context whose requests record the waits servers
+// ask for in the returned Waits.
+func RecordWaits(ctx context.Context) (context.Context, *Waits) {
+	w := &Waits{}
+	return context.WithValue(ctx, waitsKey{}, w), w
+}
+
+// Longest is the longest wait asked for so far (0 when none).
+func (w *Waits) Longest() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.longest
+}
+
+func (w *Waits) note(d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.longest = max(w.longest, d)
 }

@@ -256,3 +256,25 @@ func TestRefusedConnectionIsRetried(t *testing.T) {
 		t.Fatalf("slept %d times, want 3 (four attempts)", len(sl.d))
 	}
 }
+
+// The waits rate-limited answers ask for are recorded for the caller, also
+// when the wait ends the retries; requests without a recorder record
+// nothing and fail the same way.
+func TestRecordWaits(t *testing.T) {
+	sc := &script{statuses: []int{429, 429}, headers: []http.Header{{"Retry-After": {"5"}}, {"Retry-After": {"3600"}}}}
+	c, url, _ := newClient(t, sc, Options{MaxWait: time.Minute})
+	ctx, waits := RecordWaits(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if _, err := c.Do(req); !errors.Is(err, ErrWaitTooLong) {
+		t.Fatalf("err = %v, want ErrWaitTooLong", err)
+	}
+	if got := waits.Longest(); got != time.Hour {
+		t.Errorf("Longest = %v, want 1h (the longest Retry-After)", got)
+	}
+	if sc.attempts() != 2 {
+		t.Errorf("%d attempts, want 2", sc.attempts())
+	}
+	if _, fresh := RecordWaits(context.Background()); fresh.Longest() != 0 {
+		t.Errorf("a new recorder starts at %v", fresh.Longest())
+	}
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/agent"
 	"github.com/coding-agent/coding-agent/internal/forge"
+	"github.com/coding-agent/coding-agent/internal/httpx"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -47,9 +48,9 @@ type Options struct {
 	Now    func() time.Time
 }
 
-// Backoff after a failed check: 1 s, doubling, at most 60 s. A Retry-After
-// is honoured by the HTTP layer between its own attempts within a check (up
-// to its MaxWait); the backoff does not read it.
+// Backoff after a failed check: 1 s, doubling, at most 60 s; but never
+// sooner than a rate-limited forge asked (Retry-After or the rate-limit
+// reset, recorded by the HTTP layer), however long that is.
 const (
 	minBackoff = time.Second
 	maxBackoff = time.Minute
@@ -142,15 +143,17 @@ func (w *Watcher) at(ctx context.Context, at agent.Step, mark int64) (agent.Stee
 		return steer, nil
 	}
 	w.stats.Checks++
-	steer, err := w.check(ctx, at, mark)
+	rctx, waits := httpx.RecordWaits(ctx)
+	steer, err := w.check(rctx, at, mark)
 	if err != nil {
 		if ctx.Err() != nil {
 			return agent.Steer{Mark: mark}, ctx.Err()
 		}
 		w.stats.Errors++
 		w.backoff = min(max(w.backoff*2, minBackoff), maxBackoff)
-		w.retryAt = w.o.Now().Add(w.backoff)
-		w.log.Warn("checking the task for changes failed; skipped", "error", err, "next_check_after", w.backoff)
+		pause := max(w.backoff, waits.Longest())
+		w.retryAt = w.o.Now().Add(pause)
+		w.log.Warn("checking the task for changes failed; skipped", "error", err, "next_check_after", pause)
 		// A pause or stop seen before the failure still counts.
 		return agent.Steer{Mark: mark, Pause: steer.Pause, Stop: steer.Stop, Reason: steer.Reason}, nil
 	}

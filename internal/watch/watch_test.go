@@ -614,3 +614,34 @@ func TestOwnCommentsAreNotRead(t *testing.T) {
 		}
 	})
 }
+
+// A 429 whose Retry-After is longer than the backoff: the next check waits
+// for it, not only for the 1 s backoff.
+func TestRateLimitedCheckWaitsForRetryAfter(t *testing.T) {
+	eachForge(t, setup{cache: true}, func(t *testing.T, e *env) {
+		now := newClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
+		w := e.watcher(t, watch.Options{Comments: true, Now: now.Now})
+		e.inject(forgetest.Fault{Method: http.MethodGet, Path: e.issuePath, Status: http.StatusTooManyRequests,
+			Header: map[string]string{"Retry-After": "300"}, Times: -1})
+		e.reset()
+		at(t, w, 7)
+		if w.Stats().Errors != 1 || len(e.requests()) == 0 {
+			t.Fatalf("the rate-limited check: stats %+v, %d requests", w.Stats(), len(e.requests()))
+		}
+		t0 := now.Now()
+		for _, d := range []time.Duration{time.Second, time.Minute, 300*time.Second - time.Millisecond} {
+			now.Set(t0.Add(d))
+			before := len(e.requests())
+			at(t, w, 7)
+			if n := len(e.requests()) - before; n != 0 {
+				t.Errorf("a check %v after a 429 asking for 300 s made %d requests", d, n)
+			}
+		}
+		now.Set(t0.Add(300 * time.Second))
+		before := len(e.requests())
+		at(t, w, 7)
+		if len(e.requests()) == before {
+			t.Error("no check once the 300 s had passed")
+		}
+	})
+}
