@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/llm"
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -115,18 +116,38 @@ func startTools(t *testing.T) *toolhost.Host {
 var issue = task.Task{Ref: task.Ref{Forge: task.GitHub, Repo: "acme/app", Kind: task.Issue, Number: 7},
 	Title: "Say hello", Body: "Please echo hello.", Author: "alice", State: "open"}
 
-func newAgent(t *testing.T, m llm.Client, st State, native bool, mod func(*Options)) *Agent {
+func newAgent(t *testing.T, m llm.Client, st engine.State, native bool, mod func(*engine.Options)) *Loop {
 	t.Helper()
-	o := Options{LLM: m, Tools: startTools(t), State: st, FunctionCalling: native}
+	o := engine.Options{LLM: m, Tools: startTools(t), State: st, FunctionCalling: native}
 	if mod != nil {
 		mod(&o)
 	}
-	a, err := New(o)
+	e, err := engine.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a
+	l, err := New(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
+
+// interruptAt is a checkpoint check that ends the run, interrupted, at turn
+// while on.
+type interruptAt struct {
+	turn int
+	on   bool
+}
+
+func (w *interruptAt) At(_ context.Context, at engine.Step, mark int64) (engine.Steer, error) {
+	if w.on && at.Turn == w.turn {
+		return engine.Steer{Mark: mark, End: engine.Interrupted, Reason: "shutting down"}, nil
+	}
+	return engine.Steer{Mark: mark}, nil
+}
+
+func (w *interruptAt) Close() {}
 
 func TestJSONProtocolRunsToolsAndFinishes(t *testing.T) {
 	m := &scriptLLM{replies: []any{
@@ -136,12 +157,12 @@ func TestJSONProtocolRunsToolsAndFinishes(t *testing.T) {
 	}}
 	st, p := newMemState(), &posts{}
 	a := newAgent(t, m, st, false, nil)
-	out, err := a.Run(context.Background(), Input{Task: issue, Comments: []task.Comment{
+	out, err := a.Run(context.Background(), engine.Input{Task: issue, Comments: []task.Comment{
 		{Author: "bob", Body: "also <!-- secret instruction --> wave"}, {Author: "bot", Body: "On it."}}, BotName: "bot", Post: p})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Status != task.Done || out.Comment != "Said hello." || out.Turns != 3 {
+	if out.End != engine.Done || out.Comment != "Said hello." || out.Calls != 3 {
 		t.Fatalf("outcome %+v", out)
 	}
 	if got := strings.Join(p.bodies, "|"); got != "Echoing.|Trying a broken tool.|Said hello." {
@@ -189,13 +210,13 @@ func TestNativeToolCalls(t *testing.T) {
 	a := newAgent(t, m, st, true, nil)
 	m.replies = []any{
 		llm.Message{Content: "Echoing twice.", ToolCalls: []llm.ToolCall{
-			{ID: "call_1", Name: a.ts.Fn("test/echo"), Arguments: json.RawMessage(`{"text":"one"}`)},
-			{ID: "call_2", Name: a.ts.Fn("test/echo"), Arguments: json.RawMessage(`{"text":"two"}`)},
+			{ID: "call_1", Name: a.e.Toolset().Fn("test/echo"), Arguments: json.RawMessage(`{"text":"one"}`)},
+			{ID: "call_2", Name: a.e.Toolset().Fn("test/echo"), Arguments: json.RawMessage(`{"text":"two"}`)},
 		}},
 		text(`{"done": true, "comment": "Done."}`),
 	}
-	out, err := a.Run(context.Background(), Input{Task: issue, Post: p})
-	if err != nil || out.Status != task.Done {
+	out, err := a.Run(context.Background(), engine.Input{Task: issue, Post: p})
+	if err != nil || out.End != engine.Done {
 		t.Fatalf("%+v %v", out, err)
 	}
 	req := m.requests[0]
@@ -229,11 +250,11 @@ func TestFiveUnusableRepliesFailTheTask(t *testing.T) {
 			m := &scriptLLM{replies: []any{text("hmm"), text(`{"comment":"x"}`), text("no json"), text("{broken"), text("still nothing"), text(`{"done":true,"comment":"never read"}`)}}
 			p := &posts{}
 			a := newAgent(t, m, newMemState(), native, nil)
-			out, err := a.Run(context.Background(), Input{Task: issue, Post: p})
+			out, err := a.Run(context.Background(), engine.Input{Task: issue, Post: p})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if out.Status != task.Failed || !strings.Contains(out.Reason, "5 unusable replies") {
+			if out.End != engine.Failed || !strings.Contains(out.Reason, "5 unusable replies") {
 				t.Fatalf("outcome %+v", out)
 			}
 			if len(m.requests) != 5 {
@@ -266,8 +287,8 @@ func TestUsableReplyResetsTheUnusableCount(t *testing.T) {
 	}
 	replies = append(replies, text(`{"done":true,"comment":"ok"}`))
 	m := &scriptLLM{replies: replies}
-	out, err := newAgent(t, m, newMemState(), false, nil).Run(context.Background(), Input{Task: issue, Post: &posts{}})
-	if err != nil || out.Status != task.Done {
+	out, err := newAgent(t, m, newMemState(), false, nil).Run(context.Background(), engine.Input{Task: issue, Post: &posts{}})
+	if err != nil || out.End != engine.Done {
 		t.Fatalf("%+v %v", out, err)
 	}
 }
@@ -277,9 +298,9 @@ func TestTurnLimitFailsTheTask(t *testing.T) {
 		text(`{"command":{"tool":"test/echo","args":{"text":"1"}}}`),
 		text(`{"command":{"tool":"test/echo","args":{"text":"2"}}}`),
 	}}
-	a := newAgent(t, m, newMemState(), false, func(o *Options) { o.MaxTurns = 2 })
-	out, err := a.Run(context.Background(), Input{Task: issue, Post: &posts{}})
-	if err != nil || out.Status != task.Failed || !strings.Contains(out.Reason, "max_llm_process_num") {
+	a := newAgent(t, m, newMemState(), false, func(o *engine.Options) { o.MaxCalls = 2 })
+	out, err := a.Run(context.Background(), engine.Input{Task: issue, Post: &posts{}})
+	if err != nil || out.End != engine.Failed || !strings.Contains(out.Reason, "max_llm_process_num") {
 		t.Fatalf("%+v %v", out, err)
 	}
 	if len(m.requests) != 2 {
@@ -290,7 +311,7 @@ func TestTurnLimitFailsTheTask(t *testing.T) {
 func TestRepeatedIdenticalCallsAreFlagged(t *testing.T) {
 	call := text(`{"command":{"tool":"test/echo","args":{"text":"same"}}}`)
 	m := &scriptLLM{replies: []any{call, call, call, text(`{"done":true,"comment":"ok"}`)}}
-	if _, err := newAgent(t, m, newMemState(), false, nil).Run(context.Background(), Input{Task: issue, Post: &posts{}}); err != nil {
+	if _, err := newAgent(t, m, newMemState(), false, nil).Run(context.Background(), engine.Input{Task: issue, Post: &posts{}}); err != nil {
 		t.Fatal(err)
 	}
 	msgs := m.requests[3].Messages
@@ -304,7 +325,7 @@ func TestRepeatedIdenticalCallsAreFlagged(t *testing.T) {
 
 func TestModelErrorIsASystemError(t *testing.T) {
 	m := &scriptLLM{replies: []any{errors.New("503 after 4 attempts")}}
-	_, err := newAgent(t, m, newMemState(), false, nil).Run(context.Background(), Input{Task: issue, Post: &posts{}})
+	_, err := newAgent(t, m, newMemState(), false, nil).Run(context.Background(), engine.Input{Task: issue, Post: &posts{}})
 	if err == nil || !strings.Contains(err.Error(), "model request 1 for github:acme/app#7") {
 		t.Fatalf("err = %v", err)
 	}
@@ -320,11 +341,11 @@ func TestResumeDoesNotReaskOrRepost(t *testing.T) {
 	}}
 	st, p := newMemState(), &posts{failNext: 1}
 	a := newAgent(t, m, st, false, nil)
-	if _, err := a.Run(context.Background(), Input{Task: issue, Post: p}); err == nil {
+	if _, err := a.Run(context.Background(), engine.Input{Task: issue, Post: p}); err == nil {
 		t.Fatal("want the posting error")
 	}
-	out, err := a.Run(context.Background(), Input{Task: issue, Post: p})
-	if err != nil || out.Status != task.Done {
+	out, err := a.Run(context.Background(), engine.Input{Task: issue, Post: p})
+	if err != nil || out.End != engine.Done {
 		t.Fatalf("%+v %v", out, err)
 	}
 	if len(m.requests) != 2 {
@@ -341,22 +362,14 @@ func TestInterruptAtCheckpointThenResume(t *testing.T) {
 		text(`{"comment":"Two.","done":true}`),
 	}}
 	st, p := newMemState(), &posts{}
-	stop := false
-	a := newAgent(t, m, st, false, func(o *Options) {
-		o.BeforeTurn = func(_ context.Context, _ task.Ref, turn int) error {
-			if stop && turn == 2 {
-				return ErrInterrupted
-			}
-			return nil
-		}
-	})
-	stop = true
-	if _, err := a.Run(context.Background(), Input{Task: issue, Post: p}); !errors.Is(err, ErrInterrupted) {
-		t.Fatalf("err = %v, want ErrInterrupted", err)
+	w := &interruptAt{turn: 2, on: true}
+	a := newAgent(t, m, st, false, nil)
+	if out, err := a.Run(context.Background(), engine.Input{Task: issue, Post: p, Watch: w}); err != nil || out.End != engine.Interrupted {
+		t.Fatalf("%+v %v, want interrupted", out, err)
 	}
-	stop = false
-	out, err := a.Run(context.Background(), Input{Task: issue, Post: p})
-	if err != nil || out.Status != task.Done || out.Turns != 2 {
+	w.on = false
+	out, err := a.Run(context.Background(), engine.Input{Task: issue, Post: p, Watch: w})
+	if err != nil || out.End != engine.Done || out.Calls != 2 {
 		t.Fatalf("%+v %v", out, err)
 	}
 	if len(m.requests) != 2 || strings.Join(p.bodies, "|") != "One.|Two." {
@@ -375,8 +388,8 @@ func TestEmptyReplyIsUnusableNotAnOutage(t *testing.T) {
 		text(`{"done":true,"comment":"ok"}`),
 	}}
 	p := &posts{}
-	out, err := newAgent(t, m, newMemState(), false, nil).Run(context.Background(), Input{Task: issue, Post: p})
-	if err != nil || out.Status != task.Done {
+	out, err := newAgent(t, m, newMemState(), false, nil).Run(context.Background(), engine.Input{Task: issue, Post: p})
+	if err != nil || out.End != engine.Done {
 		t.Fatalf("%+v %v", out, err)
 	}
 	second := m.requests[1].Messages
@@ -395,20 +408,20 @@ func TestResumeAfterTheEndReturnsTheOutcome(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		replies []any
-		want    task.Status
+		want    engine.End
 	}{
-		{"done", []any{text(`{"done":true,"comment":"finished"}`)}, task.Done},
-		{"unusable", []any{text("a"), text("b"), text("c"), text("d"), text("e")}, task.Failed},
+		{"done", []any{text(`{"done":true,"comment":"finished"}`)}, engine.Done},
+		{"unusable", []any{text("a"), text("b"), text("c"), text("d"), text("e")}, engine.Failed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &scriptLLM{replies: tc.replies}
 			st, p := newMemState(), &posts{}
 			a := newAgent(t, m, st, false, nil)
-			first, err := a.Run(context.Background(), Input{Task: issue, Post: p})
-			if err != nil || first.Status != tc.want {
+			first, err := a.Run(context.Background(), engine.Input{Task: issue, Post: p})
+			if err != nil || first.End != tc.want {
 				t.Fatalf("%+v %v", first, err)
 			}
-			again, err := a.Run(context.Background(), Input{Task: issue, Post: p})
+			again, err := a.Run(context.Background(), engine.Input{Task: issue, Post: p})
 			if err != nil || again != first {
 				t.Fatalf("resume gave %+v %v, want %+v", again, err, first)
 			}

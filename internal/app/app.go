@@ -15,6 +15,7 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/agent"
 	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/forge"
 	ghforge "github.com/coding-agent/coding-agent/internal/forge/github"
 	glforge "github.com/coding-agent/coding-agent/internal/forge/gitlab"
@@ -134,8 +135,9 @@ func (a *App) newForge() (forge.Forge, error) {
 	return nil, fmt.Errorf("task_source %q is not github or gitlab", c.TaskSource)
 }
 
-// startAgent starts the MCP servers and builds the model client and agent.
-func (a *App) startAgent(ctx context.Context, beforeTurn func(context.Context, task.Ref, int) error) error {
+// startAgent starts the MCP servers and builds the model client and the
+// turn engine with the configured loop's policy.
+func (a *App) startAgent(ctx context.Context) error {
 	c := a.cfg
 	var servers []toolhost.ServerConfig
 	for _, s := range c.MCPServers {
@@ -152,19 +154,22 @@ func (a *App) startAgent(ctx context.Context, beforeTurn func(context.Context, t
 	if err != nil {
 		return err
 	}
-	if !c.Planning.Enabled {
-		a.runner, err = agent.New(agent.Options{LLM: model, Tools: host, State: a.store, Logger: a.Log,
-			FunctionCalling: c.LLM.FunctionCalling, MaxTurns: c.MaxLLMProcessNum, BeforeTurn: beforeTurn})
+	e, err := engine.New(engine.Options{LLM: model, Tools: host, State: a.store, Logger: a.Log,
+		FunctionCalling: c.LLM.FunctionCalling, MaxCalls: c.MaxLLMProcessNum, Now: a.o.Now})
+	if err != nil {
 		return err
 	}
-	a.runner, err = plan.New(plan.Options{LLM: model, Tools: host, State: a.store, Forge: a.forge,
-		Settings: planSettings(c.Planning), Lang: report.ParseLang(c.Language), HistoryDir: c.Planning.History.Directory,
-		FunctionCalling: c.LLM.FunctionCalling, MaxCalls: c.MaxLLMProcessNum, Redact: a.redact, Logger: a.Log, Now: a.o.Now,
-		BeforeCall: func(ctx context.Context, ref task.Ref, at plan.Step) error { return beforeTurn(ctx, ref, at.Call) }})
+	if !c.Planning.Enabled {
+		a.runner, err = agent.New(e)
+		return err
+	}
+	a.runner, err = plan.New(plan.Options{Engine: e, Forge: a.forge, Settings: planSettings(c.Planning),
+		Lang: report.ParseLang(c.Language), Redact: a.redact})
 	return err
 }
 
-// planSettings translates config's planning section.
+// planSettings are config's planning section, validated there, as planning
+// mode takes them.
 func planSettings(p config.Planning) plan.Settings {
 	return plan.Settings{
 		MaxSubtasks: p.MaxSubtasks, DecompositionLevel: p.DecompositionLevel,
@@ -172,7 +177,7 @@ func planSettings(p config.Planning) plan.Settings {
 		MaxCallsPerAction: p.Execution.MaxLLMCallsPerAction, MaxAttempts: p.Execution.MaxAttemptsPerAction,
 		Reflection: p.Reflection.Enabled, ReflectOnError: p.Reflection.TriggerOnError, ReflectEvery: p.Reflection.TriggerInterval,
 		MaxRevisions: p.Revision.MaxRevisions, Verification: p.Verification.Enabled, MaxVerifyRounds: p.Verification.MaxRounds,
-		MaxReplans: p.Replan.MaxReplans, CallComments: p.LLMCallComments.Enabled,
+		MaxReplans: p.Replan.MaxReplans, CallComments: p.LLMCallComments.Enabled, HistoryDir: p.History.Directory,
 	}
 }
 
@@ -218,7 +223,9 @@ func (a *App) model() (string, string) {
 	return c.Provider, ""
 }
 
-func (a *App) newWorker(q *memqueue.Queue) *worker.Worker {
+// newWorker builds the worker; shutdown is closed when the process shuts
+// down, which ends the runs in hand at their next checkpoint.
+func (a *App) newWorker(q *memqueue.Queue, shutdown <-chan struct{}) *worker.Worker {
 	l := a.cfg.Labels()
 	host, _ := os.Hostname()
 	provider, model := a.model()
@@ -227,14 +234,13 @@ func (a *App) newWorker(q *memqueue.Queue) *worker.Worker {
 		bot = a.cfg.GitLab.BotName
 	}
 	cd, cv := a.cfg.CommentDetection, a.cfg.Conversation
-	newWatch := func(t task.Task, comments []task.Comment, bot string) agent.Watch {
+	newWatch := func(t task.Task, comments []task.Comment, bot string) engine.Watch {
 		return watch.New(watch.Options{Forge: a.forge, Comments: cd.Enabled, Interval: cd.CheckInterval,
-			AllowedUsers: cd.AllowedUsers, PausedLabel: l.Paused, StoppedLabel: l.Stopped, Posted: a.posts.Count,
+			AllowedUsers: cd.AllowedUsers, Labels: l, Shutdown: shutdown, Posted: a.posts.Count,
 			Logger: a.Log}, t, comments, bot)
 	}
 	o := worker.Options{Forge: a.forge, Store: a.store, Agent: a.runner, NewWatch: newWatch,
-		Labels: worker.Labels{Bot: l.Bot, Processing: l.Processing, Done: l.Done, Failed: l.Failed,
-			Paused: l.Paused, Stopped: l.Stopped, Awaiting: l.Awaiting},
+		Labels: l,
 		Conversation: worker.Conversation{Enabled: cv.Enabled, AllowCollaborators: cv.AllowCollaborators,
 			AllowedUsers: cd.AllowedUsers, Keywords: cv.CompletionKeywords, Timeout: cv.Timeout(), MaxRounds: cv.MaxRounds},
 		Owner:   store.Owner{Host: host, PID: os.Getpid(), Provider: provider, Model: model},

@@ -7,7 +7,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/coding-agent/coding-agent/internal/agent"
 	"github.com/coding-agent/coding-agent/internal/queue/memqueue"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
@@ -15,19 +14,6 @@ import (
 // shutdownGrace is how long a task in hand may take, after a shutdown
 // signal, to reach its next checkpoint before its context is cut.
 const shutdownGrace = 2 * time.Minute
-
-// interruptAt returns a BeforeTurn hook that stops a task at its next
-// checkpoint once stopping is closed.
-func interruptAt(stopping <-chan struct{}) func(context.Context, task.Ref, int) error {
-	return func(context.Context, task.Ref, int) error {
-		select {
-		case <-stopping:
-			return agent.ErrInterrupted
-		default:
-			return nil
-		}
-	}
-}
 
 // taskContext is the context tasks run under: it outlives ctx by the grace
 // period, so a task stops at a checkpoint rather than mid-step.
@@ -44,11 +30,11 @@ func taskContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // return. It fails only when it could not run (discovery failed); a task that
 // fails is reported on the task.
 func (a *App) Run(ctx context.Context) error {
-	if err := a.startAgent(ctx, interruptAt(ctx.Done())); err != nil {
+	if err := a.startAgent(ctx); err != nil {
 		return err
 	}
 	q := memqueue.New(memqueue.Options{})
-	w := a.newWorker(q)
+	w := a.newWorker(q, ctx.Done())
 	if _, err := w.Backlog(ctx); err != nil {
 		return err
 	}
@@ -67,11 +53,11 @@ func (a *App) Run(ctx context.Context) error {
 // it finds until ctx ends; the tasks in hand then stop at their next
 // checkpoint.
 func (a *App) Serve(ctx context.Context) error {
-	if err := a.startAgent(ctx, interruptAt(ctx.Done())); err != nil {
+	if err := a.startAgent(ctx); err != nil {
 		return err
 	}
 	q := memqueue.New(memqueue.Options{})
-	w := a.newWorker(q)
+	w := a.newWorker(q, ctx.Done())
 	tctx, cancel := taskContext(ctx)
 	defer cancel()
 	done := make(chan error, 1)
@@ -103,7 +89,7 @@ func (a *App) Serve(ctx context.Context) error {
 // Produce discovers and claims tasks, marking them queued in the store for
 // a consumer sharing the state directory. With once it makes one pass.
 func (a *App) Produce(ctx context.Context, once bool) error {
-	w := a.newWorker(nil)
+	w := a.newWorker(nil, ctx.Done())
 	if once {
 		n, err := w.Produce(ctx)
 		a.Log.Info("produce: tasks queued", "count", n)
@@ -119,11 +105,11 @@ func (a *App) Produce(ctx context.Context, once bool) error {
 // Consume processes the tasks queued in the store, polling for new ones.
 // With once it processes what is queued now and returns.
 func (a *App) Consume(ctx context.Context, once bool) error {
-	if err := a.startAgent(ctx, interruptAt(ctx.Done())); err != nil {
+	if err := a.startAgent(ctx); err != nil {
 		return err
 	}
 	q := memqueue.New(memqueue.Options{})
-	w := a.newWorker(q)
+	w := a.newWorker(q, ctx.Done())
 	tctx, cancel := taskContext(ctx)
 	defer cancel()
 	if once {

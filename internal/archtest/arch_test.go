@@ -33,8 +33,8 @@ var (
 		"internal/store/postgres": "internal/store", // planned
 		"internal/queue/rabbitmq": "internal/queue", // planned
 	}
-	core = []string{"internal/agent", "internal/report", "internal/worker", "internal/toolhost",
-		"internal/plan", "internal/watch"} // the last two are planned
+	core = []string{"internal/engine", "internal/agent", "internal/report", "internal/worker", "internal/toolhost",
+		"internal/plan", "internal/watch"}
 	// infra is shared plumbing below the core: it imports none of the roles.
 	infra = []string{"internal/config", "internal/httpx", "internal/obs"}
 	// roots wire adapters; cmd only reaches them through app.

@@ -281,17 +281,6 @@ var defaultCompletionKeywords = []string{
 // conversation.completion_keywords.
 func DefaultCompletionKeywords() []string { return slices.Clone(defaultCompletionKeywords) }
 
-// Labels are the labels that move a task through its states.
-type Labels struct {
-	Bot        string // asks for the agent
-	Processing string // the agent is working
-	Done       string // finished
-	Failed     string // failed
-	Paused     string // paused
-	Stopped    string // stopped
-	Awaiting   string // finished, awaiting a reply (follow-up conversation)
-}
-
 // Default returns a Config holding every default; TaskSource and LLM.Provider
 // are left empty.
 func Default() *Config {
@@ -353,23 +342,23 @@ func defaultPlanning() Planning {
 }
 
 // Labels returns the labels of the active task source (zero for an unknown one).
-func (c *Config) Labels() Labels {
+func (c *Config) Labels() task.Labels {
 	switch c.TaskSource {
 	case task.GitHub:
 		return c.GitHub.labels()
 	case task.GitLab:
 		return c.GitLab.labels()
 	}
-	return Labels{}
+	return task.Labels{}
 }
 
-func (g *GitHub) labels() Labels {
-	return Labels{Bot: g.BotLabel, Processing: g.ProcessingLabel, Done: g.DoneLabel, Failed: g.FailedLabel,
+func (g *GitHub) labels() task.Labels {
+	return task.Labels{Bot: g.BotLabel, Processing: g.ProcessingLabel, Done: g.DoneLabel, Failed: g.FailedLabel,
 		Paused: g.PausedLabel, Stopped: g.StoppedLabel, Awaiting: g.AwaitingResponseLabel}
 }
 
-func (g *GitLab) labels() Labels {
-	return Labels{Bot: g.BotLabel, Processing: g.ProcessingLabel, Done: g.DoneLabel, Failed: g.FailedLabel,
+func (g *GitLab) labels() task.Labels {
+	return task.Labels{Bot: g.BotLabel, Processing: g.ProcessingLabel, Done: g.DoneLabel, Failed: g.FailedLabel,
 		Paused: g.PausedLabel, Stopped: g.StoppedLabel, Awaiting: g.AwaitingResponseLabel}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/task"
 )
 
 // env returns a lookup over a fixed map.
@@ -146,7 +147,7 @@ func TestGitHubOpenAIExample(t *testing.T) {
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
 	}
-	wantLabels := config.Labels{Bot: "coding agent", Processing: "coding agent processing",
+	wantLabels := task.Labels{Bot: "coding agent", Processing: "coding agent processing",
 		Done: "coding agent done", Failed: "coding agent failed", Paused: "coding agent paused",
 		Stopped: "coding agent stopped", Awaiting: "coding agent awaiting response"}
 	if got := c.Labels(); got != wantLabels {

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/task"
 )
 
 // The documented defaults of the comment_detection and conversation sections
@@ -22,7 +23,7 @@ var (
 		MaxRounds:    10,
 		PollSeconds:  30,
 	}
-	defaultLabels = config.Labels{
+	defaultLabels = task.Labels{
 		Bot: "coding agent", Processing: "coding agent processing",
 		Done: "coding agent done", Failed: "coding agent failed",
 		Paused: "coding agent paused", Stopped: "coding agent stopped",

@@ -156,7 +156,7 @@ func (g *GitLab) validate(k *checker) {
 // processing label equals its bot label would be picked up again and again,
 // and one whose awaiting label equals its done label could never be told
 // apart. A clash is reported at the later key and names the earlier one.
-func validateLabels(k *checker, section string, l Labels) {
+func validateLabels(k *checker, section string, l task.Labels) {
 	keys := []string{"bot_label", "processing_label", "done_label", "failed_label",
 		"paused_label", "stopped_label", "awaiting_response_label"}
 	vals := []string{l.Bot, l.Processing, l.Done, l.Failed, l.Paused, l.Stopped, l.Awaiting}

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/coding-agent/coding-agent/internal/agent"
+	"github.com/coding-agent/coding-agent/internal/engine"
 )
 
 // Understanding is the pre-planning statement of what the task asks.
@@ -64,6 +64,11 @@ type planReply struct {
 	ActionPlan        *ActionPlan    `json:"action_plan"`
 }
 
+// plan is the plan a checked reply holds.
+func (r *planReply) plan() *Plan {
+	return &Plan{GoalUnderstanding: *r.GoalUnderstanding, TaskDecomposition: *r.TaskDecomposition, ActionPlan: *r.ActionPlan}
+}
+
 type actionReply struct {
 	header
 	ActionID string `json:"action_id"`
@@ -111,11 +116,11 @@ type replanReply struct {
 // decodePhase finds the phase object in a reply's text: the first JSON
 // object that decodes into T, names the expected phase (or none) and passes
 // check. When none does, the first object's problem is returned as a
-// *agent.ReplyError for the model.
+// *engine.ReplyError for the model.
 func decodePhase[T phased](text, phase string, check func(*T) error) (*T, error) {
-	objs := agent.JSONObjects(text)
+	objs := engine.JSONObjects(text)
 	if len(objs) == 0 {
-		return nil, &agent.ReplyError{Reason: "the reply contained no JSON object"}
+		return nil, &engine.ReplyError{Reason: "the reply contained no JSON object"}
 	}
 	var first error
 	for _, obj := range objs {
@@ -136,7 +141,7 @@ func decodePhase[T phased](text, phase string, check func(*T) error) (*T, error)
 			first = err
 		}
 	}
-	return nil, &agent.ReplyError{Reason: first.Error()}
+	return nil, &engine.ReplyError{Reason: first.Error()}
 }
 
 func oneOf(field, value string, allowed ...string) error {

@@ -7,19 +7,19 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/coding-agent/coding-agent/internal/agent"
+	"github.com/coding-agent/coding-agent/internal/engine"
 )
 
-// replyReason returns the reason of a *agent.ReplyError, failing the test
+// replyReason returns the reason of a *engine.ReplyError, failing the test
 // for any other result.
 func replyReason(t *testing.T, err error) string {
 	t.Helper()
 	if err == nil {
 		t.Fatal("the reply was accepted, want it refused")
 	}
-	var re *agent.ReplyError
+	var re *engine.ReplyError
 	if !errors.As(err, &re) {
-		t.Fatalf("error is %T (%v), want *agent.ReplyError", err, err)
+		t.Fatalf("error is %T (%v), want *engine.ReplyError", err, err)
 	}
 	return re.Reason
 }

@@ -7,19 +7,25 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/coding-agent/coding-agent/internal/agent"
-	"github.com/coding-agent/coding-agent/internal/report"
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/toolhost"
 )
 
-// testRun is a run with two tools (fs/read, fs/write), the default settings
-// and a state holding p.
-func testRun(p *Plan) *run {
-	ts := agent.NewToolset([]toolhost.Tool{
-		{Server: "fs", Name: "read", ReadOnly: true},
-		{Server: "fs", Name: "write"},
-	}, nil, false)
-	return &run{c: &Coordinator{o: Options{Settings: DefaultSettings()}, ts: ts}, st: &state{Plan: p}}
+// twoTools are fs/read (read-only) and fs/write.
+type twoTools struct{ noTools }
+
+func (twoTools) Tools() []toolhost.Tool {
+	return []toolhost.Tool{{Server: "fs", Name: "read", ReadOnly: true}, {Server: "fs", Name: "write"}}
+}
+
+// testRun is planning mode with two tools (fs/read, fs/write), the default
+// settings and a state holding p.
+func testRun(p *Plan) *policy {
+	e, err := engine.New(engine.Options{LLM: &noLLM{}, Tools: twoTools{}, State: &memState{}})
+	if err != nil {
+		panic(err)
+	}
+	return &policy{c: &Coordinator{o: Options{Engine: e, Settings: testSettings()}}, st: &state{Plan: p}}
 }
 
 // progressPlan is a plan under way: a1 done, a2 failed once and pending, a3
@@ -178,7 +184,7 @@ func TestExtendedAppendsPendingActions(t *testing.T) {
 
 func TestDecodeRevisionSendsPlanProblemsToTheModel(t *testing.T) {
 	r := testRun(progressPlan())
-	r.st.Phase = report.PhaseRevision
+	r.st.At = At{Phase: PhaseRevision}
 	text := "```json\n" + `{"phase":"revision","reason":"r","action_plan":{"actions":[{"id":"a5","task_id":"t9","description":"x"}]}}` + "\n```"
 	_, _, err := r.decode(text)
 	reason := replyReason(t, err)
@@ -198,7 +204,7 @@ func TestDecodeRevisionSendsPlanProblemsToTheModel(t *testing.T) {
 
 func TestDecodePlanningValidatesThePlan(t *testing.T) {
 	r := testRun(nil)
-	r.st.Phase = report.PhasePlanning
+	r.st.At = At{Phase: PhasePlanning}
 	r.c.o.Settings.MaxSubtasks = 1
 	text := `{"phase":"planning","goal_understanding":{"main_objective":"m"},
 		"task_decomposition":{"subtasks":[{"id":"t1","description":"a"},{"id":"t2","description":"b"}]},
@@ -214,7 +220,7 @@ func TestDecodePlanningValidatesThePlan(t *testing.T) {
 
 func TestCheckActionEndAndReplan(t *testing.T) {
 	r := testRun(progressPlan())
-	r.st.Current = "a2"
+	r.st.At = At{Phase: PhaseExecution, Action: "a2"}
 	if err := r.checkActionEnd(&actionReply{ActionID: "a3", Status: "completed"}); err == nil ||
 		err.Error() != `"action_id" is "a3", but the action being carried out is "a2"` {
 		t.Errorf("wrong action id: %v", err)

@@ -28,7 +28,8 @@ func render(name string, data any) (string, error) {
 var languageNames = map[report.Lang]string{report.Japanese: "Japanese", report.English: "English"}
 
 func (c *Coordinator) systemPrompt() (string, error) {
-	catalog, err := c.ts.Catalog()
+	e := c.o.Engine
+	catalog, err := e.Toolset().Catalog()
 	if err != nil {
 		return "", err
 	}
@@ -37,31 +38,31 @@ func (c *Coordinator) systemPrompt() (string, error) {
 		lang = "Japanese"
 	}
 	return render("system.tmpl", map[string]any{
-		"PrePlanning": c.o.Settings.PrePlanning, "Language": lang, "MaxCalls": c.o.MaxCalls,
-		"FunctionCalling": c.o.FunctionCalling, "Catalog": catalog,
+		"PrePlanning": c.o.Settings.PrePlanning, "Language": lang, "MaxCalls": e.MaxCalls(),
+		"FunctionCalling": e.Toolset().Native(), "Catalog": catalog,
 	})
 }
 
 // phasePrompt is the instruction that opens the current phase (or the
 // current action, in execution).
-func (r *run) phasePrompt() (string, error) {
-	st, s := r.st, r.c.o.Settings
+func (p *policy) phasePrompt() (string, error) {
+	st, s := p.st, p.c.o.Settings
 	data := map[string]any{"MaxGather": s.MaxGatherCalls, "MaxSubtasks": s.MaxSubtasks,
-		"Level": s.DecompositionLevel, "Options": r.replanOptions()}
+		"Level": s.DecompositionLevel, "Options": p.replanOptions()}
 	if st.Plan != nil {
 		data["Plan"] = planText(st.Plan)
 	}
-	if st.Failed != "" && st.Plan != nil {
-		if a := st.Plan.action(st.Failed); a != nil {
+	if st.At.Phase != PhaseExecution && st.Plan != nil {
+		if a := st.Plan.action(st.At.Action); a != nil {
 			data["Failed"], data["Failure"], data["Attempts"] = a.ID, a.Failure, a.Attempts
 		}
 	}
-	switch st.Phase {
-	case report.PhasePlanning:
+	switch st.At.Phase {
+	case PhasePlanning:
 		data["Replanning"] = st.Replans > 0
 		data["Done"] = st.Changes
-	case report.PhaseExecution:
-		a := st.Plan.action(st.Current)
+	case PhaseExecution:
+		a := st.Plan.action(st.At.Action)
 		done, total := st.Plan.count(Done)
 		data["Action"], data["Description"], data["Expected"], data["Tools"] = a.ID, a.Description, a.ExpectedOutcome, a.Tools
 		data["TaskID"], data["Done"], data["Total"], data["MaxCalls"] = a.TaskID, done, total, s.MaxCallsPerAction
@@ -69,36 +70,36 @@ func (r *run) phasePrompt() (string, error) {
 		if a.Attempts > 0 {
 			data["Attempt"], data["Failure"] = a.Attempts+1, a.Failure
 		}
-	case report.PhaseReflection:
-		data["Trigger"], data["Since"] = st.Trigger, st.SinceReflection
+	case PhaseReflection:
+		data["Trigger"], data["Since"] = st.At.Trigger, st.SinceReflection
 		data["RevisionsLeft"] = max(s.MaxRevisions-len(st.RevisionNotes), 0)
-	case report.PhaseRevision:
-		data["Reason"] = r.lastRevisionReason()
-	case report.PhaseVerification:
+	case PhaseRevision:
+		data["Reason"] = p.lastRevisionReason()
+	case PhaseVerification:
 		data["Round"], data["MaxRounds"], data["LastRound"] = st.Rounds, s.MaxVerifyRounds, st.Rounds >= s.MaxVerifyRounds
 		if st.Plan != nil {
 			data["Criteria"] = st.Plan.GoalUnderstanding.SuccessCriteria
 		}
 	}
-	return render(string(st.Phase), data)
+	return render(string(st.At.Phase), data)
 }
 
-// correction tells the model what was wrong with its reply and what the
+// Correction tells the model what was wrong with its reply and what the
 // phase expects.
-func (r *run) correction(reason string) (string, error) {
-	st := r.st
-	shape, err := render("shape_"+string(st.Phase), map[string]any{"Action": st.Current, "Options": r.replanOptions()})
+func (p *policy) Correction(reason string) (string, error) {
+	st := p.st
+	shape, err := render("shape_"+string(st.At.Phase), map[string]any{"Action": p.At().Action, "Options": p.replanOptions()})
 	if err != nil {
 		return "", err
 	}
 	return render("correction", map[string]any{"Reason": strings.TrimSuffix(reason, "."), "Shape": shape,
-		"Calls": takesCalls(st.Phase), "Count": st.Unusable, "Max": r.c.o.MaxUnusable})
+		"Calls": st.At.Phase.takesCalls(), "Count": p.r.Counts().Unusable, "Max": p.c.o.Engine.MaxUnusable()})
 }
 
 // lastRevisionReason is the reason the latest reflection gave for revising.
-func (r *run) lastRevisionReason() string {
-	for i := len(r.history) - 1; i >= 0; i-- {
-		if e := r.history[i]; e.Type == EntryReflection && e.Evaluation != nil {
+func (p *policy) lastRevisionReason() string {
+	for i := len(p.history) - 1; i >= 0; i-- {
+		if e := p.history[i]; e.Type == EntryReflection && e.Evaluation != nil {
 			if e.Evaluation.RevisionReason != "" {
 				return e.Evaluation.RevisionReason
 			}

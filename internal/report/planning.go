@@ -39,42 +39,28 @@ func (l Lang) norm() Lang {
 // tmpl names the template of message kind in l.
 func (l Lang) tmpl(kind string) string { return "plan/" + string(l.norm()) + "/" + kind }
 
-// Phase is a planning-mode phase.
-type Phase string
-
-// The planning-mode phases.
-const (
-	PhasePrePlanning  Phase = "pre_planning"
-	PhasePlanning     Phase = "planning"
-	PhaseExecution    Phase = "execution"
-	PhaseReflection   Phase = "reflection"
-	PhaseRevision     Phase = "revision"
-	PhaseVerification Phase = "verification"
-	PhaseReplan       Phase = "replan"
-)
-
-// phaseWords is what the issue reads for a phase: its name and the message
+// phaseWords is what the issue reads for a planning-mode phase (plan.Phase): its name and the message
 // posted after an LLM call of it that carried no comment (spec 000 §4.2).
 type phaseWords struct{ name, done string }
 
-var phaseVocab = map[Lang]map[Phase]phaseWords{
+var phaseVocab = map[Lang]map[string]phaseWords{
 	Japanese: {
-		PhasePrePlanning:  {"計画前情報収集", "タスク内容の分析と情報収集が完了しました"},
-		PhasePlanning:     {"計画作成", "実行計画の作成が完了しました"},
-		PhaseExecution:    {"アクション実行", "アクションの実行が完了しました"},
-		PhaseReflection:   {"リフレクション", "実行結果の分析が完了しました"},
-		PhaseRevision:     {"計画修正", "計画の修正が完了しました"},
-		PhaseVerification: {"検証", "実装の検証が完了しました"},
-		PhaseReplan:       {"再計画判断", "再計画の判断が完了しました"},
+		"pre_planning": {"計画前情報収集", "タスク内容の分析と情報収集が完了しました"},
+		"planning":     {"計画作成", "実行計画の作成が完了しました"},
+		"execution":    {"アクション実行", "アクションの実行が完了しました"},
+		"reflection":   {"リフレクション", "実行結果の分析が完了しました"},
+		"revision":     {"計画修正", "計画の修正が完了しました"},
+		"verification": {"検証", "実装の検証が完了しました"},
+		"replan":       {"再計画判断", "再計画の判断が完了しました"},
 	},
 	English: {
-		PhasePrePlanning:  {"Pre-planning", "Task analysis and information gathering completed."},
-		PhasePlanning:     {"Planning", "Execution plan created."},
-		PhaseExecution:    {"Execution", "Action completed."},
-		PhaseReflection:   {"Reflection", "Analysis of the results completed."},
-		PhaseRevision:     {"Revision", "Plan revision completed."},
-		PhaseVerification: {"Verification", "Verification of the implementation completed."},
-		PhaseReplan:       {"Replan decision", "Replan decision completed."},
+		"pre_planning": {"Pre-planning", "Task analysis and information gathering completed."},
+		"planning":     {"Planning", "Execution plan created."},
+		"execution":    {"Execution", "Action completed."},
+		"reflection":   {"Reflection", "Analysis of the results completed."},
+		"revision":     {"Revision", "Plan revision completed."},
+		"verification": {"Verification", "Verification of the implementation completed."},
+		"replan":       {"Replan decision", "Replan decision completed."},
 	},
 }
 
@@ -82,21 +68,21 @@ var phaseVocab = map[Lang]map[Phase]phaseWords{
 // アクション実行, リフレクション, 計画修正, 検証, 再計画判断; en: Pre-planning,
 // Planning, Execution, Reflection, Revision, Verification, Replan decision.
 // An unknown phase reads as itself.
-func (l Lang) PhaseName(p Phase) string {
+func (l Lang) PhaseName(p string) string {
 	if w, ok := phaseVocab[l.norm()][p]; ok {
 		return w.name
 	}
-	return oneLine(string(p))
+	return oneLine(p)
 }
 
 // defaultMessage is what a Call section says when the model wrote no
 // comment: spec 000 §4.2, with the action named during execution.
-func (l Lang) defaultMessage(p Phase, actionID string) (string, error) {
+func (l Lang) defaultMessage(p string, actionID string) (string, error) {
 	w, ok := phaseVocab[l.norm()][p]
 	if !ok {
 		return "", fmt.Errorf("no default message for unknown phase %q", p)
 	}
-	if p != PhaseExecution || actionID == "" {
+	if p != "execution" || actionID == "" {
 		return w.done, nil
 	}
 	if l.norm() == English {
@@ -114,7 +100,7 @@ func (l Lang) defaultMessage(p Phase, actionID string) (string, error) {
 // アクション「{actionID}」の実行が完了しました). English: "## ✅ {phase} - LLM
 // call #{n}" / "... #{n} completed", with English defaults. A comment of
 // only white space counts as none; an unknown phase is an error.
-func (l Lang) Call(p Phase, n int, comment, actionID string, at time.Time) (string, error) {
+func (l Lang) Call(p string, n int, comment, actionID string, at time.Time) (string, error) {
 	def, err := l.defaultMessage(p, oneLine(actionID))
 	if err != nil {
 		return "", fmt.Errorf("rendering LLM call #%d: %w", n, err)
@@ -151,7 +137,7 @@ func (l Lang) ToolError(tool, errText, actionID string, at time.Time) (string, e
 // LLMError is spec 000 §4.5.2: "## ⚠️ LLM呼び出しエラー - {phase}", the
 // error (**エラー内容**), "リトライを試みます..." only when retrying, and the
 // time; English equivalent.
-func (l Lang) LLMError(p Phase, errText string, retrying bool, at time.Time) (string, error) {
+func (l Lang) LLMError(p string, errText string, retrying bool, at time.Time) (string, error) {
 	inline, block := quoteError(errText)
 	return render(l.tmpl("llm_error"), map[string]any{
 		"Phase":    l.PhaseName(p),
@@ -194,7 +180,7 @@ type Progress struct {
 	Actions   []ProgressAction
 	Revisions []ProgressRevision // newest last; each says what changed
 	Notes     []string           // extra lines, e.g. "comment by @x applied before action a3"
-	Phase     Phase              // what the agent is doing now ("" when finished)
+	Phase     string             // what the agent is doing now ("" when finished)
 	Finished  bool
 	UpdatedAt time.Time
 }

@@ -13,7 +13,7 @@ var (
 	jst     = time.FixedZone("JST", 9*60*60)
 	planAt  = time.Date(2025, 1, 17, 14, 30, 45, 0, jst)
 	langs   = []report.Lang{report.Japanese, report.English}
-	phases  = []report.Phase{report.PhasePrePlanning, report.PhasePlanning, report.PhaseExecution, report.PhaseReflection, report.PhaseRevision, report.PhaseVerification, report.PhaseReplan}
+	phases  = []string{"pre_planning", "planning", "execution", "reflection", "revision", "verification", "replan"}
 	planMsg = "タスク「新機能の実装」を分析し、以下の計画を作成しました：\n\n1. 既存コードの調査（2アクション）\n2. 新機能の実装（3アクション）\n3. テストの作成（2アクション）\n\n合計7つのアクションで実装を進めます。"
 )
 
@@ -53,7 +53,7 @@ func TestPhaseNames(t *testing.T) {
 			}
 		}
 	}
-	if got := report.Lang("").PhaseName(report.PhasePlanning); got != "計画作成" {
+	if got := report.Lang("").PhaseName("planning"); got != "計画作成" {
 		t.Errorf("zero Lang reads as %q, want Japanese", got)
 	}
 	if got := report.English.PhaseName("odd\nphase"); got != "odd phase" {
@@ -63,20 +63,20 @@ func TestPhaseNames(t *testing.T) {
 
 func TestCallGolden(t *testing.T) {
 	for _, l := range langs {
-		golden.Check(t, "plan_call_comment_"+string(l), must(t)(l.Call(report.PhasePlanning, 2, "\n"+planMsg+"\n\n", "", planAt)))
-		golden.Check(t, "plan_call_default_"+string(l), must(t)(l.Call(report.PhaseExecution, 5, "  \n", "task_3", planAt)))
+		golden.Check(t, "plan_call_comment_"+string(l), must(t)(l.Call("planning", 2, "\n"+planMsg+"\n\n", "", planAt)))
+		golden.Check(t, "plan_call_default_"+string(l), must(t)(l.Call("execution", 5, "  \n", "task_3", planAt)))
 	}
 }
 
 // TestCallSpecExamples checks the Japanese sections against spec 000 §7.1
 // and §7.2, apart from the time zone the stamp names.
 func TestCallSpecExamples(t *testing.T) {
-	got := must(t)(report.Japanese.Call(report.PhasePlanning, 2, planMsg, "", planAt))
+	got := must(t)(report.Japanese.Call("planning", 2, planMsg, "", planAt))
 	if want := "## ✅ 計画作成 - LLM呼び出し #2\n\n" + planMsg + "\n\n*2025-01-17 14:30:45 JST*"; got != want {
 		t.Errorf("with comment:\n%s\nwant:\n%s", got, want)
 	}
 	at := time.Date(2025, 1, 17, 14, 32, 30, 0, jst)
-	got = must(t)(report.Japanese.Call(report.PhaseExecution, 5, "", "task_3", at))
+	got = must(t)(report.Japanese.Call("execution", 5, "", "task_3", at))
 	if want := "## ✅ アクション実行 - LLM呼び出し #5 完了\n\nアクション「task_3」の実行が完了しました\n\n*2025-01-17 14:32:30 JST*"; got != want {
 		t.Errorf("without comment:\n%s\nwant:\n%s", got, want)
 	}
@@ -102,7 +102,7 @@ func TestCallDefaultMessages(t *testing.T) {
 		}
 	}
 	// An execution call with no action named still reads well.
-	if got := must(t)(report.Japanese.Call(report.PhaseExecution, 1, "", "", planAt)); !strings.Contains(got, "\n\nアクションの実行が完了しました\n\n") {
+	if got := must(t)(report.Japanese.Call("execution", 1, "", "", planAt)); !strings.Contains(got, "\n\nアクションの実行が完了しました\n\n") {
 		t.Errorf("execution without an action id:\n%s", got)
 	}
 	if _, err := report.Japanese.Call("bogus", 1, "", "", planAt); err == nil || !strings.Contains(err.Error(), "bogus") {
@@ -110,7 +110,7 @@ func TestCallDefaultMessages(t *testing.T) {
 	}
 	// A comment is the model's markdown, kept as it is; template text in it is data.
 	odd := "{{.Phase}} <b>x</b> `y`"
-	if got := must(t)(report.English.Call(report.PhaseReflection, 3, odd, "", time.Time{})); got != "## ✅ Reflection - LLM call #3\n\n"+odd {
+	if got := must(t)(report.English.Call("reflection", 3, odd, "", time.Time{})); got != "## ✅ Reflection - LLM call #3\n\n"+odd {
 		t.Errorf("comment with template text, zero time:\n%s", got)
 	}
 }
@@ -119,8 +119,8 @@ func TestErrorGolden(t *testing.T) {
 	for _, l := range langs {
 		golden.Check(t, "plan_tool_error_"+string(l), must(t)(l.ToolError("github_create_file", "ファイルが既に存在します: src/existing.py", "task_3", planAt)))
 		golden.Check(t, "plan_tool_error_multiline_"+string(l), must(t)(l.ToolError("run_tests", "exit status 1\n```\nFAIL ./pkg\n```", "", planAt)))
-		golden.Check(t, "plan_llm_error_retrying_"+string(l), must(t)(l.LLMError(report.PhaseReflection, "503 Service Unavailable", true, planAt)))
-		golden.Check(t, "plan_llm_error_final_"+string(l), must(t)(l.LLMError(report.PhaseReflection, "503 Service Unavailable", false, planAt)))
+		golden.Check(t, "plan_llm_error_retrying_"+string(l), must(t)(l.LLMError("reflection", "503 Service Unavailable", true, planAt)))
+		golden.Check(t, "plan_llm_error_final_"+string(l), must(t)(l.LLMError("reflection", "503 Service Unavailable", false, planAt)))
 	}
 }
 
@@ -146,11 +146,11 @@ func TestErrorTextQuoting(t *testing.T) {
 	if !strings.Contains(got, "\n`````\nline one\n````\nline three\n`````\n") {
 		t.Errorf("multi-line error not fenced safely:\n%s", got)
 	}
-	got = must(t)(report.Japanese.LLMError(report.PhasePlanning, "  ", false, time.Time{}))
+	got = must(t)(report.Japanese.LLMError("planning", "  ", false, time.Time{}))
 	if got != "## ⚠️ LLM呼び出しエラー - 計画作成\n\n**エラー内容**: （内容なし）" {
 		t.Errorf("blank error text, not retrying, zero time:\n%s", got)
 	}
-	if strings.Contains(must(t)(report.Japanese.LLMError(report.PhasePlanning, "x", false, planAt)), "リトライ") {
+	if strings.Contains(must(t)(report.Japanese.LLMError("planning", "x", false, planAt)), "リトライ") {
 		t.Errorf("LLMError not retrying says it retries")
 	}
 }
@@ -171,7 +171,7 @@ func sampleProgress() report.Progress {
 			{N: 2, Reason: "the integration test no longer exists", Changes: []string{"a3 skipped"}, At: at(14, 41)},
 		},
 		Notes:     []string{"comment by @alice applied before action a3"},
-		Phase:     report.PhaseExecution,
+		Phase:     "execution",
 		UpdatedAt: at(14, 42),
 	}
 }
@@ -199,7 +199,7 @@ func TestProgressItems(t *testing.T) {
 			"comment by @alice applied before action a3",
 			"deploy.go was split into two files", "a2 now edits deploy_run.go", "the integration test no longer exists",
 			"2025-01-17 14:42:00 UTC",
-			l.PhaseName(report.PhaseExecution),
+			l.PhaseName("execution"),
 		} {
 			if !strings.Contains(got, want) {
 				t.Errorf("%s progress lacks %q:\n%s", l, want, got)
@@ -209,7 +209,7 @@ func TestProgressItems(t *testing.T) {
 			t.Errorf("%s progress lists revisions out of order", l)
 		}
 	}
-	empty := must(t)(report.Japanese.Progress(report.Progress{Phase: report.PhasePlanning}))
+	empty := must(t)(report.Japanese.Progress(report.Progress{Phase: "planning"}))
 	if want := "## 📋 実行計画の進捗\n\n*計画はまだありません。*\n\n*現在のフェーズ: 計画作成*"; empty != want {
 		t.Errorf("progress without a plan:\n%s\nwant:\n%s", empty, want)
 	}

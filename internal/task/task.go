@@ -151,3 +151,14 @@ const (
 func (s Status) Final() bool {
 	return s == Done || s == Failed || s == Stopped
 }
+
+// Labels are the labels that move a task through its states on the forge.
+type Labels struct {
+	Bot        string // asks for the agent
+	Processing string // the agent is working
+	Done       string // finished
+	Failed     string // failed
+	Paused     string // pauses the task at its next checkpoint; "" disables
+	Stopped    string // stops it there; "" disables
+	Awaiting   string // finished, awaiting a reply (follow-up conversation)
+}

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coding-agent/coding-agent/internal/agent"
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/httpx"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -37,9 +37,11 @@ type Options struct {
 	Interval int
 	// AllowedUsers are heard besides the author and people with write access.
 	AllowedUsers []string
-	// PausedLabel and StoppedLabel pause and stop the task at a checkpoint;
-	// empty disables them.
-	PausedLabel, StoppedLabel string
+	// Labels' Paused and Stopped pause and stop the task at a checkpoint.
+	Labels task.Labels
+	// Shutdown is closed when the process shuts down: the run then ends
+	// at its next checkpoint, interrupted, to resume later.
+	Shutdown <-chan struct{}
 	// Posted is how many comments this process has posted on a task so far
 	// (Posts.Count): a thread that grew by exactly those is not read. nil:
 	// every change is read.
@@ -64,7 +66,7 @@ type Stats struct {
 	Errors  int `json:"errors"`  // failed checks (logged and skipped)
 }
 
-// Watcher watches one task during one run. It implements agent.Watch.
+// Watcher watches one task during one run. It implements engine.Watch.
 type Watcher struct {
 	o    Options
 	ref  task.Ref
@@ -78,7 +80,6 @@ type Watcher struct {
 	lastCount   int
 	lastPosted  int       // Options.Posted when lastCount was read
 	since       time.Time // created time of the newest comment seen
-	mark        int64     // the newest mark handed back to the run
 	audience    Audience  // who may steer; remembers the forge's answers for the run
 	backoff     time.Duration
 	retryAt     time.Time
@@ -114,26 +115,29 @@ func New(o Options, t task.Task, comments []task.Comment, bot string) *Watcher {
 // At is the check made at a checkpoint. mark is the newest comment id the
 // agent's context already holds. A failed check is logged and skipped: it
 // never stops the task.
-func (w *Watcher) At(ctx context.Context, at agent.Step, mark int64) (agent.Steer, error) {
+func (w *Watcher) At(ctx context.Context, at engine.Step, mark int64) (engine.Steer, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if shuttingDown(w.o.Shutdown) {
+		return engine.Steer{Mark: mark, Ignored: w.stats.Ignored, End: engine.Interrupted,
+			Reason: "the process is shutting down"}, nil
+	}
 	steer, err := w.at(ctx, at, mark)
 	steer.Ignored = w.stats.Ignored
-	w.mark = max(w.mark, steer.Mark)
 	return steer, err
 }
 
-// Mark is the newest comment id the run's context holds, as of its last
-// checkpoint (0 before the first): a comment after it was never shown to
-// the model.
-func (w *Watcher) Mark() int64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.mark
+func shuttingDown(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false // a nil channel never shuts down
+	}
 }
 
-func (w *Watcher) at(ctx context.Context, at agent.Step, mark int64) (agent.Steer, error) {
-	steer := agent.Steer{Mark: mark}
+func (w *Watcher) at(ctx context.Context, at engine.Step, mark int64) (engine.Steer, error) {
+	steer := engine.Steer{Mark: mark}
 	w.checkpoints++
 	if (w.checkpoints-1)%w.o.Interval != 0 {
 		return steer, nil
@@ -147,7 +151,7 @@ func (w *Watcher) at(ctx context.Context, at agent.Step, mark int64) (agent.Stee
 	steer, err := w.check(rctx, at, mark)
 	if err != nil {
 		if ctx.Err() != nil {
-			return agent.Steer{Mark: mark}, ctx.Err()
+			return engine.Steer{Mark: mark}, ctx.Err()
 		}
 		w.stats.Errors++
 		w.backoff = min(max(w.backoff*2, minBackoff), maxBackoff)
@@ -155,14 +159,14 @@ func (w *Watcher) at(ctx context.Context, at agent.Step, mark int64) (agent.Stee
 		w.retryAt = w.o.Now().Add(pause)
 		w.log.Warn("checking the task for changes failed; skipped", "error", err, "next_check_after", pause)
 		// A pause or stop seen before the failure still counts.
-		return agent.Steer{Mark: mark, Pause: steer.Pause, Stop: steer.Stop, Reason: steer.Reason}, nil
+		return engine.Steer{Mark: mark, End: steer.End, Reason: steer.Reason}, nil
 	}
 	w.backoff = 0
 	return steer, nil
 }
 
-func (w *Watcher) check(ctx context.Context, at agent.Step, mark int64) (agent.Steer, error) {
-	steer := agent.Steer{Mark: mark}
+func (w *Watcher) check(ctx context.Context, at engine.Step, mark int64) (engine.Steer, error) {
+	steer := engine.Steer{Mark: mark}
 	// Counted before the read: a post in between makes the counts differ,
 	// and the comments are read.
 	posted := w.posted()
@@ -171,14 +175,14 @@ func (w *Watcher) check(ctx context.Context, at agent.Step, mark int64) (agent.S
 		return steer, fmt.Errorf("reading %s: %w", w.ref, err)
 	}
 	switch {
-	case w.o.StoppedLabel != "" && t.HasLabel(w.o.StoppedLabel):
-		steer.Stop, steer.Reason = true, fmt.Sprintf("the %q label was added", w.o.StoppedLabel)
+	case w.o.Labels.Stopped != "" && t.HasLabel(w.o.Labels.Stopped):
+		steer.End, steer.Reason = engine.Stopped, fmt.Sprintf("the %q label was added", w.o.Labels.Stopped)
 	case w.unassigned(t):
-		steer.Stop, steer.Reason = true, "the bot was unassigned"
+		steer.End, steer.Reason = engine.Stopped, "the bot was unassigned"
 	case t.State != "" && t.State != "open":
-		steer.Stop, steer.Reason = true, "the task was closed"
-	case w.o.PausedLabel != "" && t.HasLabel(w.o.PausedLabel):
-		steer.Pause, steer.Reason = true, fmt.Sprintf("the %q label was added", w.o.PausedLabel)
+		steer.End, steer.Reason = engine.Stopped, "the task was closed"
+	case w.o.Labels.Paused != "" && t.HasLabel(w.o.Labels.Paused):
+		steer.End, steer.Reason = engine.Paused, fmt.Sprintf("the %q label was added", w.o.Labels.Paused)
 	}
 	if !w.o.Comments {
 		return steer, nil
@@ -216,7 +220,7 @@ func (w *Watcher) check(ctx context.Context, at agent.Step, mark int64) (agent.S
 	}
 	steer.Message = Format(sorted.Heard)
 	for _, c := range sorted.Heard {
-		steer.Applied = append(steer.Applied, agent.Applied{ID: c.ID, Author: c.Author})
+		steer.Applied = append(steer.Applied, engine.Applied{ID: c.ID, Author: c.Author})
 		if err := w.o.Forge.React(ctx, w.ref, c.ID, forge.ReactionSeen); err != nil {
 			w.log.Warn("acknowledging a comment failed", "comment", c.ID, "error", err)
 		}
@@ -249,8 +253,8 @@ func (w *Watcher) Stats() Stats {
 	return w.stats
 }
 
-// LogStats logs the run's counts (checks, comments folded, ignored, errors).
-func (w *Watcher) LogStats() {
+// Close logs the run's counts (checks, comments folded, ignored, errors).
+func (w *Watcher) Close() {
 	s := w.Stats()
 	w.log.Info("comment detection", "checks", s.Checks, "folded", s.Folded, "ignored", s.Ignored, "errors", s.Errors)
 }
@@ -263,13 +267,13 @@ func (w *Watcher) Ignored() int { return w.Stats().Ignored }
 func Format(cs []task.Comment) string {
 	if len(cs) == 1 {
 		c := cs[0]
-		return fmt.Sprintf("[New Comment from @%s]:\n%s", c.Author, agent.Fence("comment by @"+c.Author, c.Body))
+		return fmt.Sprintf("[New Comment from @%s]:\n%s", c.Author, engine.Fence("comment by @"+c.Author, c.Body))
 	}
 	var b strings.Builder
 	b.WriteString("[New Comments Detected]:\n")
 	for i, c := range cs {
 		fmt.Fprintf(&b, "\nComment %d from @%s (%s):\n%s\n", i+1, c.Author, c.CreatedAt.UTC().Format(time.RFC3339),
-			agent.Fence("comment by @"+c.Author, c.Body))
+			engine.Fence("comment by @"+c.Author, c.Body))
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

@@ -15,16 +15,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/coding-agent/coding-agent/internal/agent"
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/forgetest"
+	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/coding-agent/coding-agent/internal/watch"
 )
 
 // at makes one check, failing the test on an error.
-func at(t *testing.T, w *watch.Watcher, mark int64) agent.Steer {
+func at(t *testing.T, w *watch.Watcher, mark int64) engine.Steer {
 	t.Helper()
-	s, err := w.At(t.Context(), agent.Step{Turn: 1}, mark)
+	s, err := w.At(t.Context(), engine.Step{Turn: 1}, mark)
 	if err != nil {
 		t.Fatalf("At: %v", err)
 	}
@@ -33,13 +34,13 @@ func at(t *testing.T, w *watch.Watcher, mark int64) agent.Steer {
 
 // single is spec 001's message for one new comment.
 func single(author, body string) string {
-	return "[New Comment from @" + author + "]:\n" + agent.Fence("comment by @"+author, body)
+	return "[New Comment from @" + author + "]:\n" + engine.Fence("comment by @"+author, body)
 }
 
 // entry is one comment of spec 001's message for several.
 func entry(i int, author string, created time.Time, body string) string {
 	return fmt.Sprintf("\nComment %d from @%s (%s):\n%s", i, author, created.Format(time.RFC3339),
-		agent.Fence("comment by @"+author, body))
+		engine.Fence("comment by @"+author, body))
 }
 
 func TestNewCommentsAreHandedToTheAgentAndAcknowledged(t *testing.T) {
@@ -59,10 +60,10 @@ func TestNewCommentsAreHandedToTheAgentAndAcknowledged(t *testing.T) {
 		if s.Mark != c1 {
 			t.Errorf("mark %d, want the comment's id %d", s.Mark, c1)
 		}
-		if diff := cmp.Diff([]agent.Applied{{ID: c1, Author: "alice"}}, s.Applied); diff != "" {
+		if diff := cmp.Diff([]engine.Applied{{ID: c1, Author: "alice"}}, s.Applied); diff != "" {
 			t.Errorf("applied (-want +got):\n%s", diff)
 		}
-		if s.Pause || s.Stop {
+		if s.End != "" {
 			t.Errorf("steer %+v pauses or stops an open, unlabelled issue", s)
 		}
 
@@ -79,7 +80,7 @@ func TestNewCommentsAreHandedToTheAgentAndAcknowledged(t *testing.T) {
 		if s.Mark != c3 {
 			t.Errorf("mark %d, want the newest comment's id %d", s.Mark, c3)
 		}
-		if diff := cmp.Diff([]agent.Applied{{ID: c2, Author: "alice"}, {ID: c3, Author: "carol"}}, s.Applied); diff != "" {
+		if diff := cmp.Diff([]engine.Applied{{ID: c2, Author: "alice"}, {ID: c3, Author: "carol"}}, s.Applied); diff != "" {
 			t.Errorf("applied (-want +got):\n%s", diff)
 		}
 		for _, id := range []int64{c1, c2, c3} {
@@ -110,7 +111,7 @@ func TestOnlyPeopleAllowedToSteerAreHeard(t *testing.T) {
 		alice1 := e.addComment("alice", "Thanks!")
 
 		s := at(t, w, 0)
-		wantApplied := []agent.Applied{{ID: carol1, Author: "carol"}, {ID: dave1, Author: "dave"}, {ID: alice1, Author: "alice"}}
+		wantApplied := []engine.Applied{{ID: carol1, Author: "carol"}, {ID: dave1, Author: "dave"}, {ID: alice1, Author: "alice"}}
 		if diff := cmp.Diff(wantApplied, s.Applied); diff != "" {
 			t.Errorf("applied (-want +got):\n%s", diff)
 		}
@@ -136,7 +137,7 @@ func TestOnlyPeopleAllowedToSteerAreHeard(t *testing.T) {
 		carol2 := e.addComment("carol", "And bump the version.")
 		bot2 := e.addComment(e.bot, "Working on it: 2/3 done")
 		s = at(t, w, s.Mark)
-		if diff := cmp.Diff([]agent.Applied{{ID: carol2, Author: "carol"}}, s.Applied); diff != "" {
+		if diff := cmp.Diff([]engine.Applied{{ID: carol2, Author: "carol"}}, s.Applied); diff != "" {
 			t.Errorf("second check applied (-want +got):\n%s", diff)
 		}
 		if s.Message != single("carol", "And bump the version.") {
@@ -242,7 +243,7 @@ func TestFailedCheckIsSkippedAndBacksOff(t *testing.T) {
 			if len(e.requests()) != before+1 {
 				t.Fatalf("failure %d: %d requests, want 1", i+1, len(e.requests())-before)
 			}
-			if s.Mark != mark || s.Message != "" || s.Pause || s.Stop {
+			if s.Mark != mark || s.Message != "" || s.End != "" {
 				t.Errorf("failure %d: steer %+v, want the mark %d unchanged and nothing else", i+1, s, mark)
 			}
 			if got := w.Stats().Errors; got != i+1 {
@@ -295,7 +296,7 @@ func TestCancelledCheckIsAnErrorNotAFailure(t *testing.T) {
 		w := e.watcher(t, watch.Options{Comments: true})
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		s, err := w.At(ctx, agent.Step{Turn: 3}, 5)
+		s, err := w.At(ctx, engine.Step{Turn: 3}, 5)
 		if err == nil {
 			t.Fatal("At with a cancelled context returned no error")
 		}
@@ -340,12 +341,12 @@ func TestPauseAndStop(t *testing.T) {
 			eachForge(t, setup{assignees: tc.seeded}, func(t *testing.T, e *env) {
 				tk := e.task(t)
 				tk.Assignees = tc.started
-				w := watch.New(watch.Options{Forge: e.f, Comments: true, PausedLabel: paused, StoppedLabel: stopped}, tk, nil, e.bot)
+				w := watch.New(watch.Options{Forge: e.f, Comments: true, Labels: task.Labels{Paused: paused, Stopped: stopped}}, tk, nil, e.bot)
 				if tc.change != nil {
 					tc.change(t, e)
 				}
 				s := at(t, w, 3)
-				if s.Pause != tc.wantPause || s.Stop != tc.wantStop {
+				if (s.End == engine.Paused) != tc.wantPause || (s.End == engine.Stopped) != tc.wantStop {
 					t.Errorf("steer %+v, want pause %v stop %v", s, tc.wantPause, tc.wantStop)
 				}
 				if !strings.Contains(s.Reason, tc.reason) || (tc.reason == "") != (s.Reason == "") {
@@ -372,16 +373,16 @@ func label(name string) func(t *testing.T, e *env) {
 
 func TestLabelsWithoutCommentDetection(t *testing.T) {
 	eachForge(t, setup{}, func(t *testing.T, e *env) {
-		w := e.watcher(t, watch.Options{PausedLabel: "paused"})
+		w := e.watcher(t, watch.Options{Labels: task.Labels{Paused: "paused"}})
 		e.addComment("alice", "please stop and wait")
 		s := at(t, w, 0)
-		if s.Message != "" || s.Mark != 0 || s.Pause {
+		if s.Message != "" || s.Mark != 0 || s.End != "" {
 			t.Errorf("steer %+v, want nothing", s)
 		}
 		label("paused")(t, e)
 		e.reset()
 		s = at(t, w, 0)
-		if !s.Pause || !strings.Contains(s.Reason, `"paused"`) || s.Message != "" || s.Mark != 0 {
+		if s.End != engine.Paused || !strings.Contains(s.Reason, `"paused"`) || s.Message != "" || s.Mark != 0 {
 			t.Errorf("steer %+v, want a pause naming the label and no comments", s)
 		}
 		if n := e.commentReads(); n != 0 {
@@ -430,7 +431,7 @@ func TestStatsAreLogged(t *testing.T) {
 		e.addComment("bob", "hi from outside")
 		at(t, w, 0)
 		buf.Reset()
-		w.LogStats()
+		w.Close()
 		var rec struct {
 			Msg                             string
 			Task                            string
@@ -469,7 +470,7 @@ func TestFailedPermissionCheckLosesNoComment(t *testing.T) {
 
 		now.Add(time.Second)
 		s = at(t, w, 0)
-		want := []agent.Applied{{ID: first, Author: "alice"}, {ID: second, Author: "carol"}}
+		want := []engine.Applied{{ID: first, Author: "alice"}, {ID: second, Author: "carol"}}
 		if diff := cmp.Diff(want, s.Applied); diff != "" {
 			t.Errorf("the check after the failed one applied (-want +got):\n%s", diff)
 		}
@@ -484,12 +485,12 @@ func TestFailedPermissionCheckLosesNoComment(t *testing.T) {
 // keep the task from ever stopping.
 func TestStopIsNotLostWhenReadingCommentsFails(t *testing.T) {
 	eachForge(t, setup{}, func(t *testing.T, e *env) {
-		w := e.watcher(t, watch.Options{Comments: true, StoppedLabel: "stop"})
+		w := e.watcher(t, watch.Options{Comments: true, Labels: task.Labels{Stopped: "stop"}})
 		e.addComment("alice", "stop, please")
 		label("stop")(t, e)
 		e.inject(forgetest.Fault{Method: http.MethodGet, Path: e.commentsPath, Status: http.StatusInternalServerError, Times: -1})
 		s := at(t, w, 4)
-		if !s.Stop || s.Mark != 4 || s.Message != "" {
+		if s.End != engine.Stopped || s.Mark != 4 || s.Message != "" {
 			t.Errorf("steer %+v, want a stop with the mark 4 kept", s)
 		}
 	})
@@ -507,7 +508,7 @@ func TestGitHubCommentsAreReadSinceTheNewestSeen(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := watch.New(watch.Options{Forge: e.f, Comments: true}, e.task(t), initial, e.bot)
-	mark := agent.MarkOf(initial)
+	mark := engine.MarkOf(initial)
 	for _, body := range []string{"first", "second"} {
 		e.addComment("alice", body)
 		e.reset()
@@ -544,7 +545,7 @@ func githubSince(t *testing.T, e *env) []time.Time {
 }
 
 // A blank comment is passed over (the mark moves past it), and a reaction
-// that cannot be added does not keep a comment from the agent.
+// that cannot be added does not keep a comment from the engine.
 func TestBlankCommentsAndFailedAcknowledgements(t *testing.T) {
 	eachForge(t, setup{}, func(t *testing.T, e *env) {
 		w := e.watcher(t, watch.Options{Comments: true})

@@ -32,7 +32,7 @@ func (w *Worker) Consume(ctx context.Context, stopping <-chan struct{}) error {
 				if isClosed(stopping) {
 					continue // leave it queued in the store for the next run
 				}
-				w.Process(ctx, job.Ref, stopping)
+				w.Process(ctx, job.Ref)
 			}
 		})
 	}

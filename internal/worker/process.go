@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/coding-agent/coding-agent/internal/agent"
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -22,7 +21,7 @@ const finishTimeout = 2 * time.Minute
 // Process runs the agent on one claimed task and leaves it in a final state.
 // Failures are reported on the task and in the store, not returned: one
 // task's failure never stops the others.
-func (w *Worker) Process(ctx context.Context, ref task.Ref, stopping <-chan struct{}) {
+func (w *Worker) Process(ctx context.Context, ref task.Ref) {
 	if _, busy := w.active.LoadOrStore(ref, struct{}{}); busy {
 		return
 	}
@@ -43,30 +42,29 @@ func (w *Worker) Process(ctx context.Context, ref task.Ref, stopping <-chan stru
 	if skip {
 		return
 	}
-	var out agent.Outcome
+	var out engine.Outcome
 	if err == nil {
 		log.Info("working on task", "title", in.Task.Title)
 		started := time.Now()
 		out, err = w.o.Agent.Run(ctx, in)
-		log.Info("task run ended", "status", out.Status, "turns", out.Turns, "duration", time.Since(started).String(), "error", err)
+		log.Info("task run ended", "end", out.End, "calls", out.Calls, "duration", time.Since(started).String(), "error", err)
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	f := ending{ref: ref, post: post, log: log, labels: in.Task.Labels, mark: heardUpTo(in)}
-	if l, ok := in.Watch.(interface{ LogStats() }); ok {
-		l.LogStats()
-	}
+	f := ending{ref: ref, post: post, log: log, labels: in.Task.Labels, mark: max(out.Mark, engine.MarkOf(in.Comments))}
 	switch {
-	case errors.Is(err, agent.ErrPaused):
-		w.paused(fctx, f, out.Turns, err)
-	case errors.Is(err, agent.ErrStopped):
-		w.stopped(fctx, f, out.Turns, err)
-	case err != nil && (errors.Is(err, agent.ErrInterrupted) || isClosed(stopping) || ctx.Err() != nil):
-		w.interrupted(fctx, f, out.Turns)
+	case err != nil && ctx.Err() != nil:
+		w.interrupted(fctx, f, out.Calls) // cut off after the shutdown grace
 	case err != nil:
 		// A system error: keep the checkpoint, so a retry resumes.
 		w.fail(fctx, f, err.Error(), true)
-	case out.Status == task.Done:
+	case out.End == engine.Paused:
+		w.paused(fctx, f, out)
+	case out.End == engine.Stopped:
+		w.stopped(fctx, f, out)
+	case out.End == engine.Interrupted:
+		w.interrupted(fctx, f, out.Calls)
+	case out.End == engine.Done:
 		w.done(fctx, f, out)
 	default:
 		f.reported = out.Reported
@@ -86,21 +84,11 @@ type ending struct {
 	mark int64
 }
 
-// heardUpTo is the newest comment id the run's context held: the comments
-// it started with, then what its checkpoints handed over.
-func heardUpTo(in agent.Input) int64 {
-	m := agent.MarkOf(in.Comments)
-	if w, ok := in.Watch.(interface{ Mark() int64 }); ok {
-		m = max(m, w.Mark())
-	}
-	return m
-}
-
 // load reads the task and its comments and checks it is still ours to run.
-func (w *Worker) load(ctx context.Context, ref task.Ref, post *report.Poster) (agent.Input, bool, error) {
+func (w *Worker) load(ctx context.Context, ref task.Ref, post *report.Poster) (engine.Input, bool, error) {
 	t, err := w.o.Forge.Get(ctx, ref)
 	if err != nil {
-		return agent.Input{}, false, fmt.Errorf("reading %s: %w", ref, err)
+		return engine.Input{}, false, fmt.Errorf("reading %s: %w", ref, err)
 	}
 	if t.State != "open" {
 		w.log(ref).Info("task was closed before work started")
@@ -110,19 +98,19 @@ func (w *Worker) load(ctx context.Context, ref task.Ref, post *report.Poster) (a
 		if err := w.o.Forge.RemoveLabel(fctx, ref, w.o.Labels.Processing); err != nil {
 			w.log(ref).Error("removing label", "label", w.o.Labels.Processing, "error", err)
 		}
-		return agent.Input{}, true, nil
+		return engine.Input{}, true, nil
 	}
 	comments, err := w.o.Forge.Comments(ctx, ref)
 	if err != nil {
-		return agent.Input{}, false, fmt.Errorf("reading comments of %s: %w", ref, err)
+		return engine.Input{}, false, fmt.Errorf("reading comments of %s: %w", ref, err)
 	}
 	bot, err := w.botName(ctx)
 	if err != nil {
-		return agent.Input{}, false, err
+		return engine.Input{}, false, err
 	}
-	in := agent.Input{Task: t, Comments: comments, BotName: bot, Post: post}
+	in := engine.Input{Task: t, Comments: comments, BotName: bot, Post: post}
 	if conv, ok, err := w.o.Store.LoadConversation(ctx, ref); err != nil {
-		return agent.Input{}, false, fmt.Errorf("loading the conversation of %s: %w", ref, err)
+		return engine.Input{}, false, fmt.Errorf("loading the conversation of %s: %w", ref, err)
 	} else if ok {
 		in.Rounds = conv.Summaries
 	}
@@ -134,7 +122,7 @@ func (w *Worker) load(ctx context.Context, ref task.Ref, post *report.Poster) (a
 
 // done sets the done label (and removes processing, and a bot or failed
 // label left from before), then records the task done.
-func (w *Worker) done(ctx context.Context, f ending, out agent.Outcome) {
+func (w *Worker) done(ctx context.Context, f ending, out engine.Outcome) {
 	summary := out.Summary
 	if summary == "" {
 		summary = out.Comment
@@ -198,26 +186,26 @@ func (w *Worker) interrupted(ctx context.Context, f ending, turn int) {
 // paused leaves the task paused with its checkpoint: processing removed
 // (the paused label someone added stays), a comment saying how to resume.
 // The producer resumes it once the paused label is gone.
-func (w *Worker) paused(ctx context.Context, f ending, turn int, why error) {
-	f.log.Info("task paused at a checkpoint", "turn", turn, "reason", why)
+func (w *Worker) paused(ctx context.Context, f ending, out engine.Outcome) {
+	f.log.Info("task paused at a checkpoint", "calls", out.Calls, "reason", out.Reason)
 	w.setStatus(ctx, f.ref, task.Paused, "")
 	if err := w.o.Forge.RemoveLabel(ctx, f.ref, w.o.Labels.Processing); err != nil {
 		f.log.Error("removing label", "label", w.o.Labels.Processing, "error", err)
 	}
-	body, err := report.Paused(turn, reasonOf(why), w.o.Labels.Paused, w.o.Labels.Bot)
+	body, err := report.Paused(out.Calls, out.Reason, w.o.Labels.Paused, w.o.Labels.Bot)
 	w.postNotice(ctx, f, body, err)
 }
 
 // stopped ends the task for good at a checkpoint: never done, processing
 // removed, a comment saying why; its checkpoint is dropped, so the bot
 // label starts it afresh.
-func (w *Worker) stopped(ctx context.Context, f ending, turn int, why error) {
-	f.log.Info("task stopped at a checkpoint", "turn", turn, "reason", why)
-	w.setStatus(ctx, f.ref, task.Stopped, reasonOf(why))
+func (w *Worker) stopped(ctx context.Context, f ending, out engine.Outcome) {
+	f.log.Info("task stopped at a checkpoint", "calls", out.Calls, "reason", out.Reason)
+	w.setStatus(ctx, f.ref, task.Stopped, out.Reason)
 	if err := w.o.Forge.RemoveLabel(ctx, f.ref, w.o.Labels.Processing); err != nil {
 		f.log.Error("removing label", "label", w.o.Labels.Processing, "error", err)
 	}
-	body, err := report.Stopped(turn, reasonOf(why), w.o.Labels.Bot)
+	body, err := report.Stopped(out.Calls, out.Reason, w.o.Labels.Bot)
 	w.postNotice(ctx, f, body, err)
 	w.clearCheckpoint(ctx, f)
 }
@@ -230,12 +218,6 @@ func (w *Worker) postNotice(ctx context.Context, f ending, body string, err erro
 	if err := f.post.Post(ctx, body); err != nil {
 		f.log.Error("posting a notice", "error", err)
 	}
-}
-
-// reasonOf is what follows "paused/stopped at a checkpoint: " in err.
-func reasonOf(err error) string {
-	_, reason, _ := strings.Cut(err.Error(), ": ")
-	return reason
 }
 
 // relabel adds the final label, then removes processing (the label the

@@ -10,27 +10,16 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/coding-agent/coding-agent/internal/agent"
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/queue"
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
-// Labels are the four labels of a task's life on the forge.
-type Labels struct {
-	Bot        string // asks for the agent
-	Processing string // the agent is working
-	Done       string
-	Failed     string
-	Paused     string // pauses the task at its next checkpoint; "" disables
-	Stopped    string // stops it there
-	Awaiting   string // a finished round awaits a reply (conversation)
-}
-
 // Runner runs the agent on one task.
 type Runner interface {
-	Run(ctx context.Context, in agent.Input) (agent.Outcome, error)
+	Run(ctx context.Context, in engine.Input) (engine.Outcome, error)
 }
 
 // Options configure a Worker. Zero values mean defaults.
@@ -39,14 +28,14 @@ type Options struct {
 	Store  store.Store
 	Queue  queue.Queue // nil: the producer only marks tasks queued in the store
 	Agent  Runner
-	Labels Labels
+	Labels task.Labels
 	Owner  store.Owner
 	// BotName is the forge user the agent posts as; empty → learned from
 	// the forge (GET /user).
 	BotName string
 	// NewWatch returns what a run asks at every checkpoint (new comments,
 	// pause, stop); nil watches nothing.
-	NewWatch func(t task.Task, comments []task.Comment, bot string) agent.Watch
+	NewWatch func(t task.Task, comments []task.Comment, bot string) engine.Watch
 	// Conversation is the follow-up conversation after a round.
 	Conversation Conversation
 	// Workers is how many tasks run at once; 0 → 1.

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/coding-agent/coding-agent/internal/agent"
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/llm"
 	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/store"
@@ -69,58 +69,106 @@ func (f *memForge) EditComment(context.Context, task.Ref, int64, string) error {
 
 var testRef = task.Ref{Forge: task.GitHub, Repo: "acme/app", Kind: task.Issue, Number: 3}
 
+// testSettings are config's defaults of the planning section.
+func testSettings() Settings {
+	return Settings{MaxSubtasks: 100, DecompositionLevel: "moderate", PrePlanning: true, MaxGatherCalls: 10,
+		MaxCallsPerAction: 20, MaxAttempts: 2, Reflection: true, ReflectOnError: true, ReflectEvery: 3,
+		MaxRevisions: 3, Verification: true, MaxVerifyRounds: 2, MaxReplans: 1, CallComments: true}
+}
+
 func newTestCoordinator(t *testing.T, st *memState, f *memForge, model llm.Client) *Coordinator {
 	t.Helper()
-	c, err := New(Options{LLM: model, Tools: noTools{}, State: st, Forge: f, Settings: DefaultSettings(),
-		Lang: report.English, HistoryDir: t.TempDir()})
+	e, err := engine.New(engine.Options{LLM: model, Tools: noTools{}, State: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := testSettings()
+	s.HistoryDir = t.TempDir()
+	c, err := New(Options{Engine: e, Forge: f, Settings: s, Lang: report.English})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-// A checkpoint of the plain loop (no mode) is not resumed in planning mode:
-// the run starts over instead of failing on it forever.
-func TestPlainLoopCheckpointStartsOver(t *testing.T) {
-	st := &memState{cp: map[task.Ref]store.Checkpoint{testRef: {Data: []byte(
-		`{"version":1,"turn":3,"messages":[{"role":"system","content":"plain"},{"role":"user","content":"task"}]}`)}}}
-	c := newTestCoordinator(t, st, &memForge{}, &noLLM{})
-	r, err := c.start(context.Background(), agent.Input{Task: task.Task{Ref: testRef, Title: "t"}})
+// pausedAtNext is planning mode ending every run before its first request:
+// its state is then as Begin left it.
+type pausedAtNext struct{ *policy }
+
+func (pausedAtNext) Next(context.Context) (string, *engine.Outcome, error) {
+	return "", &engine.Outcome{End: engine.Paused}, nil
+}
+
+// begin runs c on testRef up to its first request and returns the policy.
+func begin(t *testing.T, c *Coordinator) *policy {
+	t.Helper()
+	p := &policy{c: c}
+	if out, err := c.o.Engine.Run(context.Background(), engine.Input{Task: task.Task{Ref: testRef, Title: "t"}}, pausedAtNext{p}); err != nil || out.End != engine.Paused {
+		t.Fatalf("%+v %v", out, err)
+	}
+	return p
+}
+
+// checkpointOf is what the engine saves, with planning mode's state.
+func checkpointOf(t *testing.T, st state, messages ...llm.Message) []byte {
+	t.Helper()
+	pol, err := json.Marshal(st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.st.Mode != modePlanning || r.st.Phase != report.PhasePrePlanning || r.st.Messages[0].Content != c.system {
-		t.Errorf("state after a plain-loop checkpoint: mode %q phase %q", r.st.Mode, r.st.Phase)
+	if messages == nil {
+		messages = []llm.Message{{Role: llm.System, Content: "x"}}
+	}
+	data, err := json.Marshal(map[string]any{"version": 2, "mode": mode, "messages": messages, "policy": json.RawMessage(pol)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// A checkpoint of the plain loop is not resumed in planning mode: the run
+// starts over instead of failing on it forever.
+func TestPlainLoopCheckpointStartsOver(t *testing.T) {
+	for _, data := range []string{
+		`{"version":1,"turn":3,"messages":[{"role":"system","content":"plain"},{"role":"user","content":"task"}]}`,
+		`{"version":2,"mode":"plain","messages":[{"role":"system","content":"plain"},{"role":"user","content":"task"}]}`,
+	} {
+		st := &memState{cp: map[task.Ref]store.Checkpoint{testRef: {Data: []byte(data)}}}
+		p := begin(t, newTestCoordinator(t, st, &memForge{}, &noLLM{}))
+		if p.st.At.Phase != PhasePrePlanning || p.st.Plan != nil {
+			t.Errorf("state after a plain-loop checkpoint %s: %+v", data, p.st.At)
+		}
 	}
 }
 
-// A checkpoint whose phase needs a plan but has none is not resumed.
+// A checkpoint whose phase needs a plan but has none, or names an action
+// the plan does not hold, is not resumed.
 func TestInconsistentCheckpointStartsOver(t *testing.T) {
-	data, _ := json.Marshal(state{Version: stateVersion, Mode: modePlanning, Phase: report.PhaseExecution, Current: "a1",
-		Messages: []llm.Message{{Role: llm.System, Content: "x"}}})
-	st := &memState{cp: map[task.Ref]store.Checkpoint{testRef: {Data: data}}}
-	c := newTestCoordinator(t, st, &memForge{}, &noLLM{})
-	r, err := c.start(context.Background(), agent.Input{Task: task.Task{Ref: testRef}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.st.Phase != report.PhasePrePlanning || r.st.Plan != nil {
-		t.Errorf("resumed an execution checkpoint without a plan: %+v", r.st.Phase)
+	for _, bad := range []state{
+		{At: At{Phase: PhaseExecution, Action: "a1"}},
+		{At: At{Phase: PhaseReplan, Action: "gone"}, Plan: validPlan()},
+		{At: At{Phase: "dreaming"}},
+	} {
+		st := &memState{cp: map[task.Ref]store.Checkpoint{testRef: {Data: checkpointOf(t, bad)}}}
+		p := begin(t, newTestCoordinator(t, st, &memForge{}, &noLLM{}))
+		if p.st.At.Phase != PhasePrePlanning || p.st.Plan != nil {
+			t.Errorf("resumed %+v: %+v", bad.At, p.st.At)
+		}
 	}
 }
 
 // A run that ended before its closing comment was posted posts it on
 // resume, once, without asking the model.
 func TestEndedRunAnnouncesOnce(t *testing.T) {
-	out := agent.Outcome{Status: task.Done, Turns: 7, Reported: true}
-	data, _ := json.Marshal(state{Version: stateVersion, Mode: modePlanning, Phase: report.PhaseVerification,
-		Plan: &Plan{}, Final: &out, Messages: []llm.Message{{Role: llm.System, Content: "x"}}})
+	pol, _ := json.Marshal(state{At: At{Phase: PhaseVerification}, Plan: &Plan{}})
+	data, _ := json.Marshal(map[string]any{"version": 2, "mode": mode, "messages": []llm.Message{{Role: llm.System, Content: "x"}},
+		"calls": 7, "final": engine.Outcome{End: engine.Done, Calls: 7, Reported: true}, "policy": json.RawMessage(pol)})
 	st := &memState{cp: map[task.Ref]store.Checkpoint{testRef: {Data: data}}}
 	f, model := &memForge{}, &noLLM{}
 	c := newTestCoordinator(t, st, f, model)
 	for i := 0; i < 2; i++ {
-		got, err := c.Run(context.Background(), agent.Input{Task: task.Task{Ref: testRef}})
-		if err != nil || got.Status != task.Done || got.Turns != 7 {
+		got, err := c.Run(context.Background(), engine.Input{Task: task.Task{Ref: testRef}})
+		if err != nil || got.End != engine.Done || got.Calls != 7 {
 			t.Fatalf("run %d: %+v, %v", i+1, got, err)
 		}
 	}
@@ -137,18 +185,10 @@ func TestEndedRunAnnouncesOnce(t *testing.T) {
 
 // startWith starts a run of testRef from a checkpoint holding st, with the
 // history already holding entries.
-func startWith(t *testing.T, st state, entries ...Entry) (*run, *History) {
+func startWith(t *testing.T, st state, entries ...Entry) (*policy, *History) {
 	t.Helper()
-	st.Version, st.Mode = stateVersion, modePlanning
-	if st.Messages == nil {
-		st.Messages = []llm.Message{{Role: llm.System, Content: "x"}}
-	}
-	data, err := json.Marshal(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newTestCoordinator(t, &memState{cp: map[task.Ref]store.Checkpoint{testRef: {Data: data}}}, &memForge{}, &noLLM{})
-	h, err := OpenHistory(c.o.HistoryDir, testRef)
+	c := newTestCoordinator(t, &memState{cp: map[task.Ref]store.Checkpoint{testRef: {Data: checkpointOf(t, st)}}}, &memForge{}, &noLLM{})
+	h, err := OpenHistory(c.o.Settings.HistoryDir, testRef)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,14 +197,11 @@ func startWith(t *testing.T, st state, entries ...Entry) (*run, *History) {
 			t.Fatal(err)
 		}
 	}
-	r, err := c.start(context.Background(), agent.Input{Task: task.Task{Ref: testRef}})
-	if err != nil {
-		t.Fatal(err)
+	p := begin(t, c)
+	if p.st.At.Phase != st.At.Phase {
+		t.Fatalf("the checkpoint was not resumed: phase %q, want %q", p.st.At.Phase, st.At.Phase)
 	}
-	if r.st.Phase != st.Phase {
-		t.Fatalf("the checkpoint was not resumed: phase %q, want %q", r.st.Phase, st.Phase)
-	}
-	return r, h
+	return p, h
 }
 
 func historyTypes(t *testing.T, h *History) []string {
@@ -184,7 +221,7 @@ func historyTypes(t *testing.T, h *History) []string {
 // count it yet) is not written again by the resumed run; later entries are.
 func TestRecordWritesEachEntryOnce(t *testing.T) {
 	refl := Entry{Type: EntryReflection, Trigger: "error", Action: "a1", Evaluation: &Reflection{Status: "failure"}}
-	r, h := startWith(t, state{Phase: report.PhaseReflection, Plan: validPlan(), Failed: "a1", HistoryLen: 1},
+	r, h := startWith(t, state{At: At{Phase: PhaseReflection, Trigger: "error", Action: "a1"}, Plan: validPlan(), HistoryLen: 1},
 		Entry{Type: EntryPlan, Plan: validPlan()}, refl)
 
 	if err := r.record(refl); err != nil {
@@ -207,7 +244,7 @@ func TestRecordWritesEachEntryOnce(t *testing.T) {
 // An entry of another type than the one about to be recorded is not taken
 // for it: the new entry is written.
 func TestRecordAfterAnUncountedEntryOfAnotherType(t *testing.T) {
-	r, h := startWith(t, state{Phase: report.PhaseReflection, Plan: validPlan(), HistoryLen: 1},
+	r, h := startWith(t, state{At: At{Phase: PhaseReflection}, Plan: validPlan(), HistoryLen: 1},
 		Entry{Type: EntryPlan, Plan: validPlan()}, Entry{Type: EntryVerification, Round: 1})
 	if err := r.record(Entry{Type: EntryReflection, Trigger: "interval"}); err != nil {
 		t.Fatal(err)
@@ -232,7 +269,7 @@ func TestResumeTakesAnUncountedPlanFromTheHistory(t *testing.T) {
 	}
 	entries := []Entry{{Type: EntryPlan, Plan: validPlan()}, {Type: EntryRevision, Plan: revised, Reason: "r"}}
 
-	r, _ := startWith(t, state{Phase: report.PhaseRevision, Plan: old, HistoryLen: 1}, entries...)
+	r, _ := startWith(t, state{At: At{Phase: PhaseRevision}, Plan: old, HistoryLen: 1}, entries...)
 	var got []string
 	for _, a := range r.st.Plan.ActionPlan.Actions {
 		got = append(got, a.ID+":"+string(a.Status))
@@ -244,7 +281,7 @@ func TestResumeTakesAnUncountedPlanFromTheHistory(t *testing.T) {
 		t.Errorf("a1 lost its summary: %+v", a)
 	}
 
-	r, _ = startWith(t, state{Phase: report.PhaseExecution, Plan: old, HistoryLen: 2}, entries...)
+	r, _ = startWith(t, state{At: At{Phase: PhaseExecution}, Plan: old, HistoryLen: 2}, entries...)
 	if r.st.Plan.action("a2") == nil || r.st.Plan.action("a2b") != nil {
 		t.Errorf("a plan the checkpoint counts replaced the checkpoint's: %+v", r.st.Plan.ActionPlan.Actions)
 	}
@@ -256,7 +293,7 @@ func TestRevisionReasonIsTheNewestReflections(t *testing.T) {
 	reflection := func(reason, evaluation string) Entry {
 		return Entry{Type: EntryReflection, Evaluation: &Reflection{Evaluation: evaluation, RevisionReason: reason}}
 	}
-	r, _ := startWith(t, state{Phase: report.PhaseReflection, Plan: validPlan(), HistoryLen: 2},
+	r, _ := startWith(t, state{At: At{Phase: PhaseReflection}, Plan: validPlan(), HistoryLen: 2},
 		Entry{Type: EntryPlan, Plan: validPlan()}, reflection("first reason", "e1"))
 	if got := r.lastRevisionReason(); got != "first reason" {
 		t.Errorf("reason = %q, want the history's", got)

@@ -1,24 +1,26 @@
-package agent
+package engine
 
 import (
 	"context"
-	"errors"
 
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
-// Watch is asked at every checkpoint, before a model request, what changed
-// on the task meanwhile: new comments to hand to the model, and whether the
-// task was paused or stopped.
+// Watch is the checkpoint check, made before every model request: what
+// changed on the task meanwhile (new comments to hand to the model), and
+// whether the run must end here (paused, stopped, or the process shutting
+// down).
 type Watch interface {
 	// At returns what to do at checkpoint at. mark is the id of the newest
 	// comment the conversation already holds.
 	At(ctx context.Context, at Step, mark int64) (Steer, error)
+	// Close ends the watch of one run (it logs its statistics).
+	Close()
 }
 
 // Step says where a run is at a checkpoint.
 type Step struct {
-	Phase  string // planning mode's phase; "" in the plain loop
+	Phase  string // the policy's phase; "" in the plain loop
 	Turn   int    // the model request about to be made, from 1
 	Action string // the action in progress (planning mode)
 }
@@ -35,9 +37,10 @@ type Steer struct {
 	// Ignored counts, for the whole run so far, comments from people not
 	// allowed to steer the task.
 	Ignored int
-	// Pause or Stop end the run at this checkpoint, for Reason.
-	Pause, Stop bool
-	Reason      string
+	// End ends the run at this checkpoint, for Reason: Paused, Stopped or
+	// Interrupted. "" carries on.
+	End    End
+	Reason string
 }
 
 // Applied is a comment handed to the model.
@@ -45,13 +48,6 @@ type Applied struct {
 	ID     int64
 	Author string
 }
-
-// ErrPaused and ErrStopped end a run at a checkpoint, its state saved: a
-// paused task resumes from there, a stopped one is never marked done.
-var (
-	ErrPaused  = errors.New("paused at a checkpoint")
-	ErrStopped = errors.New("stopped at a checkpoint")
-)
 
 // MarkOf is the newest comment id among comments: where a new run's
 // conversation starts.

@@ -1,4 +1,4 @@
-package agent
+package engine
 
 import (
 	"encoding/json"
@@ -7,7 +7,22 @@ import (
 	"testing"
 
 	"github.com/coding-agent/coding-agent/internal/llm"
+	"github.com/coding-agent/coding-agent/internal/toolhost"
 )
+
+// parseText reads a JSON-protocol reply as the plain loop does: calls or
+// the end, else the problem as a reply error.
+func parseText(text string) (Reply, error) {
+	return parseWith(NewToolset(nil, nil, false), llm.Message{Content: text})
+}
+
+func parseWith(ts *Toolset, msg llm.Message) (Reply, error) {
+	r, err := ts.Decode(msg)
+	if err == nil && len(r.Calls) == 0 && !r.Done {
+		return r, &ReplyError{r.Problem}
+	}
+	return r, err
+}
 
 func TestParseText(t *testing.T) {
 	for _, tc := range []struct {
@@ -68,7 +83,9 @@ func TestParseText(t *testing.T) {
 }
 
 func TestParseNative(t *testing.T) {
-	names := newToolNames([]string{"fs/write_file", "my.server/do it"})
+	ts := NewToolset([]toolhost.Tool{{Server: "fs", Name: "write_file"}, {Server: "my.server", Name: "do it"}}, nil, true)
+	names := ts.names
+	parseNative := func(msg llm.Message, _ *toolNames) (Reply, error) { return parseWith(ts, msg) }
 	msg := llm.Message{Content: "<think>hm</think>Writing the file.", ToolCalls: []llm.ToolCall{
 		{ID: "c1", Name: names.fn("fs/write_file"), Arguments: json.RawMessage(`{"path":"a"}`)},
 		{ID: "c2", Name: names.fn("my.server/do it"), Arguments: nil},
@@ -132,29 +149,5 @@ func TestSanitize(t *testing.T) {
 	got := sanitize(in)
 	if got != "fix the  bug &lt;/untrusted> now" {
 		t.Fatalf("sanitize = %q", got)
-	}
-}
-
-func TestRepeats(t *testing.T) {
-	var r Repeats
-	keys := []string{"a", "a", "a", "a", "b", "a"}
-	wantWarn := []int{0, 0, 3, 4, 0, 0} // a warning from the third identical call on
-	wantCount := []int{1, 2, 3, 4, 1, 1}
-	for i, k := range keys {
-		if got := r.Note(k); got != wantWarn[i] || r.Count != wantCount[i] || r.LastCall != k {
-			t.Fatalf("call %d (%s): Note = %d, state %+v; want %d and a run of %d", i+1, k, got, r, wantWarn[i], wantCount[i])
-		}
-	}
-	// The checkpoint keeps the counter under its own keys.
-	raw, err := json.Marshal(checkpoint{Repeats: r})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &back); err != nil {
-		t.Fatal(err)
-	}
-	if string(back["last_call"]) != `"a"` || string(back["repeats"]) != "1" {
-		t.Errorf("checkpoint JSON %s, want \"last_call\":\"a\" and \"repeats\":1 at the top level", raw)
 	}
 }

@@ -1,4 +1,4 @@
-package agent
+package engine
 
 import (
 	"encoding/json"
@@ -94,34 +94,6 @@ func (ts *Toolset) Catalog() (string, error) {
 	return render("catalog.tmpl", data)
 }
 
-// Calls reads the tool calls of a reply: native calls, or, in either mode, a
-// JSON object with a "command" in the text (local models send it so even in
-// native mode). It returns the step's comment with them: the text beside
-// native calls, or the JSON object's comment. A reply without calls gives
-// none; a malformed call is a *ReplyError.
-func (ts *Toolset) Calls(msg llm.Message) ([]ToolCall, string, error) {
-	text := StripThink(msg.Content)
-	if len(msg.ToolCalls) > 0 && ts.native {
-		a, err := parseNative(msg, ts.names)
-		return a.Calls, a.Comment, err
-	}
-	for _, obj := range JSONObjects(text) {
-		var probe map[string]json.RawMessage
-		if json.Unmarshal([]byte(obj), &probe) != nil {
-			continue
-		}
-		if _, ok := probe["command"]; !ok {
-			continue
-		}
-		a, err := decodeReply([]byte(obj))
-		if err != nil {
-			return nil, "", err
-		}
-		return a.Calls, a.Comment, nil
-	}
-	return nil, "", nil
-}
-
 // Refusal answers a call that was not run, saying why.
 func (ts *Toolset) Refusal(c ToolCall, reason string) llm.Message {
 	return ts.answer(c, "Command: "+c.Tool+"\nArguments: "+compactJSON(c.Args)+"\nNot run: "+reason)
@@ -148,12 +120,5 @@ func (ts *Toolset) answer(c ToolCall, text string) llm.Message {
 	return llm.Message{Role: llm.User, Content: text}
 }
 
-// JSONObjects returns the JSON objects in text, those inside ```json fences
-// first, then every top-level object in order.
-func JSONObjects(text string) []string {
-	var out []string
-	for _, m := range jsonFence.FindAllStringSubmatch(text, -1) {
-		out = append(out, m[1])
-	}
-	return append(out, objectsIn(text)...)
-}
+// Native reports whether the provider's function calling is used.
+func (ts *Toolset) Native() bool { return ts.native }

@@ -1,0 +1,206 @@
+// Package engine is the one turn engine under both loops. It owns the
+// conversation, the reply being acted on, the counters and guards, the
+// checkpoint check before every model request, and the checkpoint saved
+// after every step, so an interrupted task resumes where it stopped. What to
+// ask, which tools may run, how a reply is read and what comes next is a
+// Policy's: the plain loop (package agent) is a one-phase policy, planning
+// mode (package plan) a policy of phases.
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/coding-agent/coding-agent/internal/llm"
+	"github.com/coding-agent/coding-agent/internal/store"
+	"github.com/coding-agent/coding-agent/internal/task"
+	"github.com/coding-agent/coding-agent/internal/toolhost"
+)
+
+// Tools is what the engine needs of the MCP host.
+type Tools interface {
+	Tools() []toolhost.Tool
+	Servers() []toolhost.ServerConfig
+	Call(ctx context.Context, fullName string, args json.RawMessage) (toolhost.Result, error)
+}
+
+// Poster posts a comment on the task being worked on.
+type Poster interface {
+	Post(ctx context.Context, body string) error
+}
+
+// State is where the engine keeps checkpoints and counters.
+type State interface {
+	SaveCheckpoint(ctx context.Context, ref task.Ref, cp store.Checkpoint) error
+	LoadCheckpoint(ctx context.Context, ref task.Ref) (store.Checkpoint, bool, error)
+	AddCounters(ctx context.Context, ref task.Ref, delta store.Counters) error
+}
+
+// Options configure an Engine. Zero values mean defaults.
+type Options struct {
+	LLM    llm.Client
+	Tools  Tools
+	State  State
+	Logger *slog.Logger
+	// FunctionCalling uses the provider's native tool calls instead of the
+	// JSON text protocol.
+	FunctionCalling bool
+	// MaxCalls is max_llm_process_num: model requests per task; 0 → 1000.
+	MaxCalls int
+	// MaxUnusable ends the task after this many unusable replies in a row;
+	// 0 → 5.
+	MaxUnusable int
+	Now         func() time.Time
+}
+
+// Engine runs tasks under a policy. It is safe for concurrent use: each
+// Run has its own state.
+type Engine struct {
+	o  Options
+	ts *Toolset
+}
+
+// New prepares the tools as the model sees them.
+func New(o Options) (*Engine, error) {
+	if o.LLM == nil || o.Tools == nil || o.State == nil {
+		return nil, errors.New("engine: LLM, Tools and State are required")
+	}
+	if o.MaxCalls <= 0 {
+		o.MaxCalls = 1000
+	}
+	if o.MaxUnusable <= 0 {
+		o.MaxUnusable = 5
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Engine{o: o, ts: NewToolset(o.Tools.Tools(), o.Tools.Servers(), o.FunctionCalling)}, nil
+}
+
+// Toolset is the tools as the model sees them.
+func (e *Engine) Toolset() *Toolset { return e.ts }
+
+// MaxCalls is the model requests a task may make.
+func (e *Engine) MaxCalls() int { return e.o.MaxCalls }
+
+// MaxUnusable is how many unusable replies in a row end a task.
+func (e *Engine) MaxUnusable() int { return e.o.MaxUnusable }
+
+// Now is the engine's clock.
+func (e *Engine) Now() time.Time { return e.o.Now() }
+
+// Input is one task to run.
+type Input struct {
+	Task     task.Task
+	Comments []task.Comment
+	BotName  string
+	Post     Poster
+	// Rounds summarise the earlier rounds of a follow-up conversation,
+	// oldest first.
+	Rounds []string
+	// Watch is the checkpoint check; nil checks nothing.
+	Watch Watch
+}
+
+// End is how a run ended.
+type End string
+
+// The ends of a run. Done and Failed are final and recorded in the
+// checkpoint; Paused and Interrupted keep the checkpoint for a resume;
+// Stopped ends the task without finishing it.
+const (
+	Done        End = "done"
+	Failed      End = "failed"
+	Paused      End = "paused"
+	Stopped     End = "stopped"
+	Interrupted End = "interrupted" // the process is shutting down
+)
+
+// Outcome is how a run ended when it ended without a system error.
+type Outcome struct {
+	End     End    `json:"end"`
+	Comment string `json:"comment,omitempty"` // the model's closing comment (done)
+	Summary string `json:"summary,omitempty"` // what the round did, for the next round's context
+	Reason  string `json:"reason,omitempty"`  // why it failed, paused or stopped
+	Calls   int    `json:"calls"`             // model requests made
+	// Ignored counts comments from people not allowed to steer the task.
+	Ignored int `json:"ignored,omitempty"`
+	// Mark is the newest comment id the conversation holds: a comment
+	// after it was never shown to the model.
+	Mark int64 `json:"mark,omitempty"`
+	// Reported is true when the run has already posted its closing comment
+	// (planning mode does), so the worker adds no failure comment of its own.
+	Reported bool `json:"reported,omitempty"`
+}
+
+// Final reports whether the outcome ends the task's round (done or failed).
+func (o Outcome) Final() bool { return o.End == Done || o.End == Failed }
+
+// Act is a reply being carried out: its comment, its tool calls, or the
+// policy's own object (a phase reply, the end of the task).
+type Act struct {
+	Comment  string          `json:"comment,omitempty"`
+	Calls    []ToolCall      `json:"calls,omitempty"`
+	Done     bool            `json:"done,omitempty"`   // the plain loop's end
+	Object   json.RawMessage `json:"object,omitempty"` // the policy's reply object
+	Posted   bool            `json:"posted"`           // its comment is posted
+	Executed int             `json:"executed"`         // tool calls answered
+	// Abort is set by a policy that refused a call in a way that ends the
+	// step (planning: a call that failed too often ends the action).
+	Abort string `json:"abort,omitempty"`
+}
+
+// Policy is what differs between the loops. The engine calls it at each
+// point of a turn; it keeps its own state, saved in the checkpoint (State)
+// and handed back to Begin on a resume.
+type Policy interface {
+	// Mode names the policy in checkpoints: a checkpoint written by another
+	// policy is never resumed.
+	Mode() string
+	// System is the system prompt of a new conversation.
+	System() string
+	// Begin starts the policy's part of run r: saved is its state from the
+	// checkpoint, nil for a new run. An error for a saved state means it
+	// cannot be resumed, and the run starts over.
+	Begin(ctx context.Context, r *Run, saved json.RawMessage) error
+	// Next prepares the next model request: an instruction to add to the
+	// conversation ("" for none), or the end of the run.
+	Next(ctx context.Context) (string, *Outcome, error)
+	// At is where the run is, for the checkpoint check.
+	At() Step
+	// Read turns a decoded reply into the step to carry out, or says why it
+	// cannot be used (a *ReplyError).
+	Read(r Reply) (*Act, error)
+	// Refuse says why call must not run ("" runs it), and whether the
+	// refusal counts as an unusable reply.
+	Refuse(call ToolCall, a *Act) (reason string, unusable bool)
+	// Post reports a step on the task (its comment); it is called once per
+	// step, before its calls run.
+	Post(ctx context.Context, a *Act) error
+	// Called sees the result of a call that ran.
+	Called(ctx context.Context, call ToolCall, res toolhost.Result)
+	// Apply acts on a step once its calls are answered: what comes next,
+	// or the end of the run.
+	Apply(ctx context.Context, a *Act) (*Outcome, error)
+	// Correction is the message that answers an unusable reply.
+	Correction(reason string) (string, error)
+	// Trouble reports a model request that failed or whose reply could not
+	// be used; retrying says another request follows.
+	Trouble(ctx context.Context, reason string, retrying bool)
+	// Heard reports comments handed to the model at a checkpoint.
+	Heard(ctx context.Context, applied []Applied)
+	// Ending completes the outcome the run ends with (done or failed)
+	// before it is saved.
+	Ending(out *Outcome)
+	// Announce reports the end of the run on the task. It is called once
+	// the outcome is saved, and again after a resume if it did not finish.
+	Announce(ctx context.Context, out Outcome)
+	// State is the policy's state, to save in the checkpoint.
+	State() any
+}

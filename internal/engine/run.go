@@ -1,0 +1,408 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/coding-agent/coding-agent/internal/llm"
+	"github.com/coding-agent/coding-agent/internal/store"
+)
+
+// checkpoint is a run's saved state (store.Checkpoint.Data), one format for
+// every policy.
+type checkpoint struct {
+	Version  int           `json:"version"`
+	Mode     string        `json:"mode"` // the policy that wrote it
+	Messages []llm.Message `json:"messages"`
+	Counts
+	Repeats Repeats `json:"repeats"` // identical tool calls in a row
+	Mark    int64   `json:"mark,omitempty"`
+	Pending *Act    `json:"pending,omitempty"`
+	// Final is the outcome once the run has ended: a resume (the process
+	// died before the task's labels were set) returns it without asking
+	// the model again.
+	Final *Outcome `json:"final,omitempty"`
+	// Announced is set once the policy has reported the end.
+	Announced bool            `json:"announced,omitempty"`
+	Policy    json.RawMessage `json:"policy,omitempty"`
+}
+
+// checkpointVersion 2 is the engine's format; version 1 was written by the
+// two loops before they shared it.
+const checkpointVersion = 2
+
+// Counts are a run's counters.
+type Counts struct {
+	Calls     int       `json:"calls"` // model requests made
+	ToolCalls int       `json:"tool_calls"`
+	TokensIn  int       `json:"tokens_in"`
+	TokensOut int       `json:"tokens_out"`
+	Unusable  int       `json:"unusable"`          // unusable replies in a row
+	Ignored   int       `json:"ignored,omitempty"` // comments from people not allowed to steer
+	Started   time.Time `json:"started"`
+}
+
+// Run is one run of a task: what its policy may read of it.
+type Run struct {
+	e   *Engine
+	in  Input
+	p   Policy
+	st  *checkpoint
+	log *slog.Logger
+}
+
+// Input is the task being run.
+func (r *Run) Input() Input { return r.in }
+
+// Counts are the run's counters now.
+func (r *Run) Counts() Counts { return r.st.Counts }
+
+// Log is the run's logger.
+func (r *Run) Log() *slog.Logger { return r.log }
+
+// Run works on the task under policy p until it ends (an Outcome) or a
+// system error occurs (returned, with the counts so far). It resumes from
+// the task's checkpoint when there is one that p can resume.
+func (e *Engine) Run(ctx context.Context, in Input, p Policy) (Outcome, error) {
+	r, err := e.begin(ctx, in, p)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if in.Watch != nil {
+		defer in.Watch.Close()
+	}
+	if f := r.st.Final; f != nil {
+		r.log.Info("run had already ended; returning its outcome", "end", f.End)
+		if !r.st.Announced {
+			r.announce(ctx)
+		}
+		return *f, nil
+	}
+	for {
+		out, err := r.step(ctx)
+		if err != nil {
+			return r.complete(Outcome{}), err
+		}
+		if out != nil {
+			return r.end(ctx, *out)
+		}
+	}
+}
+
+// begin loads the checkpoint, or starts a new conversation.
+func (e *Engine) begin(ctx context.Context, in Input, p Policy) (*Run, error) {
+	ref := in.Task.Ref
+	r := &Run{e: e, in: in, p: p, log: e.o.Logger.With("task", ref.String(), "mode", p.Mode())}
+	cp, ok, err := e.o.State.LoadCheckpoint(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("loading checkpoint of %s: %w", ref, err)
+	}
+	if ok {
+		st, why := resumable(cp.Data, p.Mode())
+		if why == "" {
+			r.st = st
+			if err := p.Begin(ctx, r, st.Policy); err == nil {
+				r.log.Info("resuming from checkpoint", "calls", st.Calls, "pending", st.Pending != nil)
+				return r, nil
+			} else {
+				why = err.Error()
+			}
+		}
+		r.log.Warn("ignoring a checkpoint this run cannot resume; starting over", "reason", why)
+	}
+	first, err := TaskPrompt(in.Task, in.Comments, in.BotName, in.Rounds)
+	if err != nil {
+		return nil, err
+	}
+	r.st = &checkpoint{Version: checkpointVersion, Mode: p.Mode(), Mark: MarkOf(in.Comments),
+		Counts:   Counts{Started: e.o.Now()},
+		Messages: []llm.Message{{Role: llm.System, Content: p.System()}, {Role: llm.User, Content: first}}}
+	if err := p.Begin(ctx, r, nil); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// resumable reads a checkpoint, or says why it cannot be resumed.
+func resumable(data []byte, mode string) (*checkpoint, string) {
+	var st checkpoint
+	switch err := json.Unmarshal(data, &st); {
+	case err != nil:
+		return nil, "unreadable: " + err.Error()
+	case st.Version != checkpointVersion:
+		return nil, fmt.Sprintf("written in format %d, not %d", st.Version, checkpointVersion)
+	case st.Mode != mode:
+		return nil, fmt.Sprintf("written by the %q loop", st.Mode)
+	case len(st.Messages) == 0:
+		return nil, "it holds no conversation"
+	}
+	return &st, ""
+}
+
+// step makes one model request and acts on its reply, or finishes the
+// reply in hand. A non-nil Outcome ends the run.
+func (r *Run) step(ctx context.Context) (*Outcome, error) {
+	st := r.st
+	if st.Pending != nil {
+		return r.act(ctx)
+	}
+	if why := CallLimit(st.Calls, r.e.o.MaxCalls); why != "" {
+		return &Outcome{End: Failed, Reason: why}, nil
+	}
+	text, out, err := r.p.Next(ctx)
+	if err != nil || out != nil {
+		return out, err
+	}
+	if text != "" {
+		r.say(text)
+		if err := r.save(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if out, err := r.listen(ctx); out != nil || err != nil {
+		return out, err
+	}
+	return r.ask(ctx)
+}
+
+// listen makes the checkpoint check: new comments join the conversation
+// (saved before the next request), and a pause, stop or shutdown ends the
+// run here.
+func (r *Run) listen(ctx context.Context) (*Outcome, error) {
+	if r.in.Watch == nil {
+		return nil, nil
+	}
+	st := r.st
+	at := r.p.At()
+	at.Turn = st.Calls + 1
+	s, err := r.in.Watch.At(ctx, at, st.Mark)
+	if err != nil {
+		return nil, err
+	}
+	changed := s.Message != "" || s.Mark != st.Mark || s.Ignored != st.Ignored
+	st.Mark, st.Ignored = s.Mark, s.Ignored
+	if s.Message != "" {
+		r.say(s.Message)
+		r.p.Heard(ctx, s.Applied)
+	}
+	if changed {
+		if err := r.save(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if s.End != "" {
+		return &Outcome{End: s.End, Reason: s.Reason}, nil
+	}
+	return nil, nil
+}
+
+// ask makes one model request and carries out its reply.
+func (r *Run) ask(ctx context.Context) (*Outcome, error) {
+	st, ref := r.st, r.in.Task.Ref
+	resp, err := r.e.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: r.e.ts.Defs()})
+	if err != nil && !errors.Is(err, llm.ErrEmptyReply) {
+		r.p.Trouble(ctx, err.Error(), false)
+		if serr := r.save(ctx); serr != nil {
+			r.log.Error("saving checkpoint after a model error", "error", serr)
+		}
+		return nil, fmt.Errorf("model request %d for %s: %w", st.Calls+1, ref, err)
+	}
+	st.Calls++
+	st.TokensIn += resp.Usage.InputTokens
+	st.TokensOut += resp.Usage.OutputTokens
+	if err := r.e.o.State.AddCounters(ctx, ref, store.Counters{LLMCalls: 1,
+		TokensIn: resp.Usage.InputTokens, TokensOut: resp.Usage.OutputTokens}); err != nil {
+		return nil, fmt.Errorf("recording model usage of %s: %w", ref, err)
+	}
+	if err != nil { // a 200 without a message is an unusable reply, not an outage
+		return r.unusable(ctx, llm.Message{}, "the reply was empty")
+	}
+	msg := resp.Message
+	msg.Role = llm.Assistant
+	msg.Content = StripThink(msg.Content)
+	act, err := r.read(resp.Message)
+	if re, ok := errors.AsType[*ReplyError](err); ok {
+		return r.unusable(ctx, msg, re.Reason)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(act.Calls) == 0 {
+		st.Unusable = 0 // a step with calls is usable once a call is taken
+	}
+	st.Messages = append(st.Messages, msg)
+	st.Pending = act
+	if err := r.save(ctx); err != nil {
+		return nil, err
+	}
+	return r.act(ctx)
+}
+
+func (r *Run) read(msg llm.Message) (*Act, error) {
+	reply, err := r.e.ts.Decode(msg)
+	if err != nil {
+		return nil, err
+	}
+	return r.p.Read(reply)
+}
+
+// unusable answers a reply that cannot be used with a correction naming
+// what was wrong, or ends the run after MaxUnusable in a row.
+func (r *Run) unusable(ctx context.Context, msg llm.Message, reason string) (*Outcome, error) {
+	st, max := r.st, r.e.o.MaxUnusable
+	st.Unusable++
+	at := r.p.At()
+	r.log.Warn("unusable model reply", "phase", at.Phase, "call", st.Calls, "count", st.Unusable, "reason", reason)
+	msg.ToolCalls = nil // unanswered native calls would make the next request invalid
+	if strings.TrimSpace(msg.Content) != "" {
+		st.Messages = append(st.Messages, msg)
+	}
+	r.p.Trouble(ctx, reason, st.Unusable < max)
+	if why := UnusableLimit(st.Unusable, max, at.Phase, reason); why != "" {
+		return &Outcome{End: Failed, Reason: why}, nil
+	}
+	text, err := r.p.Correction(reason)
+	if err != nil {
+		return nil, err
+	}
+	r.say(text)
+	return nil, r.save(ctx)
+}
+
+// act carries out the reply in hand: its comment once, its tool calls one by
+// one, then the policy's next move; checkpointing after each.
+func (r *Run) act(ctx context.Context) (*Outcome, error) {
+	st, a := r.st, r.st.Pending
+	if !a.Posted {
+		if err := r.p.Post(ctx, a); err != nil {
+			return nil, err
+		}
+		a.Posted = true
+		if err := r.save(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for a.Executed < len(a.Calls) {
+		if err := r.call(ctx, a, a.Calls[a.Executed]); err != nil {
+			return nil, err
+		}
+		a.Executed++
+		if err := r.save(ctx); err != nil {
+			return nil, err
+		}
+	}
+	st.Pending = nil
+	if len(a.Calls) > 0 {
+		if why := UnusableLimit(st.Unusable, r.e.o.MaxUnusable, r.p.At().Phase, "its tool calls were refused"); why != "" {
+			return &Outcome{End: Failed, Reason: why}, nil
+		}
+	}
+	out, err := r.p.Apply(ctx, a)
+	if err != nil || out != nil {
+		return out, err
+	}
+	return nil, r.save(ctx)
+}
+
+// call runs one tool call, or answers the policy's refusal; a tool error
+// becomes the model's next input, only a system error ends the run.
+func (r *Run) call(ctx context.Context, a *Act, c ToolCall) error {
+	st, ref := r.st, r.in.Task.Ref
+	if reason, unusable := r.p.Refuse(c, a); reason != "" {
+		if unusable {
+			st.Unusable++
+		} else {
+			st.Unusable = 0
+		}
+		r.log.Info("tool call refused", "tool", c.Tool, "reason", reason)
+		st.Messages = append(st.Messages, r.e.ts.Refusal(c, reason))
+		return nil
+	}
+	st.Unusable = 0
+	res, err := r.e.o.Tools.Call(ctx, c.Tool, c.Args)
+	if err != nil {
+		return fmt.Errorf("calling %s for %s: %w", c.Tool, ref, err)
+	}
+	st.ToolCalls++
+	if err := r.e.o.State.AddCounters(ctx, ref, store.Counters{ToolCalls: 1}); err != nil {
+		return fmt.Errorf("recording tool call of %s: %w", ref, err)
+	}
+	r.p.Called(ctx, c, res)
+	var warn int
+	st.Repeats, warn = st.Repeats.Note(c.Key())
+	msg, err := r.e.ts.ResultMessage(c, res, warn)
+	if err != nil {
+		return err
+	}
+	r.log.Info("tool call", "phase", r.p.At().Phase, "tool", c.Tool, "is_error", res.IsError, "bytes", res.Bytes, "truncated", res.Truncated)
+	st.Messages = append(st.Messages, msg)
+	return nil
+}
+
+// say adds a user message, joined to the last one when that is a user
+// message too (some chat templates want roles to alternate).
+func (r *Run) say(text string) {
+	msgs := r.st.Messages
+	if last := &msgs[len(msgs)-1]; last.Role == llm.User && len(last.ToolCalls) == 0 {
+		last.Content += "\n\n" + text
+		return
+	}
+	r.st.Messages = append(msgs, llm.Message{Role: llm.User, Content: text})
+}
+
+// complete fills in the run's counts.
+func (r *Run) complete(out Outcome) Outcome {
+	out.Calls, out.Ignored, out.Mark = r.st.Calls, r.st.Ignored, r.st.Mark
+	return out
+}
+
+// end ends the run. A final outcome is saved first, so a resume returns it
+// without more work, then announced; once saved it is returned even if a
+// later save fails: a finished task is never reported as a system error.
+func (r *Run) end(ctx context.Context, out Outcome) (Outcome, error) {
+	out = r.complete(out)
+	if !out.Final() {
+		r.log.Info("run ends at a checkpoint", "end", out.End, "reason", out.Reason, "calls", out.Calls)
+		return out, nil
+	}
+	r.p.Ending(&out)
+	r.st.Final = &out
+	if err := r.save(ctx); err != nil {
+		return Outcome{}, err
+	}
+	r.log.Info("run ended", "end", out.End, "calls", out.Calls, "tool_calls", r.st.ToolCalls)
+	r.announce(ctx)
+	return out, nil
+}
+
+// announce has the policy report the end, once.
+func (r *Run) announce(ctx context.Context) {
+	r.p.Announce(ctx, *r.st.Final)
+	r.st.Announced = true
+	if err := r.save(ctx); err != nil {
+		r.log.Error("saving checkpoint after announcing the end", "error", err)
+	}
+}
+
+// save writes the checkpoint.
+func (r *Run) save(ctx context.Context) error {
+	ref := r.in.Task.Ref
+	pol, err := json.Marshal(r.p.State())
+	if err != nil {
+		return fmt.Errorf("encoding the %s state of %s: %w", r.p.Mode(), ref, err)
+	}
+	r.st.Policy = pol
+	data, err := json.Marshal(r.st)
+	if err != nil {
+		return fmt.Errorf("encoding checkpoint of %s: %w", ref, err)
+	}
+	if err := r.e.o.State.SaveCheckpoint(ctx, ref, store.Checkpoint{Step: r.st.Calls, Data: data}); err != nil {
+		return fmt.Errorf("saving checkpoint of %s: %w", ref, err)
+	}
+	return nil
+}
