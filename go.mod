@@ -3,7 +3,6 @@ module github.com/coding-agent/coding-agent
 go 1.26.8
 
 require (
-	github.com/cenkalti/backoff/v5 v5.0.3
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/goccy/go-yaml v1.19.2
 	github.com/google/go-cmp v0.7.0
