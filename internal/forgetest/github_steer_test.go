@@ -142,6 +142,9 @@ func TestGitHubClockAndCommentsSince(t *testing.T) {
 		t.Errorf("since=yesterday: %d %s, want 422", resp.StatusCode, b)
 	}
 	resp, b = ghCall(t, g, "GET", "/repos/acme/app/issues/"+strconv.Itoa(n), "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("issue: %d %s", resp.StatusCode, b)
+	}
 	if got := ghDecode[map[string]any](t, b)["comments"]; got != float64(3) {
 		t.Errorf("issue comments = %v, want 3", got)
 	}
