@@ -13,7 +13,7 @@ import (
 var notYetSupported = map[string]bool{
 	"queue":        true,
 	"database":     true,
-	"pause_resume": true,
+	"pause_resume": true, // pause and stop are built on labels; this section is not read
 	"metrics":      true,
 	"health":       true,
 
