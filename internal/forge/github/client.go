@@ -19,7 +19,7 @@ import (
 	gh "github.com/google/go-github/v92/github"
 
 	"github.com/coding-agent/coding-agent/internal/forge"
-	"github.com/coding-agent/coding-agent/internal/httpx"
+	"github.com/coding-agent/coding-agent/internal/forge/postonce"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -55,14 +55,12 @@ type Options struct {
 
 // Client talks to one GitHub instance. It is safe for concurrent use.
 type Client struct {
-	gh      *gh.Client
-	owner   string
-	repos   []string
-	query   string
-	log     *slog.Logger
-	sleep   func(ctx context.Context, d time.Duration) error
-	maxWait time.Duration
-	now     func() time.Time
+	gh    *gh.Client
+	owner string
+	repos []string
+	query string
+	log   *slog.Logger
+	posts postonce.Options
 
 	mu  sync.Mutex
 	bot string // login of the token's user, once known
@@ -115,16 +113,10 @@ func New(opts Options) (*Client, error) {
 	}
 	cl := &Client{
 		gh: c, owner: opts.Owner, repos: dedupe(opts.Repositories), query: strings.TrimSpace(opts.Query),
-		log: opts.Logger, sleep: opts.Sleep, maxWait: opts.MaxRetryWait, now: time.Now,
+		log: opts.Logger, posts: postonce.Options{Sleep: opts.Sleep, MaxWait: opts.MaxRetryWait},
 	}
 	if cl.log == nil {
 		cl.log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if cl.sleep == nil {
-		cl.sleep = httpx.Sleep
-	}
-	if cl.maxWait <= 0 {
-		cl.maxWait = 5 * time.Minute
 	}
 	return cl, nil
 }
