@@ -5,8 +5,8 @@
 // payloads are translated into task types here and go no further.
 //
 // The client library's own retries are turned off: the HTTP client passed in
-// Options is the only retry layer, except PostComment, which retries itself
-// and checks before posting again.
+// Options is the only retry layer, except PostComment, which package postonce
+// retries, checking before posting again.
 package gitlab
 
 import (
@@ -22,7 +22,7 @@ import (
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
 	"github.com/coding-agent/coding-agent/internal/forge"
-	"github.com/coding-agent/coding-agent/internal/httpx"
+	"github.com/coding-agent/coding-agent/internal/forge/postonce"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -56,8 +56,7 @@ type Client struct {
 	projects []string
 	group    string
 	log      *slog.Logger
-	sleep    func(ctx context.Context, d time.Duration) error
-	now      func() time.Time
+	posts    postonce.Options
 
 	mu    sync.Mutex
 	bot   string
@@ -97,10 +96,7 @@ func New(opts Options) (*Client, error) {
 	}
 	c := &Client{
 		api: api, projects: opts.Projects, group: opts.Group, log: log,
-		sleep: opts.Sleep, now: time.Now, paths: map[int64]string{},
-	}
-	if c.sleep == nil {
-		c.sleep = httpx.Sleep
+		posts: postonce.Options{Sleep: opts.Sleep, MaxWait: maxPostWait}, paths: map[int64]string{},
 	}
 	return c, nil
 }
