@@ -121,10 +121,12 @@ mcp_servers:
   file: %s
 planning:
   enabled: %t
+  reflection:
+    trigger_interval: %d
   history:
     directory: %s
 `, q(c.StateDir), q(c.GitHub.APIURL), strings.Join(c.GitHub.Repositories, ", "), c.LLM.FunctionCalling, q(c.LLM.OpenAI.BaseURL),
-		mcp.String(), q(c.Logging.File), c.Planning.Enabled, q(c.Planning.History.Directory))
+		mcp.String(), q(c.Logging.File), c.Planning.Enabled, c.Planning.Reflection.TriggerInterval, q(c.Planning.History.Directory))
 	p := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
@@ -180,5 +182,62 @@ func TestKilledPlannedRunContinuesAtTheNextAction(t *testing.T) {
 	}
 	if plans := slices.IndexFunc(e.history(t)[1:], func(en plan.Entry) bool { return en.Type == plan.EntryPlan }); plans >= 0 {
 		t.Errorf("the history holds a second plan")
+	}
+}
+
+// A planned run killed after a plan revision continues at the action it was
+// at: the revision replaced a3 by new actions (a3b, a4), and a kill while the
+// model answers the first request of either must not start the task over.
+// Before the turn engine, the resumed run found the failed action a3 missing
+// from the revised plan, ignored the checkpoint and planned again.
+func TestKilledPlannedRunAfterARevisionContinues(t *testing.T) {
+	for _, action := range []string{"a3b", "a4"} {
+		t.Run(action, func(t *testing.T) {
+			arrived := make(chan struct{})
+			var killed atomic.Bool
+			e := planned(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
+				respond: func(e *env, r llmtest.Received) llmtest.Step {
+					if w := where(r); w.Action == action && w.Tools == 0 && killed.CompareAndSwap(false, true) {
+						return llmtest.Slow{Arrived: arrived}
+					}
+					return fullPlan(e, r)
+				}})
+			e.cfg.Planning.Reflection.TriggerInterval = 2 // as in the golden run: 18 requests
+			_, stderr := runKilled(t, e, arrived)
+			before := len(e.model.Requests())
+
+			e.now = nil
+			if err := e.run(context.Background()); err != nil {
+				t.Fatalf("second run: %v\nfirst run's stderr:\n%s", err, stderr.String())
+			}
+			reqs := e.model.Requests()
+			if w := where(reqs[before]); w.Action != action || w.Tools != 0 {
+				t.Errorf("the first request after the restart is %+v, want the start of action %s", w, action)
+			}
+			// 18 requests for the whole task, and the one the kill cut off.
+			if len(reqs) != 19 {
+				t.Errorf("%d model requests in all, want 19", len(reqs))
+			}
+			e.wantLabels(t, "bug", "coding agent done")
+			comments := strings.Join(e.botComments(), "\n")
+			if n := strings.Count(comments, "実行計画の進捗"); n != 1 {
+				t.Errorf("%d progress comments, want 1 edited in place", n)
+			}
+			for n := 1; n <= 18; n++ {
+				if c := strings.Count(comments, fmt.Sprintf("LLM呼び出し #%d\n", n)) + strings.Count(comments, fmt.Sprintf("LLM呼び出し #%d 完了\n", n)); c != 1 {
+					t.Errorf("the section of call #%d appears %d times, want 1", n, c)
+				}
+			}
+			if !strings.Contains(comments, "LLM呼び出し: 18 回") {
+				t.Errorf("the receipt does not count 18 calls:\n%s", comments)
+			}
+			var types []string
+			for _, en := range e.history(t) {
+				types = append(types, en.Type)
+			}
+			if want := []string{"plan", "reflection", "reflection", "revision", "verification"}; !slices.Equal(types, want) {
+				t.Errorf("history %v, want %v", types, want)
+			}
+		})
 	}
 }
