@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -211,24 +212,34 @@ func TestBotLabelOnAnAwaitingTask(t *testing.T) {
 	e.wantLabels(t, "bug", "coding agent awaiting response")
 }
 
-// max_rounds: the last round ends the task done, not awaiting a reply.
+// max_rounds counts replies worked on (spec 003's processed comments): with
+// max_rounds n, n replies each start a round, the last of them ends the task
+// done, and a reply after that is not worked on. Before, max_rounds 2 worked
+// on one reply and max_rounds 1 on none.
 func TestConversationEndsAfterMaxRounds(t *testing.T) {
-	e := newEnv(t, setup{forge: task.GitLab, kind: task.Issue, provider: config.ProviderOpenAI, conversation: true})
-	e.cfg.Conversation.MaxRounds = 2
-	e.runOK(t)
-	e.wantLabels(t, "bug", "coding agent awaiting response")
-	e.addComment("alice", "Please also add a goodbye file.")
-	e.runOK(t)
-	if n := len(e.model.Requests()); n != 4 {
-		t.Fatalf("%d model requests, want 4 (two rounds)", n)
-	}
-	e.wantLabels(t, "bug", "coding agent done")
-	if rec := e.record(); rec.Status != task.Done {
-		t.Errorf("after the last round: %+v", rec)
-	}
-	e.addComment("alice", "And a third thing.")
-	e.runOK(t)
-	if n := len(e.model.Requests()); n != 4 {
-		t.Errorf("a reply after the last round made %d model requests", n-4)
+	for _, max := range []int{1, 2} {
+		t.Run(fmt.Sprint("max_rounds=", max), func(t *testing.T) {
+			e := newEnv(t, setup{forge: task.GitLab, kind: task.Issue, provider: config.ProviderOpenAI, conversation: true})
+			e.cfg.Conversation.MaxRounds = max
+			e.runOK(t)
+			for reply := 1; reply <= max; reply++ {
+				e.wantLabels(t, "bug", "coding agent awaiting response")
+				e.addComment("alice", fmt.Sprintf("Please also add file %d.", reply))
+				e.runOK(t)
+				if n, want := len(e.model.Requests()), 2*(reply+1); n != want {
+					t.Fatalf("after reply %d: %d model requests, want %d (a round per reply)", reply, n, want)
+				}
+			}
+			e.wantLabels(t, "bug", "coding agent done")
+			if rec := e.record(); rec.Status != task.Done {
+				t.Errorf("after the last round: %+v", rec)
+			}
+			before := len(e.model.Requests())
+			e.addComment("alice", "And one more thing.")
+			e.runOK(t)
+			if n := len(e.model.Requests()); n != before {
+				t.Errorf("a reply after the last round made %d model requests", n-before)
+			}
+		})
 	}
 }

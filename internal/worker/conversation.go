@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/coding-agent/coding-agent/internal/watch"
@@ -26,12 +27,25 @@ type Conversation struct {
 // clocks of the forge and of this host differ.
 const awaitFrom = 2 * time.Minute
 
-// await moves a finished round to awaiting a reply: the conversation
-// records the round and the newest comment the round's context held (a
-// comment written after the round's last checkpoint, within awaitFrom of
-// the wait, is judged as a reply), and the awaiting label replaces
-// processing. It reports false when the conversation is over (off, or the
-// last round) and the task should be done.
+// finishRound ends a round the run finished done: the task awaits a reply
+// while the conversation goes on, and is done otherwise.
+func (w *Worker) finishRound(ctx context.Context, f ending, out engine.Outcome) {
+	summary := out.Summary
+	if summary == "" {
+		summary = out.Comment
+	}
+	if w.await(ctx, f, summary) {
+		w.move(ctx, f, roundDone)
+		return
+	}
+	w.move(ctx, f, runDone)
+}
+
+// await records a finished round in the conversation, with the newest
+// comment the round's context held (a comment written after the round's
+// last checkpoint, within awaitFrom of the wait, is judged as a reply), and
+// reports whether a reply is awaited: not when the conversation is off or
+// max_rounds replies have been worked on.
 func (w *Worker) await(ctx context.Context, f ending, summary string) bool {
 	cv := w.o.Conversation
 	if !cv.Enabled || w.o.Labels.Awaiting == "" {
@@ -45,21 +59,16 @@ func (w *Worker) await(ctx context.Context, f ending, summary string) bool {
 	c.Round++
 	c.Summaries = append(c.Summaries, summary)
 	c.Mark = max(c.Mark, f.mark)
-	c.Since = time.Now().UTC()
+	c.Since = w.o.Now().UTC()
 	if err := w.o.Store.SaveConversation(ctx, f.ref, c); err != nil {
 		f.log.Error("saving the conversation; the task is done instead", "error", err)
 		return false
 	}
-	if c.Round >= cv.MaxRounds {
-		f.log.Info("conversation reached its last round", "rounds", c.Round)
+	// The first round answers the task; each later one, a reply.
+	if replies := c.Round - 1; replies >= cv.MaxRounds {
+		f.log.Info("conversation reached max_rounds", "replies", replies)
 		return false
 	}
-	if !w.relabel(ctx, f, w.o.Labels.Awaiting, w.o.Labels.Processing, w.o.Labels.Done) {
-		w.finishLater(ctx, f)
-		return true
-	}
-	w.setStatus(ctx, f.ref, task.Awaiting, "")
-	w.clearCheckpoint(ctx, f)
 	f.log.Info("round finished; awaiting a reply", "round", c.Round)
 	return true
 }
@@ -128,7 +137,7 @@ func (w *Worker) judge(ctx context.Context, ref task.Ref) (bool, error) {
 		return false, err
 	}
 	if len(replies) == 0 {
-		if time.Since(c.Since) > w.o.Conversation.Timeout {
+		if w.o.Now().Sub(c.Since) > w.o.Conversation.Timeout {
 			return false, w.endConversation(ctx, t, c, "no reply within the timeout")
 		}
 		if mark != c.Mark {
@@ -144,7 +153,7 @@ func (w *Worker) judge(ctx context.Context, ref task.Ref) (bool, error) {
 	}
 	// Store claim first (atomic across processes), then processing
 	// replaces the awaiting label.
-	if ok, err := w.take(ctx, ref, task.Awaiting, []string{w.o.Labels.Awaiting}); err != nil || !ok {
+	if ok, err := w.take(ctx, t, replied, task.Awaiting); err != nil || !ok {
 		return false, err
 	}
 	if err := w.o.Store.SaveConversation(ctx, ref, c); err != nil {
@@ -184,11 +193,9 @@ func (w *Worker) replies(ctx context.Context, t task.Task, c store.Conversation)
 // the same comments again and ends it again.
 func (w *Worker) endConversation(ctx context.Context, t task.Task, c store.Conversation, why string) error {
 	log := w.log(t.Ref)
-	f := ending{ref: t.Ref, log: log, labels: t.Labels}
-	if !w.relabel(ctx, f, w.o.Labels.Done, w.o.Labels.Awaiting, w.o.Labels.Failed) {
+	if !w.move(ctx, ending{ref: t.Ref, log: log, labels: t.Labels}, conversationEnded) {
 		return fmt.Errorf("setting the done label on %s", t.Ref)
 	}
-	w.setStatus(ctx, t.Ref, task.Done, "")
 	log.Info("conversation ended; task done", "reason", why, "rounds", c.Round)
 	if err := w.o.Store.SaveConversation(ctx, t.Ref, c); err != nil {
 		return fmt.Errorf("saving the conversation of %s: %w", t.Ref, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/coding-agent/coding-agent/internal/queue"
 	"github.com/coding-agent/coding-agent/internal/store"
@@ -57,7 +56,7 @@ func (w *Worker) enqueue(ctx context.Context, ref task.Ref) error {
 	if w.o.Queue == nil {
 		return nil
 	}
-	if err := w.o.Queue.Put(ctx, queue.Job{Ref: ref, Enqueued: time.Now().UTC()}); err != nil {
+	if err := w.o.Queue.Put(ctx, queue.Job{Ref: ref, Enqueued: w.o.Now().UTC()}); err != nil {
 		return fmt.Errorf("queueing %s: %w", ref, err)
 	}
 	return nil
@@ -84,33 +83,25 @@ func (w *Worker) claim(ctx context.Context, ref task.Ref) (bool, error) {
 	if recErr == nil && w.ours(rec) {
 		return false, nil // already queued or running here
 	}
-	// The bot label goes; so do final labels of an earlier round, so that
-	// a task is never seen as done while this round works or fails.
-	// A pause or stop label left from before goes too: adding the bot
-	// label again is the way to resume or restart. If the processing label
-	// cannot be added, the bot label is still there: the next pass tries
-	// again.
-	drop := []string{w.o.Labels.Bot}
-	for _, l := range []string{w.o.Labels.Done, w.o.Labels.Failed, w.o.Labels.Paused, w.o.Labels.Stopped, w.o.Labels.Awaiting} {
-		if l != "" && l != w.o.Labels.Bot && t.HasLabel(l) {
-			drop = append(drop, l)
-		}
-	}
-	ok, err := w.take(ctx, ref, task.Failed, drop)
+	// Final labels of an earlier round go too, so that a task is never seen
+	// as done while this round works or fails; so does a pause or stop
+	// label left from before: adding the bot label again is the way to
+	// resume or restart.
+	ok, err := w.take(ctx, t, claimed, task.Failed)
 	if ok {
 		log.Info("claimed task")
 	}
 	return ok, err
 }
 
-// take holds ref for a round of work: the store first (atomic across
-// processes), then the processing label is added and the labels in drop
-// removed, then the store says queued. It reports false when another live
-// process holds the task. When the processing label cannot be added, the
-// store goes back to undo (a failed one records why) and the error is
-// returned.
-func (w *Worker) take(ctx context.Context, ref task.Ref, undo task.Status, drop []string) (bool, error) {
-	log := w.log(ref)
+// take holds t for a round of work (event claimed or replied): the store
+// first (atomic across processes), then the row's labels, then the store
+// says queued. It reports false when another live process holds the task.
+// When the processing label cannot be added, the store goes back to undo (a
+// failed one records why) and the error is returned; the bot (or awaiting)
+// label is still there, so the next pass tries again.
+func (w *Worker) take(ctx context.Context, t task.Task, ev event, undo task.Status) (bool, error) {
+	ref, log := t.Ref, w.log(t.Ref)
 	if _, err := w.o.Store.Claim(ctx, ref, w.o.Owner); err != nil {
 		if errors.Is(err, store.ErrClaimed) {
 			log.Info("task is held by another process; skipping")
@@ -118,7 +109,8 @@ func (w *Worker) take(ctx context.Context, ref task.Ref, undo task.Status, drop 
 		}
 		return false, fmt.Errorf("claiming %s in the store: %w", ref, err)
 	}
-	if err := w.o.Forge.AddLabel(ctx, ref, w.o.Labels.Processing); err != nil {
+	tr := lifecycle[ev]
+	if all, err := w.relabel(ctx, ending{ref: ref, log: log, labels: t.Labels}, tr); err != nil {
 		err = fmt.Errorf("claiming %s: %w", ref, err)
 		why := ""
 		if undo == task.Failed {
@@ -126,15 +118,12 @@ func (w *Worker) take(ctx context.Context, ref task.Ref, undo task.Status, drop 
 		}
 		w.setStatus(ctx, ref, undo, why)
 		return false, err
+	} else if !all {
+		// Keep going: the task is ours (processing, and held in the
+		// store); its finish removes what is left.
+		log.Warn("could not remove every label while claiming")
 	}
-	for _, l := range drop {
-		if err := w.o.Forge.RemoveLabel(ctx, ref, l); err != nil {
-			// Keep going: the task is ours (processing, and held in the
-			// store); the finish removes what is left.
-			log.Warn("could not remove a label while claiming", "label", l, "error", err)
-		}
-	}
-	if err := w.o.Store.SetStatus(ctx, ref, task.Queued, ""); err != nil {
+	if err := w.o.Store.SetStatus(ctx, ref, tr.to, ""); err != nil {
 		return false, fmt.Errorf("marking %s queued: %w", ref, err)
 	}
 	return true, nil

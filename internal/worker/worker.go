@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/forge"
@@ -43,6 +44,8 @@ type Options struct {
 	// Redact removes secrets from comment bodies.
 	Redact func(string) string
 	Logger *slog.Logger
+	// Now is the clock; nil → time.Now.
+	Now func() time.Time
 }
 
 // Worker produces and consumes jobs.
@@ -59,6 +62,9 @@ func New(o Options) *Worker {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	if o.Redact == nil {
 		o.Redact = func(s string) string { return s }

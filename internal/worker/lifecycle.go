@@ -1,0 +1,206 @@
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+
+	"github.com/coding-agent/coding-agent/internal/report"
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// event is what happens to a task.
+type event string
+
+// The events of a task's life.
+const (
+	claimed           event = "claimed"            // the producer takes a labelled (or unpaused) task
+	replied           event = "replied"            // a reply to an awaiting task starts a new round
+	closedEarly       event = "closed before work" // the item was closed before its run began
+	runDone           event = "done"               // the run ended done; no reply is awaited
+	roundDone         event = "round done"         // the run ended done; a reply may continue it
+	runFailed         event = "failed"             // the run ended failed
+	runBroke          event = "system error"       // the run hit a system error; a retry resumes it
+	runPaused         event = "paused"             // the run ended at a checkpoint: paused
+	runStopped        event = "stopped"            // the run ended at a checkpoint: stopped
+	runInterrupted    event = "interrupted"        // the run ended at a checkpoint: the process shuts down
+	conversationEnded event = "conversation ended" // a completion keyword, the timeout or closing ended it
+)
+
+// label names one of the task's labels by its role; task.Labels gives its
+// text.
+type label int
+
+const (
+	noLabel label = iota
+	botLabel
+	processingLabel
+	doneLabel
+	failedLabel
+	pausedLabel
+	stoppedLabel
+	awaitingLabel
+)
+
+func (l label) in(ls task.Labels) string {
+	return [...]string{"", ls.Bot, ls.Processing, ls.Done, ls.Failed, ls.Paused, ls.Stopped, ls.Awaiting}[l]
+}
+
+// notice is the comment a transition posts.
+type notice int
+
+const (
+	noNotice notice = iota
+	failureNotice
+	pausedNotice
+	stoppedNotice
+	interruptedNotice
+)
+
+// transition is one row of the life cycle: from which statuses an event
+// moves a task to which, and what it does on the way.
+type transition struct {
+	from []task.Status
+	to   task.Status
+	// add is added first; remove (and the stale labels the task has) are
+	// removed only once the addition worked, so a task always keeps a label
+	// saying where it stands.
+	add, remove label
+	stale       []label
+	notice      notice
+	clear       bool // the checkpoint is dropped
+	// retry is where a failed label change leaves the task, for the next
+	// pass to try the transition again: queued with the run's outcome in
+	// its checkpoint, or still awaiting with the reply unjudged. "": the
+	// transition goes ahead regardless.
+	retry task.Status
+}
+
+// unclaimed are the statuses from which the producer claims a task; "" is a
+// task the store has never seen.
+var unclaimed = []task.Status{"", task.Done, task.Failed, task.Paused, task.Stopped, task.Awaiting}
+
+// lifecycle is the whole life of a task, one row per event.
+var lifecycle = map[event]transition{
+	claimed: {from: unclaimed, to: task.Queued, add: processingLabel, remove: botLabel,
+		stale: []label{doneLabel, failedLabel, pausedLabel, stoppedLabel, awaitingLabel}},
+	replied:     {from: []task.Status{task.Awaiting}, to: task.Queued, add: processingLabel, remove: awaitingLabel},
+	closedEarly: {from: []task.Status{task.Running}, to: task.Stopped, remove: processingLabel},
+	runDone: {from: []task.Status{task.Running}, to: task.Done, add: doneLabel, remove: processingLabel,
+		stale: []label{botLabel, failedLabel, awaitingLabel}, clear: true, retry: task.Queued},
+	roundDone: {from: []task.Status{task.Running}, to: task.Awaiting, add: awaitingLabel, remove: processingLabel,
+		stale: []label{botLabel, doneLabel}, clear: true, retry: task.Queued},
+	runFailed: {from: []task.Status{task.Running}, to: task.Failed, add: failedLabel, remove: processingLabel,
+		stale: []label{botLabel, doneLabel, awaitingLabel}, notice: failureNotice, clear: true, retry: task.Queued},
+	runBroke: {from: []task.Status{task.Running}, to: task.Failed, add: failedLabel, remove: processingLabel,
+		stale: []label{botLabel, doneLabel, awaitingLabel}, notice: failureNotice, retry: task.Queued},
+	runPaused:      {from: []task.Status{task.Running}, to: task.Paused, remove: processingLabel, notice: pausedNotice},
+	runStopped:     {from: []task.Status{task.Running}, to: task.Stopped, remove: processingLabel, notice: stoppedNotice, clear: true},
+	runInterrupted: {from: []task.Status{task.Running}, to: task.Queued, notice: interruptedNotice},
+	conversationEnded: {from: []task.Status{task.Awaiting}, to: task.Done, add: doneLabel, remove: awaitingLabel,
+		stale: []label{botLabel, failedLabel}, retry: task.Awaiting},
+}
+
+// ending is what a transition of one task needs.
+type ending struct {
+	ref    task.Ref
+	post   *report.Poster // nil: the transition posts nothing
+	log    *slog.Logger
+	labels []string // the task's labels when the transition was decided
+	reason string   // why it failed, paused or stopped
+	calls  int      // model requests the run made
+	// reported: the run already posted its closing comment (planning mode).
+	reported bool
+	// mark is the newest comment id the run's context held.
+	mark int64
+}
+
+// move applies ev's row to the task: its labels, its status, its notice,
+// its checkpoint. It reports false when a label change failed and the row
+// says to retry: the task was left for the next pass.
+func (w *Worker) move(ctx context.Context, f ending, ev event) bool {
+	tr := lifecycle[ev]
+	if all, err := w.relabel(ctx, f, tr); (err != nil || !all) && tr.retry != "" {
+		f.log.Error("could not set the labels; the next pass tries again", "event", ev, "status", tr.retry)
+		w.setStatus(ctx, f.ref, tr.retry, "")
+		return false
+	}
+	why := ""
+	if tr.to == task.Failed || tr.to == task.Stopped {
+		why = f.reason
+	}
+	w.setStatus(ctx, f.ref, tr.to, why)
+	w.notify(ctx, f, tr.notice)
+	if tr.clear {
+		if err := w.o.Store.ClearCheckpoint(ctx, f.ref); err != nil {
+			f.log.Error("clearing checkpoint", "error", err)
+		}
+	}
+	f.log.Info("task "+string(ev), "status", tr.to, "reason", f.reason)
+	return true
+}
+
+// relabel adds the row's label, then removes its remove label and the stale
+// labels the task has, each once. It removes nothing when the addition
+// failed (its error), and reports whether every removal was made.
+func (w *Worker) relabel(ctx context.Context, f ending, tr transition) (bool, error) {
+	ls := w.o.Labels
+	add := tr.add.in(ls)
+	if add != "" {
+		if err := w.o.Forge.AddLabel(ctx, f.ref, add); err != nil {
+			f.log.Error("adding label", "label", add, "error", err)
+			return false, err
+		}
+	}
+	var remove []string
+	if l := tr.remove.in(ls); l != "" {
+		remove = append(remove, l)
+	}
+	for _, s := range tr.stale {
+		if l := s.in(ls); l != "" && l != add && !slices.Contains(remove, l) && slices.Contains(f.labels, l) {
+			remove = append(remove, l)
+		}
+	}
+	all := true
+	for _, l := range remove {
+		if err := w.o.Forge.RemoveLabel(ctx, f.ref, l); err != nil {
+			f.log.Error("removing label", "label", l, "error", err)
+			all = false
+		}
+	}
+	return all, nil
+}
+
+// notify posts the transition's notice, if any; a notice that cannot be
+// posted is logged.
+func (w *Worker) notify(ctx context.Context, f ending, n notice) {
+	if f.post == nil || n == noNotice || (n == failureNotice && f.reported) {
+		return
+	}
+	ls := w.o.Labels
+	var body string
+	var err error
+	switch n {
+	case failureNotice:
+		body, err = report.Failed(f.reason, ls.Failed, ls.Bot)
+	case pausedNotice:
+		body, err = report.Paused(f.calls, f.reason, ls.Paused, ls.Bot)
+	case stoppedNotice:
+		body, err = report.Stopped(f.calls, f.reason, ls.Bot)
+	case interruptedNotice:
+		body, err = report.Interrupted(f.calls)
+	}
+	if err != nil {
+		f.log.Error("rendering a notice", "error", err)
+		return
+	}
+	if err := f.post.Post(ctx, body); err != nil {
+		f.log.Error("posting a notice", "error", err)
+	}
+}
+
+func (w *Worker) setStatus(ctx context.Context, ref task.Ref, s task.Status, msg string) {
+	if err := w.o.Store.SetStatus(ctx, ref, s, msg); err != nil {
+		w.log(ref).Error("recording task status", "status", s, "error", err)
+	}
+}
