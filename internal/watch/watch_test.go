@@ -646,3 +646,24 @@ func TestRateLimitedCheckWaitsForRetryAfter(t *testing.T) {
 		}
 	})
 }
+
+// A shutdown ends the run at its next checkpoint, interrupted, before the
+// forge is read, even at a checkpoint the interval would skip.
+func TestShutdownInterruptsAtTheNextCheckpoint(t *testing.T) {
+	eachForge(t, setup{}, func(t *testing.T, e *env) {
+		shutdown := make(chan struct{})
+		w := e.watcher(t, watch.Options{Comments: true, Interval: 3, Shutdown: shutdown})
+		if s := at(t, w, 7); s.End != "" {
+			t.Fatalf("steer %+v before the shutdown", s)
+		}
+		close(shutdown)
+		e.reset()
+		s := at(t, w, 7)
+		if s.End != engine.Interrupted || s.Mark != 7 || s.Message != "" {
+			t.Errorf("steer %+v, want interrupted with the mark kept", s)
+		}
+		if n := e.issueGets(); n != 0 {
+			t.Errorf("%d issue reads after the shutdown, want 0", n)
+		}
+	})
+}

@@ -1,0 +1,312 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/coding-agent/coding-agent/internal/agent"
+	"github.com/coding-agent/coding-agent/internal/engine"
+	"github.com/coding-agent/coding-agent/internal/llm"
+	"github.com/coding-agent/coding-agent/internal/plan"
+	"github.com/coding-agent/coding-agent/internal/report"
+	"github.com/coding-agent/coding-agent/internal/store"
+	"github.com/coding-agent/coding-agent/internal/task"
+	"github.com/coding-agent/coding-agent/internal/toolhost"
+	"github.com/coding-agent/coding-agent/internal/toolhost/mcptest"
+)
+
+// A kill at any point a run can be at (each model request, each tool call)
+// followed by a resume from what was saved ends exactly as a run never
+// killed: the same outcome, the same comments, the same planning history,
+// and no model request made twice except the one the kill cut off. The
+// kill is a snapshot of everything durable (checkpoints, history file,
+// comments) taken at that point; the resumed run starts from the snapshot.
+
+var errKilled = errors.New("killed")
+
+var ref = task.Ref{Forge: task.GitHub, Repo: "acme/app", Kind: task.Issue, Number: 9}
+
+// world is what outlives a process: the store, the forge's comments, the
+// planning history.
+type world struct {
+	mu       sync.Mutex
+	cps      map[task.Ref]store.Checkpoint
+	comments map[int64]string // id → body, as edited
+	nextID   int64
+	history  string // directory
+}
+
+func (w *world) SaveCheckpoint(_ context.Context, r task.Ref, cp store.Checkpoint) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.cps[r] = cp
+	return nil
+}
+
+func (w *world) LoadCheckpoint(_ context.Context, r task.Ref) (store.Checkpoint, bool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	cp, ok := w.cps[r]
+	return cp, ok, nil
+}
+
+func (w *world) AddCounters(context.Context, task.Ref, store.Counters) error { return nil }
+
+func (w *world) PostComment(_ context.Context, _ task.Ref, body string) (task.Comment, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.nextID++
+	w.comments[w.nextID] = body
+	return task.Comment{ID: w.nextID}, nil
+}
+
+func (w *world) EditComment(_ context.Context, _ task.Ref, id int64, body string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.comments[id] = body
+	return nil
+}
+
+func (w *world) Post(ctx context.Context, body string) error {
+	_, err := w.PostComment(ctx, ref, body)
+	return err
+}
+
+// snapshot is the world as a SIGKILL would leave it.
+func (w *world) snapshot(t *testing.T) *world {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := &world{cps: maps.Clone(w.cps), comments: maps.Clone(w.comments), nextID: w.nextID, history: t.TempDir()}
+	entries, _ := os.ReadDir(w.history)
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(w.history, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(s.history, e.Name()), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+func (w *world) historyText(t *testing.T) string {
+	data, err := os.ReadFile(filepath.Join(w.history, plan.HistoryFile(ref)))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// kill ends a process at its n-th event of one kind (model request or
+// tool call), saving what it left behind.
+type kill struct {
+	at   int
+	n    int
+	t    *testing.T
+	w    *world
+	left *world
+}
+
+func (k *kill) now() error {
+	k.n++
+	if k.n == k.at {
+		k.left = k.w.snapshot(k.t)
+		return errKilled
+	}
+	return nil
+}
+
+// model answers with script, in order.
+type model struct {
+	script []string
+	asked  int
+	kill   *kill
+}
+
+func (m *model) Chat(_ context.Context, _ llm.Request) (llm.Response, error) {
+	if m.kill != nil {
+		if err := m.kill.now(); err != nil {
+			return llm.Response{}, err
+		}
+	}
+	if m.asked >= len(m.script) {
+		return llm.Response{}, fmt.Errorf("script exhausted after %d replies", m.asked)
+	}
+	m.asked++
+	return llm.Response{Message: llm.Message{Role: llm.Assistant, Content: m.script[m.asked-1]}}, nil
+}
+
+// tools are the in-memory test server's, killable at a call.
+type tools struct {
+	*toolhost.Host
+	kill *kill
+}
+
+func (ts tools) Call(ctx context.Context, name string, args json.RawMessage) (toolhost.Result, error) {
+	if ts.kill != nil {
+		if err := ts.kill.now(); err != nil {
+			return toolhost.Result{}, err
+		}
+	}
+	return ts.Host.Call(ctx, name, args)
+}
+
+func startHost(t *testing.T) *toolhost.Host {
+	t.Helper()
+	h, err := toolhost.Start(t.Context(), toolhost.Options{
+		Servers: []toolhost.ServerConfig{{Name: "test"}},
+		Connect: func(ctx context.Context, _ toolhost.ServerConfig) (mcp.Transport, error) { return mcptest.NewInMemory(ctx, t) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+var clock = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+
+// runner runs the task on w with the policy of loop ("plain" or
+// "planning").
+func runner(t *testing.T, loop string, w *world, m llm.Client, ts engine.Tools) func() (engine.Outcome, error) {
+	t.Helper()
+	e, err := engine.New(engine.Options{LLM: m, Tools: ts, State: w, Now: func() time.Time { return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := engine.Input{Task: task.Task{Ref: ref, Title: "Echo things", Body: "Please echo.", Author: "alice"}, Post: w}
+	if loop == "plain" {
+		l, err := agent.New(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func() (engine.Outcome, error) { return l.Run(t.Context(), in) }
+	}
+	c, err := plan.New(plan.Options{Engine: e, Forge: w, Lang: report.English, Settings: plan.Settings{
+		MaxSubtasks: 10, DecompositionLevel: "moderate", PrePlanning: true, MaxGatherCalls: 5, MaxCallsPerAction: 10,
+		MaxAttempts: 2, Reflection: true, ReflectOnError: true, ReflectEvery: 3, MaxRevisions: 3, Verification: true,
+		MaxVerifyRounds: 2, MaxReplans: 1, CallComments: true, HistoryDir: w.history}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() (engine.Outcome, error) { return c.Run(t.Context(), in) }
+}
+
+func cmd(tool, args, comment string) string {
+	return fmt.Sprintf(`{"comment": %q, "command": {"tool": %q, "args": %s}}`, comment, tool, args)
+}
+
+var scripts = map[string][]string{
+	"plain": {
+		cmd("test/echo", `{"text": "one"}`, "Echoing one."),
+		cmd("test/fail", `{}`, "Trying the broken tool."),
+		cmd("test/echo", `{"text": "two"}`, ""),
+		`{"done": true, "comment": "Echoed twice."}`,
+	},
+	// A plan a1, a2, a3; a2 fails; the reflection asks for a revision that
+	// replaces a2 with a new action a4; then a4, a3 and a verification.
+	"planning": {
+		cmd("test/echo", `{"text": "look"}`, "Looking first."),
+		`{"phase": "pre_planning", "understanding": {"goal": "echo", "deliverables": ["echoes"], "confidence": "high"}, "comment": "Understood."}`,
+		`{"phase": "planning", "goal_understanding": {"main_objective": "Echo three things", "success_criteria": ["echoed"]},
+		  "task_decomposition": {"subtasks": [{"id": "t1", "description": "echo"}]},
+		  "action_plan": {"actions": [{"id": "a1", "task_id": "t1", "description": "echo one"},
+		    {"id": "a2", "task_id": "t1", "description": "use the broken tool"}, {"id": "a3", "task_id": "t1", "description": "echo three"}]}}`,
+		cmd("test/echo", `{"text": "one"}`, ""),
+		`{"phase": "execution", "action_id": "a1", "status": "completed", "summary": "echoed one"}`,
+		cmd("test/fail", `{}`, "Trying the broken tool."),
+		`{"phase": "execution", "action_id": "a2", "status": "failed", "summary": "the tool is broken"}`,
+		`{"phase": "reflection", "reflection": {"status": "failure", "evaluation": "a2 cannot work", "plan_revision_needed": true},
+		  "plan_revision": {"reason": "replace a2", "changes": ["a4 instead of a2"]}}`,
+		`{"phase": "revision", "reason": "a2 cannot work", "changes": ["a4 replaces a2"],
+		  "action_plan": {"actions": [{"id": "a4", "task_id": "t1", "description": "echo two"}, {"id": "a3", "task_id": "t1", "description": "echo three"}]}}`,
+		cmd("test/echo", `{"text": "two"}`, ""),
+		`{"phase": "execution", "action_id": "a4", "status": "completed", "summary": "echoed two"}`,
+		cmd("test/echo", `{"text": "three"}`, ""),
+		`{"phase": "execution", "action_id": "a3", "status": "completed", "summary": "echoed three"}`,
+		`{"phase": "verification", "verification": {"passed": true, "criteria": [{"criterion": "echoed", "met": true}]}, "comment": "All echoed."}`,
+	},
+}
+
+func TestKillAtEveryPointThenResume(t *testing.T) {
+	for _, loop := range []string{"plain", "planning"} {
+		script := scripts[loop]
+		t.Run(loop, func(t *testing.T) {
+			host := startHost(t)
+			ref0 := &world{cps: map[task.Ref]store.Checkpoint{}, comments: map[int64]string{}, history: t.TempDir()}
+			want, err := runner(t, loop, ref0, &model{script: script}, tools{Host: host})()
+			if err != nil || want.End != engine.Done {
+				t.Fatalf("the run never killed: %+v %v", want, err)
+			}
+			toolCalls := 0
+			for _, s := range script {
+				if json.Valid([]byte(s)) && slices.Contains([]string{"test/echo", "test/fail"}, toolOf(s)) {
+					toolCalls++
+				}
+			}
+			for _, point := range []string{"request", "tool call"} {
+				points := len(script)
+				if point == "tool call" {
+					points = toolCalls
+				}
+				for at := 1; at <= points; at++ {
+					t.Run(fmt.Sprintf("%s %d", point, at), func(t *testing.T) {
+						w := &world{cps: map[task.Ref]store.Checkpoint{}, comments: map[int64]string{}, history: t.TempDir()}
+						k := &kill{at: at, t: t, w: w}
+						m, ts := &model{script: script}, tools{Host: host}
+						if point == "request" {
+							m.kill = k
+						} else {
+							ts.kill = k
+						}
+						if _, err := runner(t, loop, w, m, ts)(); !errors.Is(err, errKilled) {
+							t.Fatalf("the run was not killed: %v", err)
+						}
+						left, answered := k.left, m.asked
+						// The resumed process: the model goes on where the
+						// killed one was cut off.
+						m2 := &model{script: script[answered:]}
+						got, err := runner(t, loop, left, m2, tools{Host: host})()
+						if err != nil {
+							t.Fatalf("resumed run: %v", err)
+						}
+						if got != want {
+							t.Errorf("outcome %+v, want %+v", got, want)
+						}
+						if m2.asked != len(script)-answered {
+							t.Errorf("the resumed run made %d requests, want %d", m2.asked, len(script)-answered)
+						}
+						if diff := cmp.Diff(ref0.comments, left.comments); diff != "" {
+							t.Errorf("comments differ from a run never killed (-want +got):\n%s", diff)
+						}
+						if got, want := left.historyText(t), ref0.historyText(t); got != want {
+							t.Errorf("history:\n%s\nwant:\n%s", got, want)
+						}
+					})
+				}
+			}
+		})
+	}
+}
+
+// toolOf is the tool a scripted command names.
+func toolOf(s string) string {
+	var v struct {
+		Command struct{ Tool string } `json:"command"`
+	}
+	_ = json.Unmarshal([]byte(s), &v)
+	return v.Command.Tool
+}
