@@ -11,6 +11,7 @@ require (
 	github.com/ollama/ollama v0.34.0
 	github.com/openai/openai-go/v3 v3.96.0
 	gitlab.com/gitlab-org/api/client-go/v2 v2.64.0
+	golang.org/x/tools v0.50.0
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1
 	modernc.org/sqlite v1.60.1
 )

@@ -136,18 +136,6 @@ func checkFailed(t *testing.T, e *env, wantInComment string) {
 	}
 }
 
-func TestFiveUnusableRepliesFail(t *testing.T) {
-	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
-		respond: func(*env, llmtest.Received) llmtest.Step { return llmtest.Reply{Content: "I am not sure what to do."} }})
-	if err := e.run(context.Background()); err != nil {
-		t.Fatalf("run should succeed even though the task failed: %v", err)
-	}
-	if n := len(e.model.Requests()); n != 5 {
-		t.Fatalf("%d model requests, want 5", n)
-	}
-	checkFailed(t, e, "5 unusable replies")
-}
-
 func TestModelDownFailsAfterFourAttempts(t *testing.T) {
 	e := newEnv(t, setup{forge: task.GitLab, kind: task.Issue, provider: config.ProviderOllama,
 		respond: func(*env, llmtest.Received) llmtest.Step { return llmtest.Fault{Status: 503} }})
