@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -12,57 +11,6 @@ import (
 	"github.com/coding-agent/coding-agent/internal/plan"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
-
-// onePlan is a plan with one action, a1, writing hello.txt.
-func onePlan() llmtest.Step {
-	return object(map[string]any{"phase": "planning",
-		"goal_understanding": map[string]any{"main_objective": "Add hello.txt", "success_criteria": []string{"hello.txt exists"}},
-		"task_decomposition": map[string]any{"subtasks": []map[string]any{{"id": "t1", "description": "greeting"}}},
-		"action_plan": map[string]any{"actions": []map[string]any{
-			{"id": "a1", "task_id": "t1", "description": "Write hello.txt", "tools": []string{"fs/write_file"}}}}})
-}
-
-// shortPlan scripts a one-action task; phases not given by over follow the
-// happy path.
-func shortPlan(over func(e *env, r llmtest.Received, w at) llmtest.Step) func(*env, llmtest.Received) llmtest.Step {
-	return func(e *env, r llmtest.Received) llmtest.Step {
-		w := where(r)
-		if over != nil {
-			if s := over(e, r, w); s != nil {
-				return s
-			}
-		}
-		switch w.Phase {
-		case "pre-planning":
-			return understanding("")
-		case "planning":
-			return onePlan()
-		case "execution":
-			if w.Tools == 0 {
-				return e.write(r, "", "hello.txt", "hello\n")
-			}
-			return actionEnd(w.Action, "completed", "written", "")
-		case "verification":
-			return verification(true, "ok")
-		}
-		e.t.Errorf("request %d: unexpected phase %q", r.N, w.Phase)
-		return llmtest.Fault{Status: 400, Body: "unexpected"}
-	}
-}
-
-func (e *env) runOK(t *testing.T) {
-	t.Helper()
-	if err := e.run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (e *env) wantLabels(t *testing.T, want ...string) {
-	t.Helper()
-	if l := e.labels(); !slices.Equal(l, want) {
-		t.Errorf("labels %v, want %v", l, want)
-	}
-}
 
 // A plan with problems is sent back with every problem named; the corrected
 // plan is carried out.
