@@ -168,7 +168,9 @@ func startHost(t *testing.T) *toolhost.Host {
 	t.Helper()
 	h, err := toolhost.Start(t.Context(), toolhost.Options{
 		Servers: []toolhost.ServerConfig{{Name: "test"}},
-		Connect: func(ctx context.Context, _ toolhost.ServerConfig) (mcp.Transport, error) { return mcptest.NewInMemory(ctx, t) },
+		Connect: func(ctx context.Context, _ toolhost.ServerConfig) (mcp.Transport, error) {
+			return mcptest.NewInMemory(ctx, t)
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
