@@ -134,30 +134,41 @@ planning:
 	return p
 }
 
-// A planned run killed (SIGKILL) after action 2 of 4: the next run continues
-// from the saved plan at action 3. It does not plan again, repeat a1 or a2,
-// or post a second progress report.
-func TestKilledPlannedRunContinuesAtTheNextAction(t *testing.T) {
+// killPlannedAt runs the scripted planned task (fullPlan) in a process
+// killed (SIGKILL) while the model answers the first request of action, then
+// runs it again in-process. It returns the env and how many requests the
+// killed process made; the first request after the restart must start
+// action again.
+func killPlannedAt(t *testing.T, action string, interval int) (*env, int) {
+	t.Helper()
 	arrived := make(chan struct{})
 	var killed atomic.Bool
 	e := planned(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
 		respond: func(e *env, r llmtest.Received) llmtest.Step {
-			if w := where(r); w.Action == "a3" && w.Tools == 0 && killed.CompareAndSwap(false, true) {
+			if w := where(r); w.Action == action && w.Tools == 0 && killed.CompareAndSwap(false, true) {
 				return llmtest.Slow{Arrived: arrived}
 			}
 			return fullPlan(e, r)
 		}})
+	e.cfg.Planning.Reflection.TriggerInterval = interval
 	_, stderr := runKilled(t, e, arrived)
 	before := len(e.model.Requests())
-
 	e.now = nil
 	if err := e.run(context.Background()); err != nil {
 		t.Fatalf("second run: %v\nfirst run's stderr:\n%s", err, stderr.String())
 	}
-	reqs := e.model.Requests()
-	if w := where(reqs[before]); w.Action != "a3" || w.Tools != 0 {
-		t.Errorf("the first request after the restart is %+v, want the start of action a3", w)
+	if w := where(e.model.Requests()[before]); w.Action != action || w.Tools != 0 {
+		t.Errorf("the first request after the restart is %+v, want the start of action %s", w, action)
 	}
+	return e, before
+}
+
+// A planned run killed (SIGKILL) after action 2 of 4: the next run continues
+// from the saved plan at action 3. It does not plan again, repeat a1 or a2,
+// or post a second progress report.
+func TestKilledPlannedRunContinuesAtTheNextAction(t *testing.T) {
+	e, before := killPlannedAt(t, "a3", 3)
+	reqs := e.model.Requests()
 	planning := 0
 	for _, r := range reqs {
 		if w := where(r); w.Phase == "planning" {
@@ -193,27 +204,8 @@ func TestKilledPlannedRunContinuesAtTheNextAction(t *testing.T) {
 func TestKilledPlannedRunAfterARevisionContinues(t *testing.T) {
 	for _, action := range []string{"a3b", "a4"} {
 		t.Run(action, func(t *testing.T) {
-			arrived := make(chan struct{})
-			var killed atomic.Bool
-			e := planned(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
-				respond: func(e *env, r llmtest.Received) llmtest.Step {
-					if w := where(r); w.Action == action && w.Tools == 0 && killed.CompareAndSwap(false, true) {
-						return llmtest.Slow{Arrived: arrived}
-					}
-					return fullPlan(e, r)
-				}})
-			e.cfg.Planning.Reflection.TriggerInterval = 2 // as in the golden run: 18 requests
-			_, stderr := runKilled(t, e, arrived)
-			before := len(e.model.Requests())
-
-			e.now = nil
-			if err := e.run(context.Background()); err != nil {
-				t.Fatalf("second run: %v\nfirst run's stderr:\n%s", err, stderr.String())
-			}
+			e, _ := killPlannedAt(t, action, 2) // the reflection interval of the golden run: 18 requests
 			reqs := e.model.Requests()
-			if w := where(reqs[before]); w.Action != action || w.Tools != 0 {
-				t.Errorf("the first request after the restart is %+v, want the start of action %s", w, action)
-			}
 			// 18 requests for the whole task, and the one the kill cut off.
 			if len(reqs) != 19 {
 				t.Errorf("%d model requests in all, want 19", len(reqs))
