@@ -124,6 +124,9 @@ func (st *state) invalid() string {
 	default:
 		return fmt.Sprintf("unknown phase %q", st.At.Phase)
 	}
+	if st.At.Phase == PhaseReplan && st.At.Action == "" {
+		return "a replan decision about no action"
+	}
 	if a := st.At.Action; a != "" && (st.Plan == nil || st.Plan.action(a) == nil) {
 		return fmt.Sprintf("action %q of phase %s is not in the plan", a, st.At.Phase)
 	}

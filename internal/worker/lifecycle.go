@@ -136,7 +136,11 @@ func (w *Worker) move(ctx context.Context, f ending, ev event) bool {
 			f.log.Error("clearing checkpoint", "error", err)
 		}
 	}
-	f.log.Info("task "+string(ev), "status", tr.to, "reason", f.reason)
+	level := slog.LevelInfo
+	if tr.to == task.Failed {
+		level = slog.LevelError
+	}
+	f.log.Log(ctx, level, "task "+string(ev), "status", tr.to, "reason", f.reason)
 	return true
 }
 

@@ -56,12 +56,10 @@ func (w *Worker) Process(ctx context.Context, ref task.Ref) {
 		w.move(fctx, f, runInterrupted) // cut off after the shutdown grace
 	case err != nil:
 		f.reason = w.o.Redact(err.Error())
-		log.Error("task failed", "reason", f.reason)
 		w.move(fctx, f, runBroke)
 	case out.End == engine.Done:
 		w.finishRound(fctx, f, out)
 	case out.End == engine.Failed:
-		log.Error("task failed", "reason", f.reason)
 		w.move(fctx, f, runFailed)
 	default:
 		w.move(fctx, f, map[engine.End]event{engine.Paused: runPaused, engine.Stopped: runStopped,
