@@ -244,7 +244,7 @@ func (a *App) newWorker(q *memqueue.Queue, shutdown <-chan struct{}) *worker.Wor
 		Conversation: worker.Conversation{Enabled: cv.Enabled, AllowCollaborators: cv.AllowCollaborators,
 			AllowedUsers: cd.AllowedUsers, Keywords: cv.CompletionKeywords, Timeout: cv.Timeout(), MaxRounds: cv.MaxRounds},
 		Owner:   store.Owner{Host: host, PID: os.Getpid(), Provider: provider, Model: model},
-		BotName: bot, Workers: a.cfg.Continuous.Consumer.Workers, Redact: a.redact, Logger: a.Log}
+		BotName: bot, Workers: a.cfg.Continuous.Consumer.Workers, Shutdown: shutdown, Redact: a.redact, Logger: a.Log}
 	if q != nil {
 		o.Queue = q
 	}

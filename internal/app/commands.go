@@ -46,7 +46,7 @@ func (a *App) Run(ctx context.Context) error {
 	q.Close()
 	tctx, cancel := taskContext(ctx)
 	defer cancel()
-	return w.Consume(tctx, ctx.Done())
+	return w.Consume(tctx)
 }
 
 // Serve polls every continuous.producer.interval_minutes and processes what
@@ -61,7 +61,7 @@ func (a *App) Serve(ctx context.Context) error {
 	tctx, cancel := taskContext(ctx)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- w.Consume(tctx, ctx.Done()) }()
+	go func() { done <- w.Consume(tctx) }()
 	replies := make(chan struct{})
 	go func() {
 		defer close(replies)
@@ -117,10 +117,10 @@ func (a *App) Consume(ctx context.Context, once bool) error {
 			return err
 		}
 		q.Close()
-		return w.Consume(tctx, ctx.Done())
+		return w.Consume(tctx)
 	}
 	done := make(chan error, 1)
-	go func() { done <- w.Consume(tctx, ctx.Done()) }()
+	go func() { done <- w.Consume(tctx) }()
 	a.poll(ctx, a.cfg.Continuous.Producer.Interval(), func(ctx context.Context) error {
 		_, err := w.Backlog(ctx)
 		return err

@@ -166,8 +166,8 @@ type Policy interface {
 	// System is the system prompt of a new conversation.
 	System() string
 	// Begin starts the policy's part of run r: saved is its state from the
-	// checkpoint, nil for a new run. An error for a saved state means it
-	// cannot be resumed, and the run starts over.
+	// checkpoint, nil for a new run. An error wrapping ErrUnresumable says
+	// the saved state cannot be resumed, and the run starts over.
 	Begin(ctx context.Context, r *Run, saved json.RawMessage) error
 	// Next prepares the next model request: an instruction to add to the
 	// conversation ("" for none), or the end of the run.

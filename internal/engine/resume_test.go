@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -311,4 +312,73 @@ func toolOf(s string) string {
 	}
 	_ = json.Unmarshal([]byte(s), &v)
 	return v.Command.Tool
+}
+
+// A run that ended under the per-loop checkpoint format (version 1), its
+// labels not yet set when the version changed, returns its outcome: the
+// task is not worked on again, by either loop.
+func TestEndedRunOfTheOlderFormatIsNotRunAgain(t *testing.T) {
+	host := startHost(t)
+	for _, tc := range []struct {
+		loop, data string
+		want       engine.Outcome
+	}{
+		{"plain", `{"version":1,"turn":1,"messages":[{"role":"system","content":"s"}],"final":{"status":"done","comment":"Finished.","turns":1}}`,
+			engine.Outcome{End: engine.Done, Comment: "Finished.", Calls: 1}},
+		{"planning", `{"version":1,"mode":"planning","phase":"verification","calls":7,"messages":[{"role":"system","content":"s"}],
+			"final":{"status":"failed","reason":"verification failed: x","turns":7,"reported":true},"announced":true}`,
+			engine.Outcome{End: engine.Failed, Reason: "verification failed: x", Calls: 7, Reported: true}},
+	} {
+		t.Run(tc.loop, func(t *testing.T) {
+			w := &world{cps: map[task.Ref]store.Checkpoint{ref: {Step: 1, Data: []byte(tc.data)}}, comments: map[int64]string{}, history: t.TempDir()}
+			m := &model{script: scripts[tc.loop]}
+			out, err := runner(t, tc.loop, w, m, tools{Host: host})()
+			if err != nil || out != tc.want {
+				t.Errorf("outcome %+v %v, want %+v", out, err, tc.want)
+			}
+			if m.asked != 0 || len(w.comments) != 0 {
+				t.Errorf("a finished task was worked on again: %d model requests, %d comments", m.asked, len(w.comments))
+			}
+		})
+	}
+}
+
+// A checkpoint in execution with a reply in hand but no action (written by
+// nothing this code does, but possible on disk) is a system error, not a
+// crash of the daemon.
+func TestExecutionStepWithoutAnActionIsAnError(t *testing.T) {
+	cp := `{"version":2,"mode":"planning","messages":[{"role":"system","content":"s"},{"role":"user","content":"u"}],"calls":3,
+	 "pending":{"object":{"phase":"execution","action_id":"","status":"completed","summary":"x"},"posted":true,"executed":0},
+	 "policy":{"at":{"phase":"execution"},"visit":3,"plan":{"action_plan":{"actions":[{"id":"a1","task_id":"t1","description":"d","status":"pending"}]}}}}`
+	w := &world{cps: map[task.Ref]store.Checkpoint{ref: {Step: 3, Data: []byte(cp)}}, comments: map[int64]string{}, history: t.TempDir()}
+	_, err := runner(t, "planning", w, &model{}, tools{Host: startHost(t)})()
+	if err == nil || !strings.Contains(err.Error(), "no action in hand") {
+		t.Errorf("err = %v, want an execution step with no action in hand", err)
+	}
+}
+
+// A history directory that cannot be opened on resume is a system error:
+// the checkpoint stays for a retry instead of being overwritten by a run
+// that starts over.
+func TestBeginFailureKeepsTheCheckpoint(t *testing.T) {
+	host := startHost(t)
+	w := &world{cps: map[task.Ref]store.Checkpoint{}, comments: map[int64]string{}, history: t.TempDir()}
+	k := &kill{at: 5, t: t, w: w}
+	if _, err := runner(t, "planning", w, &model{script: scripts["planning"], kill: k}, tools{Host: host})(); !errors.Is(err, errKilled) {
+		t.Fatal(err)
+	}
+	left := k.left
+	saved := left.cps[ref]
+	blocked := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocked, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	left.history = filepath.Join(blocked, "history") // a directory inside a file cannot be made
+	m := &model{script: scripts["planning"][4:]}
+	if _, err := runner(t, "planning", left, m, tools{Host: host})(); err == nil || !strings.Contains(err.Error(), "resuming") {
+		t.Fatalf("err = %v, want the history error while resuming (not after starting over)", err)
+	}
+	if m.asked != 0 || string(left.cps[ref].Data) != string(saved.Data) {
+		t.Errorf("%d model requests; checkpoint changed: %v", m.asked, string(left.cps[ref].Data) != string(saved.Data))
+	}
 }

@@ -54,6 +54,9 @@ type Run struct {
 	p   Policy
 	st  *checkpoint
 	log *slog.Logger
+	// refused is why the last call was refused as an unusable reply ("" once
+	// a call was taken): the reason a run of refusals ends with.
+	refused string
 }
 
 // Input is the task being run.
@@ -103,15 +106,25 @@ func (e *Engine) begin(ctx context.Context, in Input, p Policy) (*Run, error) {
 		return nil, fmt.Errorf("loading checkpoint of %s: %w", ref, err)
 	}
 	if ok {
+		if out := legacyFinal(cp.Data); out != nil {
+			// Finished under the per-loop format, its labels not yet set:
+			// the outcome stands, and the task is not run again.
+			r.log.Info("run had already ended (older checkpoint format); returning its outcome", "end", out.End)
+			r.st = &checkpoint{Version: checkpointVersion, Mode: p.Mode(), Final: out, Announced: true}
+			return r, nil
+		}
 		st, why := resumable(cp.Data, p.Mode())
 		if why == "" {
 			r.st = st
-			if err := p.Begin(ctx, r, st.Policy); err == nil {
+			err := p.Begin(ctx, r, st.Policy)
+			if err == nil {
 				r.log.Info("resuming from checkpoint", "calls", st.Calls, "pending", st.Pending != nil)
 				return r, nil
-			} else {
-				why = err.Error()
 			}
+			if !errors.Is(err, ErrUnresumable) {
+				return nil, fmt.Errorf("resuming %s: %w", ref, err)
+			}
+			why = err.Error()
 		}
 		r.log.Warn("ignoring a checkpoint this run cannot resume; starting over", "reason", why)
 	}
@@ -126,6 +139,34 @@ func (e *Engine) begin(ctx context.Context, in Input, p Policy) (*Run, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// ErrUnresumable is what a Policy's Begin wraps when its saved state cannot
+// be resumed: the run starts over. Any other error from Begin is a system
+// error, and the checkpoint is kept.
+var ErrUnresumable = errors.New("the saved state cannot be resumed")
+
+// legacyFinal is the outcome a checkpoint of the per-loop format (version 1)
+// recorded when its run had ended, or nil.
+func legacyFinal(data []byte) *Outcome {
+	var v1 struct {
+		Version int `json:"version"`
+		Final   *struct {
+			Status, Comment, Summary, Reason string
+			Turns, Ignored                   int
+			Reported                         bool
+		} `json:"final"`
+	}
+	if json.Unmarshal(data, &v1) != nil || v1.Version != 1 || v1.Final == nil {
+		return nil
+	}
+	f := v1.Final
+	end := Failed
+	if f.Status == string(Done) {
+		end = Done
+	}
+	return &Outcome{End: end, Comment: f.Comment, Summary: f.Summary, Reason: f.Reason, Calls: f.Turns,
+		Ignored: f.Ignored, Reported: f.Reported}
 }
 
 // resumable reads a checkpoint, or says why it cannot be resumed.
@@ -298,7 +339,11 @@ func (r *Run) act(ctx context.Context) (*Outcome, error) {
 	}
 	st.Pending = nil
 	if len(a.Calls) > 0 {
-		if why := UnusableLimit(st.Unusable, r.e.o.MaxUnusable, r.p.At().Phase, "its tool calls were refused"); why != "" {
+		last := "its tool calls were refused"
+		if r.refused != "" {
+			last = "its tool call was refused: " + r.refused
+		}
+		if why := UnusableLimit(st.Unusable, r.e.o.MaxUnusable, r.p.At().Phase, last); why != "" {
 			return &Outcome{End: Failed, Reason: why}, nil
 		}
 	}
@@ -314,8 +359,10 @@ func (r *Run) act(ctx context.Context) (*Outcome, error) {
 func (r *Run) call(ctx context.Context, a *Act, c ToolCall) error {
 	st, ref := r.st, r.in.Task.Ref
 	if reason, unusable := r.p.Refuse(c, a); reason != "" {
+		r.refused = ""
 		if unusable {
 			st.Unusable++
+			r.refused = reason
 		} else {
 			st.Unusable = 0
 		}
@@ -323,7 +370,7 @@ func (r *Run) call(ctx context.Context, a *Act, c ToolCall) error {
 		st.Messages = append(st.Messages, r.e.ts.Refusal(c, reason))
 		return nil
 	}
-	st.Unusable = 0
+	st.Unusable, r.refused = 0, ""
 	res, err := r.e.o.Tools.Call(ctx, c.Tool, c.Args)
 	if err != nil {
 		return fmt.Errorf("calling %s for %s: %w", c.Tool, ref, err)

@@ -165,10 +165,10 @@ func (p *policy) Begin(_ context.Context, r *engine.Run, saved json.RawMessage) 
 	if saved != nil {
 		var st state
 		if err := json.Unmarshal(saved, &st); err != nil {
-			return fmt.Errorf("unreadable planning state: %w", err)
+			return fmt.Errorf("%w: unreadable planning state: %v", engine.ErrUnresumable, err)
 		}
 		if why := st.invalid(); why != "" {
-			return errors.New(why)
+			return fmt.Errorf("%w: %s", engine.ErrUnresumable, why)
 		}
 		p.st = &st
 		p.restorePlan()
@@ -333,6 +333,9 @@ func (p *policy) Called(ctx context.Context, tc engine.ToolCall, res toolhost.Re
 
 // Apply ends the action after a refused call, or acts on a phase object.
 func (p *policy) Apply(ctx context.Context, a *engine.Act) (*engine.Outcome, error) {
+	if p.st.At.Phase == PhaseExecution && p.st.Plan.action(p.st.At.Action) == nil {
+		return nil, fmt.Errorf("an execution step of %s with no action in hand", p.r.Input().Task.Ref)
+	}
 	if len(a.Calls) > 0 {
 		if a.Abort != "" {
 			return p.actionFailed(ctx, a.Abort)

@@ -11,9 +11,9 @@ import (
 )
 
 // Consume runs Workers goroutines taking jobs until the queue is closed and
-// drained, or ctx ends. Closing stopping asks the tasks in hand to stop at
+// drained, or ctx ends. Once Options.Shutdown is closed no job is started;
 // their next checkpoint (their state is saved); ctx ending cuts them off.
-func (w *Worker) Consume(ctx context.Context, stopping <-chan struct{}) error {
+func (w *Worker) Consume(ctx context.Context) error {
 	if w.o.Queue == nil {
 		return errors.New("consuming: no queue configured")
 	}
@@ -29,7 +29,7 @@ func (w *Worker) Consume(ctx context.Context, stopping <-chan struct{}) error {
 					}
 					return
 				}
-				if isClosed(stopping) {
+				if isClosed(w.o.Shutdown) {
 					continue // leave it queued in the store for the next run
 				}
 				w.Process(ctx, job.Ref)

@@ -369,3 +369,30 @@ func TestConversationTransitions(t *testing.T) {
 		wd.want(task.Done, "bug", testLabels.Done)
 	})
 }
+
+// During a shutdown, a run that ends on a system error (the model answering
+// 502 within the grace) is left to resume, as an interrupted one is: not
+// failed.
+func TestSystemErrorDuringShutdownResumes(t *testing.T) {
+	wd := newWorld(t, false)
+	shutdown := make(chan struct{})
+	wd.w.o.Shutdown = shutdown
+	wd.claim()
+	close(shutdown)
+	wd.run.err = errors.New("model request 3: 502 bad gateway")
+	wd.w.Process(t.Context(), wd.ref)
+	wd.want(task.Queued, "bug", testLabels.Processing)
+	if !wd.checkpoint() {
+		t.Error("the checkpoint was dropped")
+	}
+}
+
+// An outcome the worker does not know is a failure, never a task left
+// running without a status.
+func TestUnknownOutcomeFails(t *testing.T) {
+	wd := newWorld(t, false)
+	wd.claim()
+	wd.run.out = engine.Outcome{}
+	wd.w.Process(t.Context(), wd.ref)
+	wd.want(task.Failed, "bug", testLabels.Failed)
+}

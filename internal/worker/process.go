@@ -52,8 +52,11 @@ func (w *Worker) Process(ctx context.Context, ref task.Ref) {
 	f := ending{ref: ref, post: post, log: log, labels: in.Task.Labels, reason: w.o.Redact(out.Reason), calls: out.Calls,
 		reported: out.Reported, mark: max(out.Mark, engine.MarkOf(in.Comments))}
 	switch {
-	case err != nil && ctx.Err() != nil:
-		w.move(fctx, f, runInterrupted) // cut off after the shutdown grace
+	case err != nil && (ctx.Err() != nil || isClosed(w.o.Shutdown)):
+		// Cut off after the shutdown grace, or failing while the process
+		// shuts down: resumed by the next run, not failed.
+		log.Warn("run ended by an error during shutdown; it resumes on the next run", "error", err)
+		w.move(fctx, f, runInterrupted)
 	case err != nil:
 		f.reason = w.o.Redact(err.Error())
 		w.move(fctx, f, runBroke)
@@ -61,9 +64,15 @@ func (w *Worker) Process(ctx context.Context, ref task.Ref) {
 		w.finishRound(fctx, f, out)
 	case out.End == engine.Failed:
 		w.move(fctx, f, runFailed)
+	case out.End == engine.Paused:
+		w.move(fctx, f, runPaused)
+	case out.End == engine.Stopped:
+		w.move(fctx, f, runStopped)
+	case out.End == engine.Interrupted:
+		w.move(fctx, f, runInterrupted)
 	default:
-		w.move(fctx, f, map[engine.End]event{engine.Paused: runPaused, engine.Stopped: runStopped,
-			engine.Interrupted: runInterrupted}[out.End])
+		f.reason = fmt.Sprintf("the run ended without a known outcome (%q)", out.End)
+		w.move(fctx, f, runFailed)
 	}
 }
 

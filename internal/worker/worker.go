@@ -44,6 +44,11 @@ type Options struct {
 	// Redact removes secrets from comment bodies.
 	Redact func(string) string
 	Logger *slog.Logger
+	// Shutdown is closed when the process shuts down: no further job is
+	// started, and a run that ends on a system error meanwhile is left to
+	// resume rather than failed. The checkpoint check (NewWatch) ends the
+	// runs in hand at their next checkpoint.
+	Shutdown <-chan struct{}
 	// Now is the clock; nil → time.Now.
 	Now func() time.Time
 }
