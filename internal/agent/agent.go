@@ -92,7 +92,7 @@ func (p *plain) Apply(_ context.Context, a *engine.Act) (*engine.Outcome, error)
 }
 
 func (p *plain) Correction(reason string) (string, error) {
-	return render("correction.tmpl", struct {
+	return prompts.Render("correction.tmpl", struct {
 		Reason          string
 		FunctionCalling bool
 		Count, Max      int

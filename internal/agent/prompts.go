@@ -1,11 +1,7 @@
 package agent
 
 import (
-	"bytes"
 	"embed"
-	"fmt"
-	"strings"
-	"text/template"
 
 	"github.com/coding-agent/coding-agent/internal/engine"
 )
@@ -13,15 +9,7 @@ import (
 //go:embed prompts/*.tmpl
 var promptFS embed.FS
 
-var prompts = template.Must(template.New("").ParseFS(promptFS, "prompts/*.tmpl"))
-
-func render(name string, data any) (string, error) {
-	var b bytes.Buffer
-	if err := prompts.ExecuteTemplate(&b, name, data); err != nil {
-		return "", fmt.Errorf("rendering prompt %s: %w", name, err)
-	}
-	return strings.TrimSpace(b.String()), nil
-}
+var prompts = engine.ParsePrompts(promptFS, "prompts/*.tmpl")
 
 // systemPrompt is the plain loop's system prompt: how to work, the reply
 // protocol, and the tool catalog.
@@ -30,7 +18,7 @@ func systemPrompt(ts *engine.Toolset, maxTurns int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return render("system.tmpl", struct {
+	return prompts.Render("system.tmpl", struct {
 		Catalog         string
 		FunctionCalling bool
 		MaxTurns        int

@@ -5,6 +5,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"strings"
 	"text/template"
 	"time"
@@ -16,16 +17,29 @@ import (
 //go:embed prompts/*.tmpl
 var promptFS embed.FS
 
-var prompts = template.Must(template.New("").Funcs(template.FuncMap{"add": func(a, b int) int { return a + b }}).
-	ParseFS(promptFS, "prompts/*.tmpl"))
+// Prompts are a policy's prompt templates: every *.tmpl file of a
+// directory, with the functions add and join.
+type Prompts struct{ t *template.Template }
 
-func render(name string, data any) (string, error) {
+// ParsePrompts parses the templates matching pattern in fsys; it panics on
+// a bad template, as they are embedded in the binary.
+func ParsePrompts(fsys fs.FS, pattern string) Prompts {
+	return Prompts{template.Must(template.New("").Funcs(template.FuncMap{
+		"add": func(a, b int) int { return a + b }, "join": strings.Join}).ParseFS(fsys, pattern))}
+}
+
+// Render executes template name with data, without surrounding space.
+func (p Prompts) Render(name string, data any) (string, error) {
 	var b bytes.Buffer
-	if err := prompts.ExecuteTemplate(&b, name, data); err != nil {
+	if err := p.t.ExecuteTemplate(&b, name, data); err != nil {
 		return "", fmt.Errorf("rendering prompt %s: %w", name, err)
 	}
 	return strings.TrimSpace(b.String()), nil
 }
+
+var prompts = ParsePrompts(promptFS, "prompts/*.tmpl")
+
+func render(name string, data any) (string, error) { return prompts.Render(name, data) }
 
 type promptTool struct {
 	Name, Fn, Description, Params string

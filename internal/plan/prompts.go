@@ -1,28 +1,18 @@
 package plan
 
 import (
-	"bytes"
 	"embed"
 	"fmt"
 	"strings"
-	"text/template"
 
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/report"
 )
 
 //go:embed prompts/*.tmpl
 var promptFS embed.FS
 
-var prompts = template.Must(template.New("").Funcs(template.FuncMap{"join": strings.Join}).
-	ParseFS(promptFS, "prompts/*.tmpl"))
-
-func render(name string, data any) (string, error) {
-	var b bytes.Buffer
-	if err := prompts.ExecuteTemplate(&b, name, data); err != nil {
-		return "", fmt.Errorf("rendering prompt %s: %w", name, err)
-	}
-	return strings.TrimSpace(b.String()), nil
-}
+var prompts = engine.ParsePrompts(promptFS, "prompts/*.tmpl")
 
 // languageNames is how the system prompt names the comment language.
 var languageNames = map[report.Lang]string{report.Japanese: "Japanese", report.English: "English"}
@@ -37,7 +27,7 @@ func (c *Coordinator) systemPrompt() (string, error) {
 	if lang == "" {
 		lang = "Japanese"
 	}
-	return render("system.tmpl", map[string]any{
+	return prompts.Render("system.tmpl", map[string]any{
 		"PrePlanning": c.o.Settings.PrePlanning, "Language": lang, "MaxCalls": e.MaxCalls(),
 		"FunctionCalling": e.Toolset().Native(), "Catalog": catalog,
 	})
@@ -81,18 +71,18 @@ func (p *policy) phasePrompt() (string, error) {
 			data["Criteria"] = st.Plan.GoalUnderstanding.SuccessCriteria
 		}
 	}
-	return render(string(st.At.Phase), data)
+	return prompts.Render(string(st.At.Phase), data)
 }
 
 // Correction tells the model what was wrong with its reply and what the
 // phase expects.
 func (p *policy) Correction(reason string) (string, error) {
 	st := p.st
-	shape, err := render("shape_"+string(st.At.Phase), map[string]any{"Action": p.At().Action, "Options": p.replanOptions()})
+	shape, err := prompts.Render("shape_"+string(st.At.Phase), map[string]any{"Action": p.At().Action, "Options": p.replanOptions()})
 	if err != nil {
 		return "", err
 	}
-	return render("correction", map[string]any{"Reason": strings.TrimSuffix(reason, "."), "Shape": shape,
+	return prompts.Render("correction", map[string]any{"Reason": strings.TrimSuffix(reason, "."), "Shape": shape,
 		"Calls": st.At.Phase.takesCalls(), "Count": p.r.Counts().Unusable, "Max": p.c.o.Engine.MaxUnusable()})
 }
 
