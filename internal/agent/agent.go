@@ -104,3 +104,4 @@ func (p *plain) Heard(context.Context, []engine.Applied)  {}
 func (p *plain) Ending(*engine.Outcome)                   {}
 func (p *plain) Announce(context.Context, engine.Outcome) {}
 func (p *plain) State() any                               { return nil }
+func (p *plain) Pinned() string                           { return "" }

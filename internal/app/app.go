@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/agent"
@@ -23,6 +24,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/llm"
 	"github.com/coding-agent/coding-agent/internal/llm/ollama"
 	"github.com/coding-agent/coding-agent/internal/llm/openai"
+	"github.com/coding-agent/coding-agent/internal/llm/tokens"
 	"github.com/coding-agent/coding-agent/internal/obs"
 	"github.com/coding-agent/coding-agent/internal/plan"
 	"github.com/coding-agent/coding-agent/internal/queue/memqueue"
@@ -150,12 +152,13 @@ func (a *App) startAgent(ctx context.Context) error {
 	}
 	a.host = host
 	a.closers = append(a.closers, host)
-	model, err := a.newLLM()
+	budget := a.budget(ctx)
+	model, err := a.newLLM(budget.ContextLength)
 	if err != nil {
 		return err
 	}
 	e, err := engine.New(engine.Options{LLM: model, Tools: host, State: a.store, Logger: a.Log,
-		FunctionCalling: c.LLM.FunctionCalling, MaxCalls: c.MaxLLMProcessNum, Now: a.o.Now})
+		FunctionCalling: c.LLM.FunctionCalling, MaxCalls: c.MaxLLMProcessNum, Budget: budget, Now: a.o.Now})
 	if err != nil {
 		return err
 	}
@@ -181,9 +184,74 @@ func planSettings(p config.Planning) plan.Settings {
 	}
 }
 
-// newLLM builds the model client. The reply token limit is the provider's
-// option (max_token), not repeated in each request.
-func (a *App) newLLM() (llm.Client, error) {
+// Context windows used when context_length is not set and the server does
+// not say: OpenAI's current families have 128k tokens; LM Studio loads a
+// model with 4096 unless told otherwise; for Ollama, num_ctx is sent, the
+// model's own window capped at 8192 (a larger window costs memory the
+// operator should choose to spend).
+const (
+	openAIContext   = 128000
+	unknownContext  = 8192
+	lmStudioContext = 4096
+	ollamaMaxAuto   = 8192
+)
+
+// budget is the model's context budget: context_length for every provider,
+// else what the server says (Ollama), else the documented default; the
+// reply reserve is max_token (else a quarter of the window, at most 4096).
+func (a *App) budget(ctx context.Context) engine.Budget {
+	c := a.cfg.LLM
+	var window, reserve int
+	provider, model := a.model()
+	switch c.Provider {
+	case config.ProviderOpenAI:
+		window, reserve = c.OpenAI.ContextLength, c.OpenAI.MaxToken
+		if window == 0 {
+			window = unknownContext
+			for _, p := range []string{"gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4"} {
+				if strings.HasPrefix(strings.ToLower(model), p) {
+					window = openAIContext
+				}
+			}
+		}
+	case config.ProviderLMStudio:
+		window, reserve = c.LMStudio.ContextLength, c.LMStudio.MaxToken
+		if window == 0 {
+			window = lmStudioContext
+		}
+	case config.ProviderOllama:
+		window, reserve = c.Ollama.ContextLength, c.Ollama.MaxToken
+		if window == 0 {
+			window = a.ollamaContext(ctx)
+		}
+	}
+	if reserve == 0 {
+		reserve = min(window/4, 4096)
+	}
+	a.Log.Info("model context budget", "provider", provider, "model", model, "context_length", window,
+		"reply_reserve", reserve, "compact_at", c.CompactAt)
+	return engine.Budget{ContextLength: window, Reserve: reserve, CompactAt: c.CompactAt, Counter: tokens.ForModel(model)}
+}
+
+// ollamaContext is the model's window as the Ollama server reports it,
+// capped at ollamaMaxAuto; ollamaMaxAuto when it cannot be asked.
+func (a *App) ollamaContext(ctx context.Context) int {
+	c := a.cfg.LLM.Ollama
+	probe, err := ollama.New(ollama.Options{Endpoint: c.Endpoint, Model: c.Model, HTTPClient: a.httpClient(30*time.Second, false), Logger: a.Log})
+	if err == nil {
+		var n int
+		if n, err = probe.ModelContextLength(ctx); err == nil && n > 0 {
+			return min(n, ollamaMaxAuto)
+		}
+	}
+	a.Log.Warn("the context length of the model is not known; set llm.ollama.context_length", "assumed", ollamaMaxAuto, "error", err)
+	return ollamaMaxAuto
+}
+
+// newLLM builds the model client for a context window of window tokens. The
+// reply token limit is the provider's option (max_token), not repeated in
+// each request.
+func (a *App) newLLM(window int) (llm.Client, error) {
 	c := a.cfg.LLM
 	client := a.httpClient(c.Timeout(), true)
 	var (
@@ -196,10 +264,10 @@ func (a *App) newLLM() (llm.Client, error) {
 			MaxTokens: c.OpenAI.MaxToken, HTTPClient: client, Logger: a.Log})
 	case config.ProviderLMStudio:
 		m, err = openai.New(openai.Options{BaseURL: c.LMStudio.BaseURL, APIKey: "lm-studio", Model: c.LMStudio.Model,
-			HTTPClient: client, Logger: a.Log})
+			MaxTokens: c.LMStudio.MaxToken, HTTPClient: client, Logger: a.Log})
 	case config.ProviderOllama:
 		m, err = ollama.New(ollama.Options{Endpoint: c.Ollama.Endpoint, Model: c.Ollama.Model, MaxTokens: c.Ollama.MaxToken,
-			ContextLength: c.Ollama.ContextLength, HTTPClient: client, Logger: a.Log})
+			ContextLength: window, HTTPClient: client, Logger: a.Log})
 	default:
 		err = fmt.Errorf("llm.provider %q is not openai, lmstudio or ollama", c.Provider)
 	}

@@ -116,6 +116,7 @@ llm:
     base_url: %s
     api_key: ${CA_TEST_KEY}
     model: gpt-test
+    context_length: %d
 mcp_servers:
 %slogging:
   file: %s
@@ -126,7 +127,7 @@ planning:
   history:
     directory: %s
 `, q(c.StateDir), q(c.GitHub.APIURL), strings.Join(c.GitHub.Repositories, ", "), c.LLM.FunctionCalling, q(c.LLM.OpenAI.BaseURL),
-		mcp.String(), q(c.Logging.File), c.Planning.Enabled, c.Planning.Reflection.TriggerInterval, q(c.Planning.History.Directory))
+		c.LLM.OpenAI.ContextLength, mcp.String(), q(c.Logging.File), c.Planning.Enabled, c.Planning.Reflection.TriggerInterval, q(c.Planning.History.Directory))
 	p := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)

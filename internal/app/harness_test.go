@@ -25,6 +25,10 @@ import (
 const (
 	apiKey   = "sk-test-0123456789abcdef"
 	maxToken = 2048 // llm.*.max_token in the test configs
+	// testContext is the context window of the test configs: large enough
+	// that the scripted tasks are never compacted (the budget tests make
+	// their own).
+	testContext = 65536
 )
 
 // env is one end-to-end setup: a forge emulator with one labelled task, a
@@ -89,11 +93,12 @@ func newEnv(t testing.TB, s setup) *env {
 	cfg.LLM.Provider = s.provider
 	switch s.provider {
 	case config.ProviderOpenAI:
-		cfg.LLM.OpenAI = config.OpenAI{BaseURL: e.model.OpenAIURL(), APIKey: apiKey, Model: "gpt-test", MaxToken: maxToken}
+		cfg.LLM.OpenAI = config.OpenAI{BaseURL: e.model.OpenAIURL(), APIKey: apiKey, Model: "gpt-test", MaxToken: maxToken,
+			ContextLength: testContext}
 	case config.ProviderLMStudio:
-		cfg.LLM.LMStudio = config.LMStudio{BaseURL: e.model.OpenAIURL(), Model: "local-model"}
+		cfg.LLM.LMStudio = config.LMStudio{BaseURL: e.model.OpenAIURL(), Model: "local-model", ContextLength: testContext}
 	case config.ProviderOllama:
-		cfg.LLM.Ollama = config.Ollama{Endpoint: e.model.URL(), Model: "qwen-test", MaxToken: maxToken, ContextLength: 8192}
+		cfg.LLM.Ollama = config.Ollama{Endpoint: e.model.URL(), Model: "qwen-test", MaxToken: maxToken, ContextLength: testContext}
 	}
 	cfg.MCPServers = []config.MCPServer{{
 		Name:         "fs",

@@ -28,6 +28,7 @@ var (
 		"internal/forge/gitlab":   "internal/forge",
 		"internal/llm/openai":     "internal/llm",
 		"internal/llm/ollama":     "internal/llm",
+		"internal/llm/tokens":     "internal/llm",
 		"internal/store/sqlite":   "internal/store",
 		"internal/queue/memqueue": "internal/queue",
 		"internal/store/postgres": "internal/store", // planned

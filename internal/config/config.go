@@ -112,12 +112,15 @@ type GitLab struct {
 
 // LLM is the llm section.
 type LLM struct {
-	Provider        string   `yaml:"provider"`         // ProviderOpenAI, ProviderLMStudio or ProviderOllama; required
-	FunctionCalling bool     `yaml:"function_calling"` // native tool calls; false: JSON text protocol; default true
-	TimeoutSeconds  int      `yaml:"timeout_seconds"`  // per request; default 600
-	OpenAI          OpenAI   `yaml:"openai"`           // read when Provider is openai
-	LMStudio        LMStudio `yaml:"lmstudio"`         // read when Provider is lmstudio
-	Ollama          Ollama   `yaml:"ollama"`           // read when Provider is ollama
+	Provider        string `yaml:"provider"`         // ProviderOpenAI, ProviderLMStudio or ProviderOllama; required
+	FunctionCalling bool   `yaml:"function_calling"` // native tool calls; false: JSON text protocol; default true
+	TimeoutSeconds  int    `yaml:"timeout_seconds"`  // per request; default 600
+	// CompactAt is the share of the context budget (context_length less
+	// max_token) at which the conversation is compacted; default 0.7.
+	CompactAt float64  `yaml:"compact_at"`
+	OpenAI    OpenAI   `yaml:"openai"`   // read when Provider is openai
+	LMStudio  LMStudio `yaml:"lmstudio"` // read when Provider is lmstudio
+	Ollama    Ollama   `yaml:"ollama"`   // read when Provider is ollama
 }
 
 // OpenAI is llm.openai.
@@ -126,14 +129,15 @@ type OpenAI struct {
 	APIKey        string `yaml:"api_key"`        // required; secret
 	Model         string `yaml:"model"`          // required
 	MaxToken      int    `yaml:"max_token"`      // most output tokens per reply; 0: provider default
-	ContextLength int    `yaml:"context_length"` // model context window in tokens; 0: unknown
+	ContextLength int    `yaml:"context_length"` // model context window in tokens; 0: by model family
 }
 
 // LMStudio is llm.lmstudio (an OpenAI-compatible server).
 type LMStudio struct {
 	BaseURL       string `yaml:"base_url"`       // default http://localhost:1234/v1
 	Model         string `yaml:"model"`          // required
-	ContextLength int    `yaml:"context_length"` // 0: unknown
+	MaxToken      int    `yaml:"max_token"`      // most output tokens per reply; 0: server default
+	ContextLength int    `yaml:"context_length"` // the loaded context in tokens; 0: 4096, LM Studio's default
 }
 
 // Ollama is llm.ollama.
@@ -141,7 +145,7 @@ type Ollama struct {
 	Endpoint      string `yaml:"endpoint"`       // default http://localhost:11434
 	Model         string `yaml:"model"`          // required
 	MaxToken      int    `yaml:"max_token"`      // most output tokens per reply (num_predict); 0: default
-	ContextLength int    `yaml:"context_length"` // num_ctx; 0: model default
+	ContextLength int    `yaml:"context_length"` // num_ctx; 0: the model's, at most 8192
 }
 
 // MCPServer is one entry of mcp_servers.
@@ -301,6 +305,7 @@ func Default() *Config {
 		LLM: LLM{
 			FunctionCalling: true,
 			TimeoutSeconds:  600,
+			CompactAt:       0.7,
 			OpenAI:          OpenAI{BaseURL: "https://api.openai.com/v1"},
 			LMStudio:        LMStudio{BaseURL: "http://localhost:1234/v1"},
 			Ollama:          Ollama{Endpoint: "http://localhost:11434"},

@@ -109,7 +109,7 @@ func TestGitHubOpenAIExample(t *testing.T) {
 		},
 		GitLab: config.Default().GitLab,
 		LLM: config.LLM{
-			Provider: "openai", FunctionCalling: true, TimeoutSeconds: 600,
+			Provider: "openai", FunctionCalling: true, TimeoutSeconds: 600, CompactAt: 0.7,
 			OpenAI: config.OpenAI{BaseURL: "https://api.openai.com/v1", APIKey: "sk-example",
 				Model: "gpt-4o", MaxToken: 4096, ContextLength: 128000},
 			LMStudio: config.LMStudio{BaseURL: "http://localhost:1234/v1"},

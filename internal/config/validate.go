@@ -176,6 +176,9 @@ func validateLabels(k *checker, section string, l task.Labels) {
 
 func (l *LLM) validate(k *checker) {
 	k.atLeast("llm.timeout_seconds", l.TimeoutSeconds, 1)
+	if l.CompactAt < 0.1 || l.CompactAt > 0.95 {
+		k.add("llm.compact_at", fmt.Sprintf("is %g; it must be between 0.1 and 0.95", l.CompactAt))
+	}
 	if !k.oneOf("llm.provider", l.Provider, ProviderOpenAI, ProviderLMStudio, ProviderOllama) {
 		return
 	}
@@ -192,6 +195,7 @@ func (l *LLM) validate(k *checker) {
 		s := l.LMStudio
 		k.url("llm.lmstudio.base_url", s.BaseURL)
 		k.required("llm.lmstudio.model", s.Model, when)
+		k.atLeast("llm.lmstudio.max_token", s.MaxToken, 0)
 		k.atLeast("llm.lmstudio.context_length", s.ContextLength, 0)
 	case ProviderOllama:
 		o := l.Ollama

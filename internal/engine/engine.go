@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -53,7 +54,9 @@ type Options struct {
 	// MaxUnusable ends the task after this many unusable replies in a row;
 	// 0 → 5.
 	MaxUnusable int
-	Now         func() time.Time
+	// Budget keeps every request inside the model's context window.
+	Budget Budget
+	Now    func() time.Time
 }
 
 // Engine runs tasks under a policy. It is safe for concurrent use: each
@@ -79,6 +82,14 @@ func New(o Options) (*Engine, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if b := o.Budget; b.ContextLength > 0 {
+		if b.Counter == nil {
+			return nil, errors.New("engine: a context length needs a token counter")
+		}
+		if b.limit() <= 0 {
+			return nil, fmt.Errorf("engine: a reply reserve of %d tokens leaves nothing of a context length of %d", b.Reserve, b.ContextLength)
+		}
 	}
 	return &Engine{o: o, ts: NewToolset(o.Tools.Tools(), o.Tools.Servers(), o.FunctionCalling)}, nil
 }
@@ -203,4 +214,8 @@ type Policy interface {
 	Announce(ctx context.Context, out Outcome)
 	// State is the policy's state, to save in the checkpoint.
 	State() any
+	// Pinned is what must stay in view when the conversation is compacted
+	// (planning: the plan and the action in hand); "" for nothing beyond
+	// the system prompt and the task, which are always kept.
+	Pinned() string
 }

@@ -190,6 +190,12 @@ func runner(t *testing.T, loop string, w *world, m llm.Client, ts engine.Tools) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	return policyRun(t, loop, e, w)
+}
+
+// policyRun runs the task on w with engine e under loop's policy.
+func policyRun(t *testing.T, loop string, e *engine.Engine, w *world) func() (engine.Outcome, error) {
+	t.Helper()
 	in := engine.Input{Task: task.Task{Ref: ref, Title: "Echo things", Body: "Please echo.", Author: "alice"}, Post: w}
 	if loop == "plain" {
 		l, err := agent.New(e)
@@ -199,7 +205,7 @@ func runner(t *testing.T, loop string, w *world, m llm.Client, ts engine.Tools) 
 		return func() (engine.Outcome, error) { return l.Run(t.Context(), in) }
 	}
 	c, err := plan.New(plan.Options{Engine: e, Forge: w, Lang: report.English, Settings: plan.Settings{
-		MaxSubtasks: 10, DecompositionLevel: "moderate", PrePlanning: true, MaxGatherCalls: 5, MaxCallsPerAction: 10,
+		MaxSubtasks: 10, DecompositionLevel: "moderate", PrePlanning: true, MaxGatherCalls: 5, MaxCallsPerAction: 20,
 		MaxAttempts: 2, Reflection: true, ReflectOnError: true, ReflectEvery: 3, MaxRevisions: 3, Verification: true,
 		MaxVerifyRounds: 2, MaxReplans: 1, CallComments: true, HistoryDir: w.history}})
 	if err != nil {

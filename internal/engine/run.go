@@ -28,8 +28,11 @@ type checkpoint struct {
 	// the model again.
 	Final *Outcome `json:"final,omitempty"`
 	// Announced is set once the policy has reported the end.
-	Announced bool            `json:"announced,omitempty"`
-	Policy    json.RawMessage `json:"policy,omitempty"`
+	Announced bool `json:"announced,omitempty"`
+	// Scale is how many times more tokens the server counted than the
+	// engine did (at least 1): later counts are scaled by it.
+	Scale  float64         `json:"scale,omitempty"`
+	Policy json.RawMessage `json:"policy,omitempty"`
 }
 
 // checkpointVersion 2 is the engine's format; version 1 was written by the
@@ -45,6 +48,11 @@ type Counts struct {
 	Unusable  int       `json:"unusable"`          // unusable replies in a row
 	Ignored   int       `json:"ignored,omitempty"` // comments from people not allowed to steer
 	Started   time.Time `json:"started"`
+	// Compactions counts the times the conversation was compacted to fit
+	// the context window; Summaries, the model requests that summarised a
+	// part of it (not in Calls: they are no step of the task).
+	Compactions int `json:"compactions,omitempty"`
+	Summaries   int `json:"summaries,omitempty"`
 }
 
 // Run is one run of a task: what its policy may read of it.
@@ -57,6 +65,7 @@ type Run struct {
 	// refused is why the last call was refused as an unusable reply ("" once
 	// a call was taken): the reason a run of refusals ends with.
 	refused string
+	counted map[string]int // token counts of texts, for this run
 }
 
 // Input is the task being run.
@@ -100,7 +109,7 @@ func (e *Engine) Run(ctx context.Context, in Input, p Policy) (Outcome, error) {
 // begin loads the checkpoint, or starts a new conversation.
 func (e *Engine) begin(ctx context.Context, in Input, p Policy) (*Run, error) {
 	ref := in.Task.Ref
-	r := &Run{e: e, in: in, p: p, log: e.o.Logger.With("task", ref.String(), "mode", p.Mode())}
+	r := &Run{e: e, in: in, p: p, log: e.o.Logger.With("task", ref.String(), "mode", p.Mode()), counted: map[string]int{}}
 	cp, ok, err := e.o.State.LoadCheckpoint(ctx, ref)
 	if err != nil {
 		return nil, fmt.Errorf("loading checkpoint of %s: %w", ref, err)
@@ -192,7 +201,7 @@ func (r *Run) step(ctx context.Context) (*Outcome, error) {
 	if st.Pending != nil {
 		return r.act(ctx)
 	}
-	if why := CallLimit(st.Calls, r.e.o.MaxCalls); why != "" {
+	if why := CallLimit(st.Calls+st.Summaries, r.e.o.MaxCalls); why != "" {
 		return &Outcome{End: Failed, Reason: why}, nil
 	}
 	text, out, err := r.p.Next(ctx)
@@ -245,7 +254,18 @@ func (r *Run) listen(ctx context.Context) (*Outcome, error) {
 // ask makes one model request and carries out its reply.
 func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 	st, ref := r.st, r.in.Task.Ref
+	if err := r.fit(ctx, false); err != nil {
+		return nil, err
+	}
 	resp, err := r.e.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: r.e.ts.Defs()})
+	if errors.Is(err, llm.ErrContextLength) && r.e.o.Budget.ContextLength > 0 {
+		// The server counts more than the engine did: compact harder, once.
+		r.log.Warn("the server refused the request as too long; compacting and retrying", "error", err)
+		if ferr := r.fit(ctx, true); ferr != nil {
+			return nil, ferr
+		}
+		resp, err = r.e.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: r.e.ts.Defs()})
+	}
 	if err != nil && !errors.Is(err, llm.ErrEmptyReply) {
 		r.p.Trouble(ctx, err.Error(), false)
 		if serr := r.save(ctx); serr != nil {
@@ -256,6 +276,9 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 	st.Calls++
 	st.TokensIn += resp.Usage.InputTokens
 	st.TokensOut += resp.Usage.OutputTokens
+	if r.e.o.Budget.ContextLength > 0 {
+		r.calibrate(st.Messages, resp.Usage)
+	}
 	if err := r.e.o.State.AddCounters(ctx, ref, store.Counters{LLMCalls: 1,
 		TokensIn: resp.Usage.InputTokens, TokensOut: resp.Usage.OutputTokens}); err != nil {
 		return nil, fmt.Errorf("recording model usage of %s: %w", ref, err)

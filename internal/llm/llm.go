@@ -67,3 +67,14 @@ type Client interface {
 // ErrEmptyReply is returned (wrapped) when the provider answered 200 with
 // no choice or message at all.
 var ErrEmptyReply = errors.New("model returned no message")
+
+// ErrContextLength is returned (wrapped) when the server refused a request
+// as longer than the model's context window (OpenAI: HTTP 400 with code
+// context_length_exceeded).
+var ErrContextLength = errors.New("the request exceeds the model's context length")
+
+// Counter counts the tokens of a text as a model sees them: a tokenizer
+// where the model family is known, otherwise an estimate.
+type Counter interface {
+	Count(text string) int
+}

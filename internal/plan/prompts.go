@@ -124,3 +124,22 @@ func subtaskText(p *Plan, id string) string {
 	}
 	return ""
 }
+
+// Pinned is what a compacted conversation keeps in view: the goal, the
+// plan with each action's status, and the phase with the action in hand.
+func (p *policy) Pinned() string {
+	st := p.st
+	if st.Plan == nil {
+		return fmt.Sprintf("You are in the %s phase.", st.At.Phase)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Goal: %s\nThe plan now:\n%s\nYou are in the %s phase.", firstLine(st.Plan.GoalUnderstanding.MainObjective, 300),
+		planText(st.Plan), st.At.Phase)
+	if a := st.Plan.action(p.At().Action); a != nil {
+		fmt.Fprintf(&b, " The action in hand is %s: %s", a.ID, firstLine(a.Description, 300))
+		if a.ExpectedOutcome != "" {
+			fmt.Fprintf(&b, " (expected: %s)", firstLine(a.ExpectedOutcome, 300))
+		}
+	}
+	return b.String()
+}

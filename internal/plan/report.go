@@ -126,8 +126,9 @@ func (p *policy) Announce(ctx context.Context, out engine.Outcome) {
 	p.progress(ctx, true)
 	f := report.Final{Succeeded: out.End == engine.Done, Summary: out.Comment, Reason: p.c.o.Redact(out.Reason),
 		Changes: slices.Clone(st.Changes), VerificationRan: st.Verification != nil, VerificationRounds: st.Rounds, IgnoredComments: out.Ignored,
-		Receipt: report.Receipt{LLMCalls: n.Calls, ToolCalls: n.ToolCalls, TokensIn: int64(n.TokensIn),
-			TokensOut: int64(n.TokensOut), Duration: p.c.o.Engine.Now().Sub(n.Started).Round(time.Second)}}
+		Receipt: report.Receipt{LLMCalls: n.Calls + n.Summaries, ToolCalls: n.ToolCalls, TokensIn: int64(n.TokensIn),
+			TokensOut: int64(n.TokensOut), Duration: p.c.o.Engine.Now().Sub(n.Started).Round(time.Second),
+			Compactions: n.Compactions, Summaries: n.Summaries}}
 	if st.Plan != nil {
 		for _, a := range st.Plan.ActionPlan.Actions {
 			if a.Status == Skipped {

@@ -261,6 +261,9 @@ type Receipt struct {
 	LLMCalls, ToolCalls int
 	TokensIn, TokensOut int64
 	Duration            time.Duration
+	// Compactions of the conversation to fit the context window, and the
+	// model requests that summarised part of it (shown when there were any).
+	Compactions, Summaries int
 }
 
 // Final is the closing comment of a planned task.
@@ -311,6 +314,8 @@ func (l Lang) Final(f Final) (string, error) {
 		"TokensIn":     groupDigits(f.Receipt.TokensIn),
 		"TokensOut":    groupDigits(f.Receipt.TokensOut),
 		"Duration":     l.duration(f.Receipt.Duration),
+		"Compactions":  f.Receipt.Compactions,
+		"Summaries":    f.Receipt.Summaries,
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/ollama/ollama/api"
 
@@ -151,4 +152,20 @@ func (t statusTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		*p = resp.StatusCode
 	}
 	return resp, err
+}
+
+// ModelContextLength asks the server for the model's context window: the
+// "<architecture>.context_length" of /api/show's model_info. It is 0 when
+// the server does not say.
+func (c *Client) ModelContextLength(ctx context.Context) (int, error) {
+	show, err := c.api.Show(ctx, &api.ShowRequest{Model: c.model})
+	if err != nil {
+		return 0, fmt.Errorf("asking ollama for the context length of %s: %w", c.model, err)
+	}
+	for k, v := range show.ModelInfo {
+		if n, ok := v.(float64); ok && strings.HasSuffix(k, ".context_length") && n > 0 {
+			return int(n), nil
+		}
+	}
+	return 0, nil
 }

@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	oa "github.com/openai/openai-go/v3"
+
+	"github.com/coding-agent/coding-agent/internal/llm"
 )
 
 // maxMessage caps the server's error text kept in a StatusError.
@@ -20,6 +22,18 @@ const maxMessage = 500
 type StatusError struct {
 	Code    int
 	Message string // the server's error message, API key removed, capped
+	Type    string // the API's error code, e.g. context_length_exceeded
+}
+
+// Unwrap is llm.ErrContextLength for a request the server refused as
+// longer than the context window: OpenAI's code, or the message vLLM and
+// other OpenAI-compatible servers send ("maximum context length").
+func (e *StatusError) Unwrap() error {
+	if e.Code == http.StatusBadRequest && (e.Type == "context_length_exceeded" ||
+		strings.Contains(strings.ToLower(e.Message), "maximum context length")) {
+		return llm.ErrContextLength
+	}
+	return nil
 }
 
 func (e *StatusError) Error() string {
@@ -42,7 +56,7 @@ func apiError(err error, raw *http.Response, key string) error {
 		if msg == "" {
 			msg = body(ae.Response)
 		}
-		return &StatusError{Code: ae.StatusCode, Message: clean(msg, key)}
+		return &StatusError{Code: ae.StatusCode, Message: clean(msg, key), Type: ae.Code}
 	}
 	// An error answer whose body cannot be decoded fails in the library's
 	// decoding instead.

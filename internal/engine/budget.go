@@ -1,0 +1,278 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/coding-agent/coding-agent/internal/llm"
+	"github.com/coding-agent/coding-agent/internal/store"
+)
+
+// Budget keeps every request inside the model's context window: a request
+// is counted before it is sent, and the conversation is compacted when the
+// next request would pass CompactAt of the window less the reply reserve.
+type Budget struct {
+	ContextLength int         // the model's window in tokens; 0: unknown, nothing is compacted
+	Reserve       int         // tokens kept for the reply (max_token)
+	CompactAt     float64     // share of the budget that starts a compaction; 0 → 0.7
+	Counter       llm.Counter // how tokens are counted; required with a ContextLength
+}
+
+// limit is what a request may hold: the window less the reply reserve.
+func (b Budget) limit() int { return b.ContextLength - b.Reserve }
+
+// threshold is the size a compaction brings a conversation under.
+func (b Budget) threshold() int {
+	at := b.CompactAt
+	if at <= 0 || at > 1 {
+		at = 0.7
+	}
+	return int(float64(b.limit()) * at)
+}
+
+// Compaction's shape: the newest messages kept verbatim, and what is stubbed
+// before them.
+const (
+	keepTail   = 6   // newest messages never stubbed or summarised
+	stubOver   = 400 // bytes: an older message longer than this is stubbed
+	stubPrefix = 160 // bytes of a stubbed message kept, so it says what it was
+	noteMark   = "[Context compacted to fit the model's context window."
+)
+
+// messageOverhead is what a message costs beyond its text (role, framing).
+const messageOverhead = 4
+
+// tokens counts a request as the model will see it, scaled by what the
+// server reported for earlier requests when it counted more.
+func (r *Run) tokens(msgs []llm.Message) int {
+	n := r.rawTokens(msgs) + r.toolTokens()
+	if r.st.Scale > 1 {
+		n = int(float64(n)*r.st.Scale) + 1
+	}
+	return n
+}
+
+func (r *Run) rawTokens(msgs []llm.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += messageOverhead + r.count(m.Content)
+		for _, c := range m.ToolCalls {
+			n += messageOverhead + r.count(c.Name) + r.count(string(c.Arguments))
+		}
+	}
+	return n
+}
+
+// toolTokens is what the native tool definitions cost in every request.
+func (r *Run) toolTokens() int {
+	n := 0
+	for _, t := range r.e.ts.Defs() {
+		n += messageOverhead + r.count(t.Name) + r.count(t.Description) + r.count(string(t.Parameters))
+	}
+	return n
+}
+
+// count counts text once per run: a conversation is counted again before
+// every request, and only its new messages are new text.
+func (r *Run) count(text string) int {
+	if text == "" {
+		return 0
+	}
+	if n, ok := r.counted[text]; ok {
+		return n
+	}
+	n := r.e.o.Budget.Counter.Count(text)
+	if len(r.counted) > 4096 {
+		clear(r.counted) // compaction replaced most of what it held
+	}
+	r.counted[text] = n
+	return n
+}
+
+// calibrate scales later counts by what the server reported for a request
+// it counted more of than the engine did.
+func (r *Run) calibrate(sent []llm.Message, u llm.Usage) {
+	if u.InputTokens <= 0 {
+		return
+	}
+	est := r.rawTokens(sent) + r.toolTokens()
+	if est > 0 && float64(u.InputTokens)/float64(est) > r.st.Scale {
+		r.st.Scale = float64(u.InputTokens) / float64(est)
+	}
+}
+
+// fit compacts the conversation when the next request would pass the
+// threshold (always, when force: the server refused the last one as too
+// long). It reports what it did in the log and the counts.
+func (r *Run) fit(ctx context.Context, force bool) error {
+	b := r.e.o.Budget
+	if b.ContextLength <= 0 {
+		return nil
+	}
+	before := r.tokens(r.st.Messages)
+	target := b.threshold()
+	if force {
+		target = min(target, before/2)
+	}
+	if before <= target && !force {
+		return nil
+	}
+	st := r.st
+	pinned := r.p.Pinned()
+	var msgs []llm.Message
+	var cut int
+	for _, keep := range []int{keepTail, keepTail - 2, 2} {
+		if msgs, cut = stubbed(st.Messages, keep); r.tokens(msgs) <= target {
+			break
+		}
+	}
+	// A summary only pays when what it replaces is a good part of the
+	// conversation; a large newest output is cut instead (trimmed).
+	if r.tokens(msgs) > target && cut > 2 && r.rawTokens(msgs[2:cut]) > target/4 {
+		msgs = r.summarised(ctx, msgs, cut, pinned)
+	} else if cut > 2 {
+		msgs = withNote(msgs, "Older tool outputs and long messages were shortened to a few lines.", pinned)
+	}
+	msgs = r.trimmed(msgs, b.limit())
+	st.Messages = msgs
+	st.Compactions++
+	after := r.tokens(msgs)
+	r.log.Info("conversation compacted", "tokens_before", before, "tokens_after", after, "limit", b.limit(), "messages", len(msgs))
+	return nil
+}
+
+// stubbed shortens every message before the newest keep (the system
+// prompt and the task excepted) that is longer than stubOver, keeping its
+// start so it says what it was; native call arguments too. It returns the
+// new conversation and where the verbatim tail starts.
+func stubbed(msgs []llm.Message, keep int) ([]llm.Message, int) {
+	out := make([]llm.Message, len(msgs))
+	copy(out, msgs)
+	cut := max(2, len(out)-keep)
+	for cut > 2 && out[cut].Role == llm.ToolRole {
+		cut-- // a tool result stays with the call it answers
+	}
+	for i := 2; i < cut; i++ {
+		m := &out[i]
+		if strings.HasPrefix(m.Content, noteMark) {
+			continue
+		}
+		if len(m.Content) > stubOver {
+			m.Content = stub(m.Content)
+		}
+		if len(m.ToolCalls) > 0 {
+			calls := make([]llm.ToolCall, len(m.ToolCalls))
+			copy(calls, m.ToolCalls)
+			for j := range calls {
+				if n := len(calls[j].Arguments); n > stubOver {
+					calls[j].Arguments = json.RawMessage(fmt.Sprintf(`{"elided":"%d bytes of arguments, removed to fit the context window"}`, n))
+				}
+			}
+			m.ToolCalls = calls
+		}
+	}
+	return out, cut
+}
+
+func stub(s string) string {
+	head := s[:stubPrefix]
+	for len(head) > 0 && !isRuneStart(s[len(head)]) {
+		head = head[:len(head)-1]
+	}
+	return fmt.Sprintf("%s… [%d more bytes elided to fit the context window]", head, len(s)-len(head))
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// withNote puts, after the task, the note saying the conversation was
+// compacted, with what the policy must keep in view (planning: the plan and
+// the action in hand); an earlier note is replaced.
+func withNote(msgs []llm.Message, what, pinned string) []llm.Message {
+	text := noteMark + " " + what + "]"
+	if pinned != "" {
+		text += "\n\n" + pinned
+	}
+	note := llm.Message{Role: llm.User, Content: text}
+	if len(msgs) > 2 && strings.HasPrefix(msgs[2].Content, noteMark) {
+		out := append([]llm.Message(nil), msgs...)
+		out[2] = note
+		return out
+	}
+	return append(append(append([]llm.Message(nil), msgs[:2]...), note), msgs[2:]...)
+}
+
+// summarised replaces the messages between the task and the verbatim tail
+// with a summary the model writes in one extra request (counted like any
+// other); if that request fails, they are left out, and the note says so.
+func (r *Run) summarised(ctx context.Context, msgs []llm.Message, cut int, pinned string) []llm.Message {
+	span := msgs[2:cut]
+	var b strings.Builder
+	for _, m := range span {
+		b.WriteString(m.Role + ": " + m.Content + "\n")
+		for _, c := range m.ToolCalls {
+			b.WriteString("  call " + c.Name + " " + string(c.Arguments) + "\n")
+		}
+	}
+	text := b.String()
+	// The request must fit: keep the newest part of the span.
+	for max(r.e.o.Budget.limit()/2, 256) < r.count(text) && len(text) > 1024 {
+		text = "(earlier part cut)\n" + text[len(text)/2:]
+	}
+	req := llm.Request{Messages: []llm.Message{
+		{Role: llm.System, Content: "You summarise a coding agent's work for the agent itself."},
+		{Role: llm.User, Content: "Summarise this part of your work on the task in at most 200 words: what you looked at, what you changed, what failed, what you learned. Plain text.\n\n" + text},
+	}}
+	what := fmt.Sprintf("%d earlier messages were replaced by this summary you wrote:", len(span))
+	resp, err := r.e.o.LLM.Chat(ctx, req)
+	summary := strings.TrimSpace(StripThink(resp.Message.Content))
+	if err == nil {
+		r.st.Summaries++
+		r.st.TokensIn += resp.Usage.InputTokens
+		r.st.TokensOut += resp.Usage.OutputTokens
+		if cerr := r.e.o.State.AddCounters(ctx, r.in.Task.Ref, store.Counters{LLMCalls: 1,
+			TokensIn: resp.Usage.InputTokens, TokensOut: resp.Usage.OutputTokens}); cerr != nil {
+			r.log.Error("recording the summary's model usage", "error", cerr)
+		}
+	}
+	if err != nil || summary == "" {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			r.log.Warn("summarising the conversation failed; leaving the span out", "error", err)
+		}
+		what = fmt.Sprintf("%d earlier messages were left out.", len(span))
+	} else {
+		what += "\n" + summary
+	}
+	kept := append(append([]llm.Message(nil), msgs[:2]...), msgs[cut:]...)
+	return withNote(kept, what, pinned)
+}
+
+// trimmed cuts the longest messages (never the system prompt) in half
+// until the conversation is under limit: the newest tool output can alone
+// be larger than a small window.
+func (r *Run) trimmed(msgs []llm.Message, limit int) []llm.Message {
+	for range 64 {
+		if r.tokens(msgs) <= limit {
+			return msgs
+		}
+		longest := -1
+		for i := 1; i < len(msgs); i++ {
+			if longest < 0 || len(msgs[i].Content) > len(msgs[longest].Content) {
+				longest = i
+			}
+		}
+		c := msgs[longest].Content
+		if longest < 0 || len(c) < 2*stubPrefix {
+			return msgs
+		}
+		half := len(c) / 2
+		for half > 0 && !isRuneStart(c[half]) {
+			half--
+		}
+		msgs = append([]llm.Message(nil), msgs...)
+		msgs[longest].Content = c[:half] + fmt.Sprintf("… [%d more bytes cut to fit the context window]", len(c)-half)
+	}
+	return msgs
+}
