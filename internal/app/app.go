@@ -143,7 +143,8 @@ func (a *App) startAgent(ctx context.Context) error {
 	c := a.cfg
 	var servers []toolhost.ServerConfig
 	for _, s := range c.MCPServers {
-		servers = append(servers, toolhost.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, SystemPrompt: s.SystemPrompt})
+		servers = append(servers, toolhost.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env,
+			SystemPrompt: s.SystemPrompt, Allow: s.Tools.Allow, Deny: s.Tools.Deny})
 	}
 	host, err := toolhost.Start(ctx, toolhost.Options{Servers: servers, CallTimeout: c.Tools.CallTimeout(),
 		MaxResultBytes: c.Tools.MaxResultBytes, Logger: a.Log})

@@ -154,6 +154,15 @@ type MCPServer struct {
 	Command      []string          `yaml:"command"`         // program and arguments; non-empty
 	Env          map[string]string `yaml:"env"`             // extra environment of the server process only
 	SystemPrompt string            `yaml:"system_prompt"`   // text added to the system prompt about this server
+	Tools        ToolFilter        `yaml:"tools"`           // which of the server's tools are offered
+}
+
+// ToolFilter is mcp_servers[].tools: which of a server's tools the model is
+// offered and may call. Each entry is a glob of tool names (without the
+// server prefix) in path.Match syntax: * ? [a-z] and \ to escape.
+type ToolFilter struct {
+	Allow []string `yaml:"allow"` // only tools matching one are offered; empty: every tool
+	Deny  []string `yaml:"deny"`  // tools matching one are never offered, even if allowed (deny wins)
 }
 
 // Tools is the tools section.

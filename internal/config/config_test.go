@@ -127,6 +127,7 @@ func TestGitHubOpenAIExample(t *testing.T) {
 					"ghcr.io/github/github-mcp-server"},
 				Env:          map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_example"},
 				SystemPrompt: "Use github/* tools to create branches, commits and pull requests.",
+				Tools:        config.ToolFilter{Allow: []string{}, Deny: []string{"merge_pull_request", "delete_*"}},
 			},
 		},
 		Tools:            config.Tools{CallTimeoutSeconds: 120, MaxResultBytes: 32768},

@@ -112,6 +112,10 @@ func TestUnknownKeys(t *testing.T) {
 			config.Problems{{Path: "llm.lmstudio.modle", Msg: `unknown key (did you mean "model"?)`, Line: 9}}},
 		{head + gh + "mcp_servers:\n  - mcp_server_name: a\n    command: [a]\n    comand: [a]\n",
 			config.Problems{{Path: "mcp_servers[0].comand", Msg: `unknown key (did you mean "command"?)`, Line: 9}}},
+		{head + gh + "mcp_servers:\n  - mcp_server_name: a\n    command: [a]\n    tool: {allow: [x]}\n",
+			config.Problems{{Path: "mcp_servers[0].tool", Msg: `unknown key (did you mean "tools"?)`, Line: 9}}},
+		{head + gh + "mcp_servers:\n  - mcp_server_name: a\n    command: [a]\n    tools: {alow: [x], deny: [y]}\n",
+			config.Problems{{Path: "mcp_servers[0].tools.alow", Msg: `unknown key (did you mean "allow"?)`, Line: 9}}},
 		{head + gh + "wibble: 1\n", config.Problems{{Path: "wibble", Msg: "unknown key", Line: 6}}},
 		// A future key is only accepted where it belongs.
 		{gh + "task_source: github\nllm:\n  provider: lmstudio\n  lmstudio: {model: m}\n  comment_detection: {}\n",
@@ -288,4 +292,27 @@ func TestValidateOnDefault(t *testing.T) {
 	if err := c.Validate(); !errors.As(err, &ps) || len(*ps) != 1 || (*ps)[0].Path != "max_llm_process_num" {
 		t.Errorf("Validate = %v, want one problem at max_llm_process_num", err)
 	}
+}
+
+func TestToolFilters(t *testing.T) {
+	const servers = "mcp_servers:\n  - mcp_server_name: gh\n    command: [gh-mcp]\n"
+	c, _ := mustParse(t, head+gh+servers+"    tools:\n      allow: [get_*, list_*, search_code]\n      deny: ['*_secret*', \"[!a-z]*\"]\n", nil)
+	want := config.ToolFilter{Allow: []string{"get_*", "list_*", "search_code"}, Deny: []string{"*_secret*", "[!a-z]*"}}
+	if diff := cmp.Diff(want, c.MCPServers[0].Tools); diff != "" {
+		t.Errorf("tools (-want +got):\n%s", diff)
+	}
+	// No tools key: every tool is offered.
+	c, _ = mustParse(t, head+gh+servers, nil)
+	if f := c.MCPServers[0].Tools; len(f.Allow)+len(f.Deny) != 0 {
+		t.Errorf("default filter = %+v, want empty", f)
+	}
+	checkProblems(t, head+gh+servers, nil, []problemCase{
+		{"    tools:\n      allow: [\"get_[a-\", ok_*]\n      deny: [\"\", \"x\\\\\"]\n", config.Problems{
+			{Path: "mcp_servers[0].tools.allow[0]", Msg: `must be a valid glob (path.Match syntax: * ? [a-z], \ escapes)`, Line: 10},
+			{Path: "mcp_servers[0].tools.deny[0]", Msg: "must be a tool name or a glob such as get_*", Line: 11},
+			{Path: "mcp_servers[0].tools.deny[1]", Msg: `must be a valid glob (path.Match syntax: * ? [a-z], \ escapes)`, Line: 11},
+		}},
+		{"    tools: {allow: get_*}\n", config.Problems{{Path: "mcp_servers[0].tools.allow", Msg: "expected a list, got a string", Line: 9}}},
+		{"    tools: [get_*]\n", config.Problems{{Path: "mcp_servers[0].tools", Msg: "expected a mapping, got a list", Line: 9}}},
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"path"
 	"regexp"
 	"strings"
 	"time"
@@ -231,6 +232,20 @@ func validateMCP(k *checker, servers []MCPServer) {
 			if key == "" || strings.ContainsAny(key, "=\x00") {
 				k.add(p+".env", "variable names must be non-empty and without = or NUL")
 			}
+		}
+		k.globs(p+".tools.allow", s.Tools.Allow)
+		k.globs(p+".tools.deny", s.Tools.Deny)
+	}
+}
+
+// globs wants every entry to be a non-empty path.Match pattern.
+func (k *checker) globs(key string, globs []string) {
+	for i, g := range globs {
+		p := fmt.Sprintf("%s[%d]", key, i)
+		if strings.TrimSpace(g) == "" {
+			k.add(p, "must be a tool name or a glob such as get_*")
+		} else if _, err := path.Match(g, ""); err != nil {
+			k.add(p, "must be a valid glob (path.Match syntax: * ? [a-z], \\ escapes)")
 		}
 	}
 }

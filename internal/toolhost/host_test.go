@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -230,4 +231,62 @@ func TestStartTimeout(t *testing.T) {
 			t.Errorf("Start error = %v, want a timeout naming the server", err)
 		}
 	})
+}
+
+func TestToolFiltersWithholdTools(t *testing.T) {
+	rec := &logRecorder{}
+	h := start(t, Options{
+		Servers: []ServerConfig{
+			{Name: "a", Allow: []string{"e*", "w?ite_file", "nothing_*"}, Deny: []string{"env"}},
+			{Name: "b", Deny: []string{"[bfps]*"}},
+		},
+		Connect: inMemory(t),
+		Logger:  slog.New(rec),
+	})
+	var names []string
+	for _, tool := range h.Tools() {
+		names = append(names, tool.FullName())
+	}
+	want := []string{"a/echo", "a/write_file", "b/echo", "b/env", "b/write_file"}
+	if !slices.Equal(names, want) {
+		t.Errorf("tools = %v, want %v", names, want)
+	}
+	// A withheld tool is not callable: the answer is the one for any unknown
+	// tool, and it does not name the withheld tools.
+	for _, name := range []string{"a/env", "a/pid", "b/big"} {
+		r := call(t, h, name, map[string]any{})
+		wantToolError(t, r, "Unknown tool", "Its tools are: ")
+		_, offered, _ := strings.Cut(r.Text, "Its tools are: ")
+		if offered != "echo, write_file." && offered != "echo, env, write_file." {
+			t.Errorf("%s: answer %q lists other tools than those offered", name, r.Text)
+		}
+	}
+	wantOK(t, call(t, h, "a/echo", map[string]string{"text": "allowed"}), "allowed")
+	wantOK(t, call(t, h, "b/echo", map[string]string{"text": "not denied"}), "not denied")
+
+	if got := rec.find("MCP tool filter matches none of the server's tools"); len(got) != 1 || got[0]["glob"] != "nothing_*" || got[0]["filter"] != "allow" {
+		t.Errorf("unmatched-glob warnings = %v, want one for allow nothing_*", got)
+	}
+	if got := rec.find("started MCP server"); len(got) != 2 || got[0]["tools"] != "2" || got[0]["withheld"] != "5" {
+		t.Errorf("start logs = %v, want a: 2 tools, 5 withheld", got)
+	}
+}
+
+func TestToolFiltersSurviveARestart(t *testing.T) {
+	h := start(t, Options{Servers: []ServerConfig{{Name: "t", Allow: []string{"echo", "pid"}}}, Connect: inMemory(t)})
+	c := liveConn(t, h, "t")
+	_ = c.sess.Close()
+	<-c.exited
+	wantOK(t, call(t, h, "t/echo", map[string]string{"text": "back"}), "back")
+	if n := h.Restarts("t"); n != 1 {
+		t.Fatalf("Restarts = %d, want 1", n)
+	}
+	wantToolError(t, call(t, h, "t/fail", map[string]any{}), `Unknown tool "fail"`, "Its tools are: echo, pid.")
+}
+
+func TestBadToolFilterIsAStartError(t *testing.T) {
+	_, err := Start(t.Context(), Options{Servers: []ServerConfig{{Name: "t", Deny: []string{"get_[a-"}}}, Connect: inMemory(t)})
+	if err == nil || !strings.Contains(err.Error(), `tool filter "get_[a-" is not a valid glob`) {
+		t.Errorf("Start = %v, want an invalid-glob error", err)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -20,10 +21,11 @@ const pingTimeout = 5 * time.Second
 
 // server is one configured MCP server and its current connection.
 type server struct {
-	h     *Host
-	cfg   ServerConfig
-	tools []Tool
-	names map[string]bool
+	h        *Host
+	cfg      ServerConfig
+	tools    []Tool
+	names    map[string]bool // the tools offered: callable
+	withheld []string        // the tools listed but not offered (ServerConfig.Allow, Deny)
 
 	lock     chan struct{} // held while reading or replacing live and closed
 	live     *conn         // nil while the server is down
@@ -82,14 +84,21 @@ func (h *Host) startServer(ctx context.Context, cfg ServerConfig) (*server, erro
 	return s, nil
 }
 
-// listTools records the tools of a freshly started server.
+// listTools records the tools of a freshly started server that its
+// Allow and Deny globs let through.
 func (s *server) listTools(ctx context.Context, sess *mcp.ClientSession) error {
+	var listed []string
 	for t, err := range sess.Tools(ctx, nil) {
 		if err != nil {
 			return fmt.Errorf("listing tools: %w", err)
 		}
-		if s.names[t.Name] {
+		if s.names[t.Name] || slices.Contains(s.withheld, t.Name) {
 			s.h.log.Warn("MCP server lists a tool twice; keeping the first", "server", s.cfg.Name, "tool", t.Name)
+			continue
+		}
+		listed = append(listed, t.Name)
+		if !s.cfg.offers(t.Name) {
+			s.withheld = append(s.withheld, t.Name)
 			continue
 		}
 		schema, err := json.Marshal(t.InputSchema)
@@ -100,7 +109,26 @@ func (s *server) listTools(ctx context.Context, sess *mcp.ClientSession) error {
 		readOnly := t.Annotations != nil && t.Annotations.ReadOnlyHint
 		s.tools = append(s.tools, Tool{Server: s.cfg.Name, Name: t.Name, Description: t.Description, InputSchema: schema, ReadOnly: readOnly})
 	}
+	s.warnUnmatched(listed)
 	return nil
+}
+
+// warnUnmatched logs each Allow or Deny glob that matches none of the tools
+// the server listed: most likely a misspelt name.
+func (s *server) warnUnmatched(listed []string) {
+	for _, f := range []struct {
+		key   string
+		globs []string
+	}{{"allow", s.cfg.Allow}, {"deny", s.cfg.Deny}} {
+		for _, g := range f.globs {
+			if !slices.ContainsFunc(listed, func(n string) bool { return matchAny([]string{g}, n) }) {
+				s.h.log.Warn("MCP tool filter matches none of the server's tools", "server", s.cfg.Name, "filter", f.key, "glob", g)
+			}
+		}
+	}
+	if len(s.tools) == 0 && len(listed) > 0 {
+		s.h.log.Warn("MCP tool filters leave the server no tools", "server", s.cfg.Name, "listed", len(listed))
+	}
 }
 
 // launch starts one instance of cfg and runs ready on it, all within StartTimeout.

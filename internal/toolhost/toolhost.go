@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +41,27 @@ type ServerConfig struct {
 	Env map[string]string
 	// SystemPrompt is text about this server's tools for the system prompt.
 	SystemPrompt string
+	// Allow and Deny choose which of the server's tools are offered: globs of
+	// tool names (path.Match syntax, without the server prefix). A tool is
+	// offered when Allow is empty or one of its globs matches, and no Deny
+	// glob matches. A tool not offered is not callable either: the model
+	// gets the "unknown tool" answer.
+	Allow, Deny []string
+}
+
+// offers reports whether the server offers its tool name to the model. The
+// globs were checked by validate.
+func (s ServerConfig) offers(name string) bool {
+	return (len(s.Allow) == 0 || matchAny(s.Allow, name)) && !matchAny(s.Deny, name)
+}
+
+func matchAny(globs []string, name string) bool {
+	for _, g := range globs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // Options configures Start. Zero values mean defaults.
@@ -133,7 +156,7 @@ func Start(ctx context.Context, opts Options) (*Host, error) {
 		h.servers = append(h.servers, s)
 		h.byName[cfg.Name] = s
 		h.tools = append(h.tools, s.tools...)
-		h.log.Info("started MCP server", "server", cfg.Name, "tools", len(s.tools))
+		h.log.Info("started MCP server", "server", cfg.Name, "tools", len(s.tools), "withheld", len(s.withheld))
 	}
 	return h, nil
 }
@@ -151,6 +174,11 @@ func validate(opts Options) error {
 			errs = append(errs, fmt.Errorf("starting MCP server %q: duplicate server name", s.Name))
 		case opts.Connect == nil && len(s.Command) == 0:
 			errs = append(errs, fmt.Errorf("starting MCP server %q: no command", s.Name))
+		}
+		for _, g := range slices.Concat(s.Allow, s.Deny) {
+			if _, err := path.Match(g, ""); err != nil || g == "" {
+				errs = append(errs, fmt.Errorf("starting MCP server %q: tool filter %q is not a valid glob", s.Name, g))
+			}
 		}
 		seen[s.Name] = true
 	}
