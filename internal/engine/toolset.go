@@ -74,7 +74,15 @@ func (ts *Toolset) ReadOnly(full string) bool { return ts.byName[full].ReadOnly 
 // Fn is the function name of full sent to the provider.
 func (ts *Toolset) Fn(full string) string { return ts.names.fn(full) }
 
-// Catalog renders the tool list and the servers' notes for a system prompt.
+// maxBrief caps the one-line description of a tool in the native catalog.
+const maxBrief = 160
+
+// Catalog renders the tool list and the servers' notes for a system prompt,
+// so that the catalog reaches the model once. With native calls the
+// schemas and full descriptions travel in the request's tools field: the
+// prompt names each tool with the first sentence of its description. In the
+// JSON protocol the prompt is the only catalog: each tool with its whole
+// description and a compact summary of its parameters (paramSummary).
 func (ts *Toolset) Catalog() (string, error) {
 	data := struct {
 		Tools           []promptTool
@@ -82,14 +90,13 @@ func (ts *Toolset) Catalog() (string, error) {
 		FunctionCalling bool
 	}{Servers: ts.servers, FunctionCalling: ts.native}
 	for _, t := range ts.tools {
-		params := compactJSON(t.InputSchema)
-		if params == "" {
-			params = "{}"
+		pt := promptTool{Name: t.FullName(), Fn: ts.names.fn(t.FullName()), ReadOnly: t.ReadOnly}
+		if ts.native {
+			pt.Description = brief(t.Description, maxBrief)
+		} else {
+			pt.Description, pt.Params = oneLine(t.Description), paramSummary(t.InputSchema)
 		}
-		data.Tools = append(data.Tools, promptTool{
-			Name: t.FullName(), Fn: ts.names.fn(t.FullName()),
-			Description: oneLine(t.Description), Params: params, ReadOnly: t.ReadOnly,
-		})
+		data.Tools = append(data.Tools, pt)
 	}
 	return render("catalog.tmpl", data)
 }
