@@ -191,12 +191,14 @@ func TestJSONProtocolRunsToolsAndFinishes(t *testing.T) {
 	}
 	second := m.requests[1].Messages
 	res := second[len(second)-1]
-	if res.Role != llm.User || !strings.Contains(res.Content, "Command: test/echo") ||
-		!strings.Contains(res.Content, `Arguments: {"text":"hello"}`) || !strings.Contains(res.Content, "hello") {
+	// The result names the tool; the arguments are in the assistant's JSON
+	// just before it, once.
+	if res.Role != llm.User || !strings.HasPrefix(res.Content, "Result of test/echo:\n") ||
+		!strings.Contains(res.Content, "hello") || strings.Contains(res.Content, `"text"`) {
 		t.Fatalf("tool result message:\n%s", res.Content)
 	}
 	third := m.requests[2].Messages
-	if !strings.Contains(third[len(third)-1].Content, "The tool reported an error") {
+	if !strings.HasPrefix(third[len(third)-1].Content, "Result of test/fail (the tool reported an error):") {
 		t.Fatalf("tool error should go back to the model:\n%s", third[len(third)-1].Content)
 	}
 	if st.counters != (store.Counters{LLMCalls: 3, ToolCalls: 2, TokensIn: 30, TokensOut: 9}) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/plan"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -48,7 +49,7 @@ func TestKilledRunIsResumedByTheNextRun(t *testing.T) {
 		t.Fatalf("%d model requests in all, want 3 (two before the kill, one after)", len(reqs))
 	}
 	last := reqs[2].Messages[len(reqs[2].Messages)-1].Content
-	if !strings.Contains(last, "Command: fs/write_file") {
+	if !strings.HasPrefix(last, engine.ResultPrefix+"fs/write_file") {
 		t.Fatalf("the resumed request does not continue the conversation:\n%s", last)
 	}
 	if l := e.labels(); !slices.Equal(l, []string{"bug", "coding agent done"}) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/app"
 	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/llm"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
@@ -221,7 +222,7 @@ func (e *env) record() store.Record {
 func toolResults(r llmtest.Received) int {
 	n := 0
 	for _, m := range r.Messages {
-		if m.Role == llm.ToolRole || (m.Role == llm.User && strings.HasPrefix(m.Content, "Command: ")) {
+		if m.Role == llm.ToolRole || (m.Role == llm.User && strings.HasPrefix(m.Content, engine.ResultPrefix)) {
 			n++
 		}
 	}

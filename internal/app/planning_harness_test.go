@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/llm"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 )
@@ -48,7 +49,7 @@ func where(r llmtest.Received) at {
 		}
 		k := strings.LastIndex(m.Content, "Phase: ")
 		if k < 0 || m.Role == llm.System {
-			if strings.HasPrefix(m.Content, "Command: ") {
+			if strings.HasPrefix(m.Content, engine.ResultPrefix) {
 				w.Tools++
 			}
 			continue

@@ -8,6 +8,7 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/app"
 	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/plan"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -57,7 +58,7 @@ func TestServeShutdownCheckpointsAndRunResumes(t *testing.T) {
 		t.Fatalf("%d model requests in all, want 2", len(reqs))
 	}
 	last := reqs[1].Messages[len(reqs[1].Messages)-1].Content
-	if !strings.Contains(last, "Command: fs/write_file") {
+	if !strings.HasPrefix(last, engine.ResultPrefix+"fs/write_file") {
 		t.Fatalf("the resumed request does not continue the conversation:\n%s", last)
 	}
 	if l := e.labels(); !slices.Equal(l, []string{"bug", "coding agent done"}) {

@@ -90,15 +90,16 @@ func TaskPrompt(t task.Task, comments []task.Comment, bot string, rounds []strin
 	return render("task.tmpl", data)
 }
 
-// resultPrompt is the message after a tool call: the command, its arguments
-// and the tool's result verbatim (cut by the host at its size cap).
+// resultPrompt is the message after a tool call: the tool's name and its
+// result verbatim (cut by the host at its size cap), never the call's
+// arguments, which the conversation holds once already (SPEC-NOTES 17).
 func resultPrompt(call ToolCall, res toolhost.Result, repeated int) (string, error) {
 	data := struct {
-		Tool, Args, Result     string
+		Tool, Result           string
 		IsError, Truncated     bool
 		Shown, Bytes, Repeated int
 	}{
-		Tool: call.Tool, Args: compactJSON(call.Args), Result: Fence("tool output of "+call.Tool, res.Text),
+		Tool: call.Tool, Result: Fence("tool output of "+call.Tool, res.Text),
 		IsError: res.IsError, Truncated: res.Truncated, Shown: len(res.Text), Bytes: res.Bytes, Repeated: repeated,
 	}
 	return render("result.tmpl", data)

@@ -101,9 +101,15 @@ func (ts *Toolset) Catalog() (string, error) {
 	return render("catalog.tmpl", data)
 }
 
+// ResultPrefix begins every message that answers a tool call (a result, a
+// tool error or a refusal), followed by the tool's server/tool name. The
+// call's arguments are not repeated: they are in the assistant message
+// that made the call, as a native call or in its JSON.
+const ResultPrefix = "Result of "
+
 // Refusal answers a call that was not run, saying why.
 func (ts *Toolset) Refusal(c ToolCall, reason string) llm.Message {
-	return ts.answer(c, "Command: "+c.Tool+"\nArguments: "+compactJSON(c.Args)+"\nNot run: "+reason)
+	return ts.answer(c, ResultPrefix+c.Tool+": not run: "+reason)
 }
 
 // ResultMessage is the message that carries a tool's result back to the
