@@ -220,6 +220,56 @@ func TestMCPServerCrashIsSurvived(t *testing.T) {
 	}
 }
 
+// mcp_servers[].tools.deny withholds a tool of the real filesystem server:
+// it is in neither the catalog nor the tools field, and a call to it is
+// answered as for an unknown tool, on both reply protocols.
+func TestDeniedToolIsNeitherOfferedNorRun(t *testing.T) {
+	for _, native := range []bool{false, true} {
+		t.Run(fmt.Sprintf("native=%v", native), func(t *testing.T) {
+			e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: native,
+				respond: func(e *env, r llmtest.Received) llmtest.Step {
+					if toolResults(r) > 0 {
+						return done("Could not write.")
+					}
+					if !native {
+						return e.call(r, "Writing hello.txt.", "fs/write_file", map[string]any{"path": "hello.txt", "content": "hi"})
+					}
+					return llmtest.Reply{Content: "Writing hello.txt.", ToolCalls: []llmtest.Call{{Name: "fs/write_file",
+						Args: map[string]any{"path": "hello.txt", "content": "hi"}}}}
+				}})
+			e.cfg.MCPServers[0].Tools = config.ToolFilter{Allow: []string{"*file*", "list_*"}, Deny: []string{"write_*", "*media*"}}
+			if err := e.run(context.Background()); err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			reqs := e.model.Requests()
+			if len(reqs) != 2 {
+				t.Fatalf("%d model requests, want 2", len(reqs))
+			}
+			sys := reqs[0].Messages[0].Content
+			for _, offered := range []string{"fs/read_text_file", "fs/edit_file", "fs/list_directory"} {
+				if !strings.Contains(sys, offered) {
+					t.Errorf("the catalog lacks %s", offered)
+				}
+			}
+			for _, withheld := range []string{"write_file", "read_media_file", "directory_tree", "create_directory"} {
+				if strings.Contains(sys, withheld) || slices.Contains(reqs[0].ToolNames, "fs__"+withheld) {
+					t.Errorf("withheld tool %s is offered", withheld)
+				}
+			}
+			if native != (len(reqs[0].ToolNames) > 0) {
+				t.Errorf("tools field %v with native=%v", reqs[0].ToolNames, native)
+			}
+			answer := reqs[1].Messages[len(reqs[1].Messages)-1].Content
+			if !strings.Contains(answer, `Unknown tool "write_file" on MCP server "fs"`) {
+				t.Errorf("the call to the denied tool was answered:\n%s", answer)
+			}
+			if _, err := os.Stat(filepath.Join(e.workspace, "hello.txt")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the denied tool ran: %v", err)
+			}
+		})
+	}
+}
+
 func TestMCPServerThatCannotStartIsAStartupError(t *testing.T) {
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 	e.cfg.MCPServers = append(e.cfg.MCPServers, config.MCPServer{Name: "broken", Command: []string{"/nonexistent/mcp-server"}})
