@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/template"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/coding-agent/coding-agent/internal/toolhost"
@@ -49,32 +50,65 @@ type promptTool struct {
 type promptComment struct {
 	Author, At, Body string
 	Bot              bool
+	Gap              int // a gap, not a comment: this many comments left out here
 }
+
+// Caps on what people wrote, as the model is given it. The forge keeps the
+// whole text; the model gets the start of it and a note saying how much
+// was left out, so one pasted log or a thread of thousands of comments
+// cannot crowd out the conversation (counted in characters, as the note
+// says). They bound the task prompt at about 60,000 characters plus the
+// comments' headers, whatever the task holds.
+const (
+	// MaxBodyChars caps the description: about 5,000 tokens of English,
+	// more than people write as a request (GitHub's own limit is 65,536),
+	// while a pasted log keeps its first screens.
+	MaxBodyChars = 20_000
+	// MaxCommentChars caps each comment, the agent's own included (its
+	// closing comments can be long; their start says what was done).
+	MaxCommentChars = 4_000
+	// FirstComments and NewestComments choose the comments of a long
+	// thread: the first few hold how the task was set, the newest what is
+	// asked now; a line says how many in between were left out.
+	FirstComments  = 5
+	NewestComments = 30
+	// MaxCommentsChars caps the comments given, after each one's cap: the
+	// oldest of the newest ones are left out first (the first
+	// FirstComments take at most 20,000 of it).
+	MaxCommentsChars = 40_000
+)
 
 // TaskPrompt is the opening user message for a task: its title, body, for
 // a pull or merge request its branches, people's comments in order and the
 // summaries of earlier rounds; every piece of it that people wrote is
-// fenced as untrusted.
+// fenced as untrusted, and cut to the caps above with a note.
 func TaskPrompt(t task.Task, comments []task.Comment, bot string, rounds []string) (string, error) {
 	kind := map[task.Kind]string{task.Issue: "issue", task.PullRequest: "pull request", task.MergeRequest: "merge request"}[t.Ref.Kind]
 	data := struct {
 		task.Task
 		Kind, Ref string
 		Comments  []promptComment
+		Total     int // comments in the thread
+		Omitted   int // of which left out
 		Rounds    []string
 	}{Task: t, Kind: kind, Ref: t.Ref.String()}
 	for _, r := range rounds {
 		data.Rounds = append(data.Rounds, Fence("your summary of an earlier round", r))
 	}
 	data.Title = sanitize(oneLine(t.Title))
-	data.Body = Fence("description", t.Body)
+	data.Body = FenceCut("description", t.Body, MaxBodyChars)
 	if strings.TrimSpace(t.Body) == "" {
 		data.Body = "(empty)"
 	}
+	var people []task.Comment
 	for _, c := range comments {
-		if c.System {
-			continue
+		if !c.System {
+			people = append(people, c)
 		}
+	}
+	first, newest, omitted := thread(people)
+	data.Total, data.Omitted = len(people), omitted
+	add := func(c task.Comment) {
 		isBot := bot != "" && strings.EqualFold(c.Author, bot)
 		// The bot's own comments are fenced too: they quote tool output and
 		// error texts that others control.
@@ -82,12 +116,66 @@ func TaskPrompt(t task.Task, comments []task.Comment, bot string, rounds []strin
 		if isBot {
 			source = "your earlier comment"
 		}
-		body := Fence(source, c.Body)
 		data.Comments = append(data.Comments, promptComment{
-			Author: c.Author, At: c.CreatedAt.UTC().Format(time.RFC3339), Body: body, Bot: isBot,
+			Author: c.Author, At: c.CreatedAt.UTC().Format(time.RFC3339), Body: FenceCut(source, c.Body, MaxCommentChars), Bot: isBot,
 		})
 	}
+	for _, c := range first {
+		add(c)
+	}
+	if omitted > 0 {
+		data.Comments = append(data.Comments, promptComment{Gap: omitted})
+	}
+	for _, c := range newest {
+		add(c)
+	}
 	return render("task.tmpl", data)
+}
+
+// thread chooses the comments the model is given: the first
+// FirstComments and the newest NewestComments, then, while they pass
+// MaxCommentsChars, fewer of the newest, oldest first. omitted counts the
+// comments left out between the two groups.
+func thread(cs []task.Comment) (first, newest []task.Comment, omitted int) {
+	f := min(FirstComments, len(cs))
+	first, newest = cs[:f], cs[f:]
+	if len(newest) > NewestComments {
+		newest = newest[len(newest)-NewestComments:]
+	}
+	size := func(c task.Comment) int { return min(utf8.RuneCountInString(sanitize(c.Body)), MaxCommentChars) }
+	total := 0
+	for _, c := range first {
+		total += size(c)
+	}
+	for _, c := range newest {
+		total += size(c)
+	}
+	for len(newest) > 1 && total > MaxCommentsChars {
+		total -= size(newest[0])
+		newest = newest[1:]
+	}
+	return first, newest, len(cs) - len(first) - len(newest)
+}
+
+// FenceCut fences s (see Fence), cut to its first limit characters; a note
+// after the fence says how many more were left out.
+func FenceCut(source, s string, limit int) string {
+	s = sanitize(s)
+	n := utf8.RuneCountInString(s)
+	if n <= limit {
+		return Fence(source, s)
+	}
+	cut, left := s, limit
+	for i := range s {
+		if left == 0 {
+			cut = s[:i]
+			break
+		}
+		left--
+	}
+	kept := utf8.RuneCountInString(cut)
+	return Fence(source, cut) + fmt.Sprintf("\n[Cut for you: the text above is %d characters long; its first %d are shown, the other %d were left out.]",
+		n, kept, n-kept)
 }
 
 // resultPrompt is the message after a tool call: the tool's name and its

@@ -263,17 +263,18 @@ func (w *Watcher) Close() {
 func (w *Watcher) Ignored() int { return w.Stats().Ignored }
 
 // Format is the message that hands new comments to the model, in spec
-// 001's format; the comments are fenced as untrusted text.
+// 001's format; the comments are fenced as untrusted text and each is cut
+// at engine.MaxCommentChars, as in the task prompt.
 func Format(cs []task.Comment) string {
 	if len(cs) == 1 {
 		c := cs[0]
-		return fmt.Sprintf("[New Comment from @%s]:\n%s", c.Author, engine.Fence("comment by @"+c.Author, c.Body))
+		return fmt.Sprintf("[New Comment from @%s]:\n%s", c.Author, engine.FenceCut("comment by @"+c.Author, c.Body, engine.MaxCommentChars))
 	}
 	var b strings.Builder
 	b.WriteString("[New Comments Detected]:\n")
 	for i, c := range cs {
 		fmt.Fprintf(&b, "\nComment %d from @%s (%s):\n%s\n", i+1, c.Author, c.CreatedAt.UTC().Format(time.RFC3339),
-			engine.Fence("comment by @"+c.Author, c.Body))
+			engine.FenceCut("comment by @"+c.Author, c.Body, engine.MaxCommentChars))
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

@@ -667,3 +667,17 @@ func TestShutdownInterruptsAtTheNextCheckpoint(t *testing.T) {
 		}
 	})
 }
+
+// A comment written while the agent works is cut as in the task prompt.
+func TestFormatCutsLongComments(t *testing.T) {
+	long := strings.Repeat("z", engine.MaxCommentChars+500)
+	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	for _, msg := range []string{
+		watch.Format([]task.Comment{{Author: "alice", Body: long}}),
+		watch.Format([]task.Comment{{Author: "alice", Body: "short", CreatedAt: at}, {Author: "bob", Body: long, CreatedAt: at}}),
+	} {
+		if strings.Contains(msg, long) || !strings.Contains(msg, "its first 4000 are shown, the other 500 were left out.]") {
+			t.Errorf("the long comment is not cut with a note:\n%.300s", msg)
+		}
+	}
+}

@@ -1,0 +1,43 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/forgetest"
+	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// An issue with a 1 MB description and 3000 comments, on the OpenAI wire:
+// the first model request stays bounded (the description's start, the
+// first 5 and the newest 30 comments, with notes saying what was left out).
+func TestHugeTaskGivesABoundedFirstRequest(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
+		respond: func(*env, llmtest.Received) llmtest.Step { return done("Read it all.") }})
+	e.gh.SetState("acme/app", e.ref.Number, "closed")
+	body := "Please fix the crash below.\n" + strings.Repeat("panic: runtime error at main.go:42\n", 1<<20/35)
+	e.ref.Number = e.gh.AddIssue("acme/app", forgetest.IssueSeed{Title: "Crash", Body: body, Author: "alice", Labels: []string{"coding agent"}})
+	for i := range 3000 {
+		e.gh.AddComment("acme/app", e.ref.Number, "alice", fmt.Sprintf("Still happening, report %d.", i+1))
+	}
+	if err := e.run(context.Background()); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	first := e.model.Requests()[0]
+	t.Logf("first request: %d bytes (description %d bytes, 3000 comments)", len(first.Body), len(body))
+	if len(first.Body) > 60_000 {
+		t.Errorf("first request is %d bytes, want at most 60,000", len(first.Body))
+	}
+	user := first.Messages[1].Content
+	for _, want := range []string{"Please fix the crash below.", "its first 20000 are shown",
+		"Comments, oldest first (3000: the first and the newest are shown):", "report 5.", "[2965 comments written between these were left out.]",
+		"report 2971.", "report 3000."} {
+		if !strings.Contains(user, want) {
+			t.Errorf("the task prompt lacks %q", want)
+		}
+	}
+}
