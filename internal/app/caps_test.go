@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -40,4 +41,31 @@ func TestHugeTaskGivesABoundedFirstRequest(t *testing.T) {
 			t.Errorf("the task prompt lacks %q", want)
 		}
 	}
+}
+
+// A 2 MB reply from the model is one comment on the issue, cut with a note,
+// not 33 comments; the full text is in the debug log.
+func TestHugeReplyIsOneComment(t *testing.T) {
+	reply := "Here is everything I found.\n" + strings.Repeat("A long line of findings that goes on and on.\n", 2<<20/45+1)
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
+		respond: func(*env, llmtest.Received) llmtest.Step { return done(reply) }})
+	if err := e.run(context.Background()); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	cs := e.botComments()
+	if len(cs) != 1 {
+		t.Fatalf("%d bot comments, want 1", len(cs))
+	}
+	if !strings.HasPrefix(cs[0], "Here is everything I found.\n") || !strings.Contains(cs[0], "more characters)*") || len(cs[0]) > 65536*4 {
+		t.Errorf("the comment is not the reply's start with a cut note: %q…%q", cs[0][:60], cs[0][len(cs[0])-80:])
+	}
+	logs, err := os.ReadFile(e.cfg.Logging.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(logs), `"msg":"comment cut to fit one comment; its full text"`) || !strings.Contains(string(logs), fmt.Sprintf(`"chars":%d,"text":"Here is everything`, len(reply)-1)) ||
+		!strings.Contains(string(logs), `goes on and on."`) {
+		t.Error("the full reply is not in the debug log")
+	}
+	t.Logf("a %d-byte reply: one comment of %d bytes", len(reply), len(cs[0]))
 }

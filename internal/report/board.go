@@ -42,8 +42,13 @@ type BoardOptions struct {
 // sectionSep joins the sections of a phase comment.
 const sectionSep = "\n\n---\n\n"
 
-// cutNote ends a body that was cut to fit in one comment.
-const cutNote = "\n\n*✂️ 長すぎるため以降を省略しました (cut: too long for one comment)*"
+// cutNote ends a body that was cut to fit in one comment, saying how many
+// characters were left out; shortCutNote when a tiny MaxLen leaves no room
+// for it.
+const (
+	cutNote      = "\n\n*✂️ 以降の %d 文字を省略しました (cut: %d more characters)*"
+	shortCutNote = "\n\n*✂️ (cut)*"
+)
 
 // Board keeps what planning mode shows on an issue in few comments: one
 // progress comment edited in place, and one comment per phase that grows
@@ -95,7 +100,7 @@ func (b *Board) SetProgress(ctx context.Context, body string) error {
 	if strings.TrimSpace(body) == "" {
 		return nil
 	}
-	body = cutToFit(b.o.Redact(body), b.o.MaxLen)
+	body, _ = cutToFit(b.o.Redact(body), b.o.MaxLen)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if id := b.st.ProgressID; id != 0 {
@@ -129,7 +134,12 @@ func (b *Board) AddSection(ctx context.Context, key, section string) error {
 	if strings.TrimSpace(section) == "" {
 		return nil
 	}
-	section = cutToFit(b.o.Redact(section), b.o.MaxLen)
+	full := section
+	section, cut := cutToFit(b.o.Redact(section), b.o.MaxLen)
+	if cut {
+		b.log.DebugContext(ctx, "phase comment section cut to fit one comment; its full text",
+			"key", key, "text", b.o.Redact(full))
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if key == b.st.PhaseKey && b.st.PhaseID != 0 {
@@ -172,8 +182,9 @@ func (b *Board) startPhase(ctx context.Context, key string, sections []string) e
 	return nil
 }
 
-// Post posts a standalone comment (e.g. the final one), split with Split
-// when too long. A blank body is not posted.
+// Post posts a standalone comment (the closing one), all of it, split with
+// Split when too long: its every part, the receipt at the end included, is
+// the record of the run. A blank body is not posted.
 func (b *Board) Post(ctx context.Context, body string) error {
 	if strings.TrimSpace(body) == "" {
 		return nil
@@ -181,7 +192,7 @@ func (b *Board) Post(ctx context.Context, body string) error {
 	p := NewPoster(PosterOptions{Commenter: b.o.Forge, Ref: b.o.Ref, MaxLen: b.o.MaxLen, Redact: b.o.Redact})
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := p.Post(ctx, body); err != nil {
+	if err := p.PostAll(ctx, body); err != nil {
 		b.log.WarnContext(ctx, "comment not posted", "doing", "posting a comment", "err", err)
 		return fmt.Errorf("posting a comment on %s: %w", b.o.Ref, err)
 	}
@@ -217,19 +228,28 @@ func (b *Board) edit(ctx context.Context, id int64, body, doing string) error {
 
 // cutToFit returns body when it has at most maxLen characters (runes), and
 // otherwise its beginning, cut at a line break where one is near, with an
-// open code fence closed and a note that the rest was cut: valid UTF-8 of
-// at most maxLen characters. A maxLen below 64 counts as 64, as in Split.
-func cutToFit(body string, maxLen int) string {
+// open code fence closed and a note saying how many characters were left
+// out: valid UTF-8 of at most maxLen characters. cut reports whether it
+// cut. A maxLen below 64 counts as 64, as in Split.
+func cutToFit(body string, maxLen int) (fitted string, cut bool) {
 	maxLen = max(maxLen, minSplit)
-	if utf8.RuneCountInString(body) <= maxLen {
-		return body
+	total := utf8.RuneCountInString(body)
+	if total <= maxLen {
+		return body, false
 	}
-	room := max(maxLen-utf8.RuneCountInString(cutNote)-(1+maxFenceRun), 1)
+	// The note for total is at least as long as the note for what is left.
+	note := func(left int) string { return fmt.Sprintf(cutNote, left, left) }
+	room := maxLen - utf8.RuneCountInString(note(total)) - (1 + maxFenceRun)
+	if room < 8 {
+		note = func(int) string { return shortCutNote }
+		room = max(maxLen-utf8.RuneCountInString(shortCutNote)-(1+maxFenceRun), 1)
+	}
 	head := prefixRunes(body, room)
 	if i := strings.LastIndexByte(head, '\n'); i > 0 && i >= len(head)/2 {
 		head = head[:i]
 	}
 	head = strings.TrimRight(head, " \t\r\n")
+	left := total - utf8.RuneCountInString(head)
 	var open fence
 	for _, line := range strings.SplitAfter(head, "\n") {
 		open = fenceAfter(open, line)
@@ -237,5 +257,5 @@ func cutToFit(body string, maxLen int) string {
 	if open.run != "" {
 		head += "\n" + open.run
 	}
-	return head + cutNote
+	return head + note(left), true
 }

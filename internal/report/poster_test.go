@@ -1,9 +1,12 @@
 package report_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"regexp"
 	"strconv"
@@ -246,8 +249,8 @@ func TestPosterRedactsThenSplitsInOrder(t *testing.T) {
 	body := strings.Repeat("a", 90) + secret + strings.Repeat("b", 200) + "\n" + lines(10, "line %d\n")
 	c := &commenter{}
 	p := report.NewPoster(report.PosterOptions{Commenter: c, Ref: ghRef, MaxLen: 100, Redact: redact})
-	if err := p.Post(context.Background(), body); err != nil {
-		t.Fatalf("Post: %v", err)
+	if err := p.PostAll(context.Background(), body); err != nil {
+		t.Fatalf("PostAll: %v", err)
 	}
 	want := report.Split(redact(body), 100)
 	if diff := cmp.Diff(want, c.posted); diff != "" {
@@ -283,12 +286,12 @@ func TestPosterErrorNamesPart(t *testing.T) {
 	if n := len(report.Split(body, 100)); n != 3 {
 		t.Fatalf("test body splits into %d parts, want 3", n)
 	}
-	err := p.Post(context.Background(), body)
+	err := p.PostAll(context.Background(), body)
 	if !errors.Is(err, boom) {
-		t.Fatalf("Post error = %v, want it to wrap %v", err, boom)
+		t.Fatalf("PostAll error = %v, want it to wrap %v", err, boom)
 	}
 	if !strings.Contains(err.Error(), "part 2 of 3") {
-		t.Errorf("Post error %q does not name part 2 of 3", err)
+		t.Errorf("PostAll error %q does not name part 2 of 3", err)
 	}
 	if len(c.posted) != 1 || !strings.HasPrefix(c.posted[0], "(1/3)\n") {
 		t.Errorf("posted %q, want only part 1 (part 3 must not follow a failed part 2)", c.posted)
@@ -300,6 +303,55 @@ func TestPosterSingleCommentErrorUnchanged(t *testing.T) {
 	p := report.NewPoster(report.PosterOptions{Commenter: &commenter{failAt: 1, err: boom}, Ref: ghRef})
 	if err := p.Post(context.Background(), "short"); !errors.Is(err, boom) || strings.Contains(err.Error(), "part") {
 		t.Errorf("Post error = %v, want %v without a part number", err, boom)
+	}
+	p = report.NewPoster(report.PosterOptions{Commenter: &commenter{failAt: 1, err: boom}, Ref: ghRef})
+	if err := p.PostAll(context.Background(), "short"); !errors.Is(err, boom) || strings.Contains(err.Error(), "part") {
+		t.Errorf("PostAll error = %v, want %v without a part number", err, boom)
+	}
+}
+
+// A model's 2 MB reply is posted once, cut to the forge's limit with a
+// note saying how much was left out; the full text is in the log at debug
+// level (redacted, as the comment is).
+func TestPostCutsALongReplyToOneComment(t *testing.T) {
+	const secret = "ghp_SECRETSECRETSECRET"
+	redact := func(s string) string { return strings.ReplaceAll(s, secret, "[redacted]") }
+	line := "fmt.Println(\"ü\") // " + secret + "\n"
+	reply := "Here is the whole file:\n```go\n" + strings.Repeat(line, 2<<20/len(line)+1) + "```\nDone."
+	for _, ref := range []task.Ref{ghRef, {Forge: task.GitLab, Repo: "grp/app", Kind: task.Issue, Number: 3}} {
+		c, logs := &commenter{}, &bytes.Buffer{}
+		p := report.NewPoster(report.PosterOptions{Commenter: c, Ref: ref, Redact: redact,
+			Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		if err := p.Post(context.Background(), reply); err != nil {
+			t.Fatalf("Post: %v", err)
+		}
+		if len(c.posted) != 1 {
+			t.Fatalf("%s: posted %d comments, want 1", ref.Forge, len(c.posted))
+		}
+		got, full := c.posted[0], redact(reply)
+		n, total := utf8.RuneCountInString(got), utf8.RuneCountInString(full)
+		if n > report.MaxComment(ref.Forge) || !utf8.ValidString(got) {
+			t.Errorf("%s: the comment has %d runes, over the limit, or is not valid UTF-8", ref.Forge, n)
+		}
+		m := regexp.MustCompile("\n```\n\n\\*✂️ 以降の (\\d+) 文字を省略しました \\(cut: (\\d+) more characters\\)\\*$").FindStringSubmatch(got)
+		if m == nil || m[1] != m[2] {
+			t.Fatalf("%s: the comment does not end with the closed fence and the cut note: %q", ref.Forge, got[max(len(got)-200, 0):])
+		}
+		shown := strings.TrimSuffix(got, m[0])
+		if left, _ := strconv.Atoi(m[1]); left != total-utf8.RuneCountInString(shown) || !strings.HasPrefix(full, shown) {
+			t.Errorf("%s: the note says %s characters were left out; %d were", ref.Forge, m[1], total-utf8.RuneCountInString(shown))
+		}
+		if strings.Contains(got, "SECRET") || strings.Contains(logs.String(), "SECRET") {
+			t.Errorf("%s: the secret reached the comment or the log", ref.Forge)
+		}
+		var rec struct {
+			Level, Msg, Text string
+			Chars            int
+		}
+		if err := json.Unmarshal(logs.Bytes(), &rec); err != nil || rec.Level != "DEBUG" || rec.Text != full || rec.Chars != total {
+			t.Errorf("%s: the full text is not logged at debug level (%v): %s %q %d", ref.Forge, err, rec.Level, rec.Msg, rec.Chars)
+		}
+		t.Logf("%s: a %d-byte reply: one comment of %d characters", ref.Forge, len(reply), n)
 	}
 }
 
@@ -325,11 +377,18 @@ func TestPosterForgeLimits(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			body := strings.Repeat(strings.Repeat("ü", 99)+"\n", tt.runes/100) + strings.Repeat("x", tt.runes%100)
 			c := &commenter{}
-			if err := report.NewPoster(report.PosterOptions{Commenter: c, Ref: tt.ref}).Post(context.Background(), body); err != nil {
-				t.Fatalf("Post: %v", err)
+			p := report.NewPoster(report.PosterOptions{Commenter: c, Ref: tt.ref})
+			if err := p.PostAll(context.Background(), body); err != nil {
+				t.Fatalf("PostAll: %v", err)
 			}
 			if len(c.posted) != tt.wantParts {
-				t.Fatalf("posted %d comments, want %d", len(c.posted), tt.wantParts)
+				t.Fatalf("PostAll posted %d comments, want %d", len(c.posted), tt.wantParts)
+			}
+			if err := p.Post(context.Background(), body); err != nil {
+				t.Fatalf("Post: %v", err)
+			}
+			if len(c.posted) != tt.wantParts+1 || (tt.wantParts == 1) != (c.posted[len(c.posted)-1] == body) {
+				t.Fatalf("Post posted %d comments, want one, whole when it fits", len(c.posted)-tt.wantParts)
 			}
 			for i, b := range c.posted {
 				if n := utf8.RuneCountInString(b); n > report.MaxComment(tt.ref.Forge) {

@@ -198,7 +198,7 @@ func (w *Worker) notify(ctx context.Context, f ending, n notice) {
 		f.log.Error("rendering a notice", "error", err)
 		return
 	}
-	if err := f.post.Post(ctx, body); err != nil {
+	if err := f.post.PostAll(ctx, body); err != nil {
 		f.log.Error("posting a notice", "error", err)
 	}
 }

@@ -35,7 +35,7 @@ func (w *Worker) Process(ctx context.Context, ref task.Ref) {
 		}
 		return
 	}
-	post := report.NewPoster(report.PosterOptions{Commenter: w.o.Forge, Ref: ref, Redact: w.o.Redact})
+	post := report.NewPoster(report.PosterOptions{Commenter: w.o.Forge, Ref: ref, Redact: w.o.Redact, Logger: log})
 	in, skip, err := w.load(ctx, ref, post)
 	if skip {
 		return
