@@ -24,6 +24,11 @@ type Message struct {
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`   // assistant messages with native tool calls
 	ToolCallID string     `json:"tool_call_id,omitempty"` // tool messages: which call this answers
 	Name       string     `json:"name,omitempty"`         // tool messages: the function name
+	// Reasoning is the reasoning trace a server returned beside the answer
+	// (reasoning_content or reasoning on OpenAI-compatible servers,
+	// thinking on Ollama). It is never sent back to the model, never posted
+	// and never stored in a checkpoint.
+	Reasoning string `json:"-"`
 }
 
 // ToolCall is a native function call the model asked for.
@@ -57,7 +62,15 @@ type Usage struct {
 type Response struct {
 	Message Message // role assistant
 	Usage   Usage
+	// FinishReason is why the model stopped, as the server said it
+	// (OpenAI finish_reason, Ollama done_reason): FinishLength when the
+	// reply was cut at the token limit; "" when the server did not say.
+	FinishReason string
 }
+
+// FinishLength is the finish reason of a reply cut at the output token
+// limit, on both wire formats.
+const FinishLength = "length"
 
 // Client is a model provider.
 type Client interface {

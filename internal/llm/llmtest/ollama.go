@@ -24,6 +24,7 @@ type olRequest struct {
 type olMessage struct {
 	Role       string       `json:"role"`
 	Content    string       `json:"content"`
+	Thinking   string       `json:"thinking,omitempty"`
 	ToolCalls  []olToolCall `json:"tool_calls,omitempty"`
 	ToolName   string       `json:"tool_name,omitempty"`
 	ToolCallID string       `json:"tool_call_id,omitempty"`
@@ -99,7 +100,7 @@ func (ollamaWire) decode(body []byte, rec *Received) error {
 }
 
 func (ollamaWire) reply(w http.ResponseWriter, rec Received, r Reply) error {
-	msg := olMessage{Role: llm.Assistant, Content: r.Content}
+	msg := olMessage{Role: llm.Assistant, Content: r.Content, Thinking: r.Reasoning}
 	for i, c := range r.ToolCalls {
 		args, err := argsJSON(c.Args)
 		if err != nil {
@@ -112,9 +113,13 @@ func (ollamaWire) reply(w http.ResponseWriter, rec Received, r Reply) error {
 		tc.Function.Arguments = args
 		msg.ToolCalls = append(msg.ToolCalls, tc)
 	}
+	reason := "stop"
+	if r.FinishReason != "" {
+		reason = r.FinishReason
+	}
 	final := map[string]any{
 		"model": rec.Model, "created_at": createdAt, "message": msg,
-		"done": true, "done_reason": "stop",
+		"done": true, "done_reason": reason,
 		"total_duration": 1000, "prompt_eval_count": r.Usage.In, "eval_count": r.Usage.Out,
 	}
 	if !rec.Stream {

@@ -170,6 +170,13 @@ func oaContent(raw json.RawMessage) (string, error) {
 
 func (openaiWire) reply(w http.ResponseWriter, rec Received, r Reply) error {
 	msg := map[string]any{"role": "assistant", "content": r.Content, "refusal": nil}
+	if r.Reasoning != "" {
+		field := r.ReasoningField
+		if field == "" {
+			field = "reasoning_content"
+		}
+		msg[field] = r.Reasoning
+	}
 	if len(r.ToolCalls) > 0 {
 		calls := make([]map[string]any, 0, len(r.ToolCalls))
 		for i, c := range r.ToolCalls {

@@ -14,8 +14,15 @@ type Reply struct {
 	ToolCalls []Call
 	Usage     Usage
 	// FinishReason defaults to "tool_calls" when ToolCalls is set and to
-	// "stop" otherwise (Ollama's done_reason is always "stop").
+	// "stop" otherwise; Ollama's done_reason is FinishReason when set
+	// (e.g. "length"), else "stop".
 	FinishReason string
+	// Reasoning is a reasoning trace sent beside the content: Ollama's
+	// message.thinking, or on the OpenAI wire the field ReasoningField
+	// names ("" means reasoning_content, as llama.cpp, LM Studio and older
+	// vLLM send it; newer vLLM sends "reasoning").
+	Reasoning      string
+	ReasoningField string
 }
 
 // Call is a native tool call in a Reply.

@@ -78,17 +78,19 @@ func toTools(in []llm.Tool) (api.Tools, error) {
 // reply puts the answer together from the chunks received (one when not
 // streaming).
 type reply struct {
-	chunks  int
-	content strings.Builder
-	calls   []api.ToolCall
-	done    bool
-	reason  string
-	in, out int
+	chunks   int
+	content  strings.Builder
+	thinking strings.Builder
+	calls    []api.ToolCall
+	done     bool
+	reason   string
+	in, out  int
 }
 
 func (r *reply) add(resp api.ChatResponse) error {
 	r.chunks++
 	r.content.WriteString(resp.Message.Content)
+	r.thinking.WriteString(resp.Message.Thinking)
 	r.calls = append(r.calls, resp.Message.ToolCalls...)
 	if resp.Done {
 		r.done = true
@@ -98,11 +100,11 @@ func (r *reply) add(resp api.ChatResponse) error {
 	return nil
 }
 
-// message is the assistant message. Calls without an id get a stable one
-// made of the conversation length and the call's index, unique within a
-// conversation.
+// message is the assistant message, its thinking apart from its content.
+// Calls without an id get a stable one made of the conversation length and
+// the call's index, unique within a conversation.
 func (r *reply) message(turn int) llm.Message {
-	msg := llm.Message{Role: llm.Assistant, Content: r.content.String()}
+	msg := llm.Message{Role: llm.Assistant, Content: r.content.String(), Reasoning: r.thinking.String()}
 	for i, tc := range r.calls {
 		id := tc.ID
 		if id == "" {

@@ -105,7 +105,7 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 		"model", c.model, "messages", len(req.Messages), "tools", len(req.Tools),
 		"done_reason", acc.reason, "tool_calls", len(msg.ToolCalls),
 		"input_tokens", usage.InputTokens, "output_tokens", usage.OutputTokens)
-	return llm.Response{Message: msg, Usage: usage}, nil
+	return llm.Response{Message: msg, Usage: usage, FinishReason: acc.reason}, nil
 }
 
 func (c *Client) request(req llm.Request) (*api.ChatRequest, error) {

@@ -56,8 +56,9 @@ func TestChatPlainContent(t *testing.T) {
 		t.Fatalf("Chat: %v", err)
 	}
 	want := llm.Response{
-		Message: llm.Message{Role: llm.Assistant, Content: "hello"},
-		Usage:   llm.Usage{InputTokens: 21, OutputTokens: 4},
+		Message:      llm.Message{Role: llm.Assistant, Content: "hello"},
+		Usage:        llm.Usage{InputTokens: 21, OutputTokens: 4},
+		FinishReason: "stop",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("response (-want +got):\n%s", diff)
@@ -270,5 +271,36 @@ func TestNewValidates(t *testing.T) {
 		if _, err := ollama.New(o); err == nil {
 			t.Errorf("New(%+v) succeeded", o)
 		}
+	}
+}
+
+// Ollama returns a thinking model's trace in message.thinking
+// (https://docs.ollama.com/capabilities/thinking); it is kept apart from
+// the content and never sent back. A reply cut by num_predict says
+// done_reason "length", with the content empty when the thinking used the
+// budget (ollama/ollama#16184).
+func TestChatReadsThinkingApartAndTheFinishReason(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Options{})
+	srv.Script(
+		llmtest.Reply{Content: "42", Reasoning: "Let me think."},
+		llmtest.Reply{Reasoning: "Thinking at length", FinishReason: "length"},
+	)
+	c := newClient(t, srv, nil)
+	got, err := c.Chat(t.Context(), llm.Request{Messages: conversation()})
+	if err != nil {
+		t.Fatalf("Chat: %v", err)
+	}
+	if got.Message.Content != "42" || got.Message.Reasoning != "Let me think." || got.FinishReason != "stop" {
+		t.Errorf("content %q, reasoning %q, finish %q", got.Message.Content, got.Message.Reasoning, got.FinishReason)
+	}
+	cut, err := c.Chat(t.Context(), llm.Request{Messages: append(conversation(), got.Message)})
+	if err != nil {
+		t.Fatalf("Chat: %v", err)
+	}
+	if cut.FinishReason != llm.FinishLength || cut.Message.Content != "" {
+		t.Errorf("finish %q, content %q; want length and no content", cut.FinishReason, cut.Message.Content)
+	}
+	if body := string(srv.Requests()[1].Body); strings.Contains(body, "Let me think") {
+		t.Errorf("the thinking was sent back: %s", body)
 	}
 }

@@ -92,7 +92,7 @@ func toTools(in []llm.Tool) ([]oa.ChatCompletionToolUnionParam, error) {
 // fromMessage maps the model's message back. Tool calls without an id get a
 // stable one made of the conversation length and the call's index.
 func fromMessage(m oa.ChatCompletionMessage, turn int, log *slog.Logger) llm.Message {
-	out := llm.Message{Role: llm.Assistant, Content: m.Content}
+	out := llm.Message{Role: llm.Assistant, Content: m.Content, Reasoning: reasoning(m)}
 	if out.Content == "" && m.Refusal != "" {
 		out.Content = m.Refusal
 	}
@@ -110,6 +110,28 @@ func fromMessage(m oa.ChatCompletionMessage, turn int, log *slog.Logger) llm.Mes
 		})
 	}
 	return out
+}
+
+// reasoningFields are where OpenAI-compatible servers put a reasoning trace
+// beside the answer: reasoning_content (DeepSeek, llama.cpp, LM Studio,
+// vLLM before 0.11) and reasoning (vLLM since, Ollama's /v1).
+var reasoningFields = []string{"reasoning_content", "reasoning"}
+
+// reasoning is the message's reasoning trace, "" when it has none. OpenAI's
+// own API has no such field: the servers that add it are read from the
+// message's extra fields.
+func reasoning(m oa.ChatCompletionMessage) string {
+	for _, name := range reasoningFields {
+		f, ok := m.JSON.ExtraFields[name]
+		if !ok {
+			continue
+		}
+		var s string
+		if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 // argumentsJSON turns the arguments text a model wrote into JSON: verbatim

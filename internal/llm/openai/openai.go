@@ -113,7 +113,7 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 		"model", c.model, "messages", len(req.Messages), "tools", len(req.Tools),
 		"finish_reason", choice.FinishReason, "tool_calls", len(msg.ToolCalls),
 		"input_tokens", usage.InputTokens, "output_tokens", usage.OutputTokens)
-	return llm.Response{Message: msg, Usage: usage}, nil
+	return llm.Response{Message: msg, Usage: usage, FinishReason: choice.FinishReason}, nil
 }
 
 func (c *Client) params(req llm.Request) (oa.ChatCompletionNewParams, error) {

@@ -53,8 +53,9 @@ func TestChatPlainContent(t *testing.T) {
 		t.Fatalf("Chat: %v", err)
 	}
 	want := llm.Response{
-		Message: llm.Message{Role: llm.Assistant, Content: "hello"},
-		Usage:   llm.Usage{InputTokens: 12, OutputTokens: 3},
+		Message:      llm.Message{Role: llm.Assistant, Content: "hello"},
+		Usage:        llm.Usage{InputTokens: 12, OutputTokens: 3},
+		FinishReason: "stop",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("response (-want +got):\n%s", diff)
@@ -278,4 +279,69 @@ func TestChatFillsMissingIDsAndRefusals(t *testing.T) {
 	if err != nil || resp.Message.Content != "I cannot help with that." {
 		t.Errorf("Chat = %q, %v; want the refusal as content", resp.Message.Content, err)
 	}
+}
+
+// OpenAI-compatible servers return a reasoning trace beside the answer:
+// reasoning_content (llama.cpp, LM Studio, vLLM before 0.11,
+// https://docs.vllm.ai/en/v0.10.0/features/reasoning_outputs.html) or
+// reasoning (vLLM since,
+// https://docs.vllm.ai/en/stable/features/reasoning_outputs/). It is kept
+// apart from the content and never sent back.
+func TestChatReadsReasoningApart(t *testing.T) {
+	for _, field := range []string{"reasoning_content", "reasoning"} {
+		t.Run(field, func(t *testing.T) {
+			srv := llmtest.NewServer(t, llmtest.Options{})
+			srv.Script(
+				llmtest.Reply{Content: "42", Reasoning: "Let me think.", ReasoningField: field},
+				llmtest.Reply{Content: "ok"},
+			)
+			c := newClient(t, srv, nil)
+			got, err := c.Chat(t.Context(), llm.Request{Messages: conversation()})
+			if err != nil {
+				t.Fatalf("Chat: %v", err)
+			}
+			if got.Message.Content != "42" || got.Message.Reasoning != "Let me think." {
+				t.Errorf("content %q, reasoning %q", got.Message.Content, got.Message.Reasoning)
+			}
+			if _, err := c.Chat(t.Context(), llm.Request{Messages: append(conversation(), got.Message)}); err != nil {
+				t.Fatalf("Chat: %v", err)
+			}
+			if body := string(srv.Requests()[1].Body); strings.Contains(body, "Let me think") {
+				t.Errorf("the reasoning was sent back: %s", body)
+			}
+		})
+	}
+}
+
+// A reply cut at the token limit says so: finish_reason "length".
+func TestChatReportsFinishReason(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Options{})
+	srv.Script(llmtest.Reply{Content: "", Reasoning: "Long thoughts", FinishReason: "length"})
+	c := newClient(t, srv, nil)
+	got, err := c.Chat(t.Context(), llm.Request{Messages: conversation()})
+	if err != nil {
+		t.Fatalf("Chat: %v", err)
+	}
+	if got.FinishReason != llm.FinishLength || got.Message.Content != "" {
+		t.Errorf("finish %q, content %q; want length and no content", got.FinishReason, got.Message.Content)
+	}
+}
+
+// Some servers send a call's arguments as a JSON object where the OpenAI
+// wire has a string: they arrive as the same object.
+func TestChatAcceptsArgumentsAsObject(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Options{})
+	srv.Script(llmtest.Garbage{Body: `{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,
+		"message":{"role":"assistant","content":null,"tool_calls":[
+			{"id":"c1","type":"function","function":{"name":"a","arguments":{"path":"x"}}}]},
+		"finish_reason":"tool_calls"}]}`})
+	c := newClient(t, srv, nil)
+	got, err := c.Chat(t.Context(), llm.Request{Messages: conversation()})
+	if err != nil {
+		t.Fatalf("Chat: %v", err)
+	}
+	if len(got.Message.ToolCalls) != 1 {
+		t.Fatalf("tool calls %+v", got.Message.ToolCalls)
+	}
+	assertSameJSON(t, json.RawMessage(`{"path":"x"}`), got.Message.ToolCalls[0].Arguments)
 }
