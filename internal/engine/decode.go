@@ -17,11 +17,16 @@ import (
 type Reply struct {
 	Text    string
 	Comment string     // the comment that goes with Calls or Done
-	Calls   []ToolCall // native calls, or a JSON "command" in the text
+	Calls   []ToolCall // native calls, a JSON "command", or calls written as text
 	Done    bool       // {"done": true, ...} in the text
 	// Problem is why neither calls nor the end could be read ("" when
 	// they could): what a policy that wants one tells the model.
 	Problem string
+	// Hint is one line for the model's next message when the reply was
+	// understood but not written as asked (a call written as text, a tool
+	// named loosely, objects beyond the first): how to reply next time. It
+	// is not a correction: the reply counts as usable.
+	Hint string
 }
 
 var (
@@ -44,47 +49,117 @@ func StripThink(s string) string {
 }
 
 // Decode reads a reply: with native tool calls, its calls and the text
-// beside them as their comment; otherwise (in either mode: local models
-// write JSON text even with native tools) the first JSON object in the text
-// that is a usable command or end, trying every candidate. A native call
-// whose arguments are not an object is a *ReplyError.
+// beside them as their comment (and calls the text writes in tags);
+// otherwise (in either mode: local models write JSON text even with native
+// tools) the first JSON object in the text that is a usable command or end,
+// trying every candidate, and failing that the tool calls the text writes
+// in a model's own shape (shapes.go). A native call whose arguments are not
+// an object is a *ReplyError.
 func (ts *Toolset) Decode(msg llm.Message) (Reply, error) {
 	r := Reply{Text: StripThink(msg.Content)}
 	if ts.native && len(msg.ToolCalls) > 0 {
-		r.Comment = r.Text
-		for _, tc := range msg.ToolCalls {
-			full, ok := ts.names.full(tc.Name)
-			if !ok {
-				full = tc.Name // the host answers "unknown tool" to the model
-			}
-			args, err := normaliseArgs(tc.Arguments)
-			if err != nil {
-				return Reply{}, &ReplyError{fmt.Sprintf("the arguments of %s are not a JSON object", tc.Name)}
-			}
-			r.Calls = append(r.Calls, ToolCall{ID: tc.ID, Tool: full, Args: args})
-		}
-		return r, nil
+		return ts.decodeNative(r, msg.ToolCalls)
 	}
 	if r.Text == "" {
 		r.Problem = "the reply was empty"
 		return r, nil
 	}
-	objs := JSONObjects(r.Text)
-	if len(objs) == 0 {
-		r.Problem = "the reply contained no JSON object"
+	got, ok, err := ts.decodeObjects(r.Text)
+	if ok || err != nil {
+		return got, err
 	}
-	for _, obj := range objs {
-		got, err := decodeWire([]byte(obj))
+	r.Problem = got.Problem
+	tc := ts.recoverCalls(r.Text, false)
+	switch {
+	case tc.problem != "":
+		r.Problem = tc.problem
+	case len(tc.calls) > 0:
+		r.Calls, r.Comment = tc.calls, tc.rest
+		r.Hint, err = ts.hint(hintText, "", tc.calls[0].Tool, 0)
+	}
+	return r, err
+}
+
+// DecodeResponse decodes resp's message. A reply cut at the token limit
+// (finish reason length) with neither calls nor the end in it, nor any
+// whole JSON object, is a *ReplyError that says so: an empty reply whose
+// budget went to reasoning, or an object cut in the middle.
+func (ts *Toolset) DecodeResponse(resp llm.Response) (Reply, error) {
+	r, err := ts.Decode(resp.Message)
+	if err != nil || resp.FinishReason != llm.FinishLength || len(r.Calls) > 0 || r.Done || len(JSONObjects(r.Text)) > 0 {
+		return r, err
+	}
+	return Reply{}, &ReplyError{"the reply was cut off at the output token limit before anything usable was written; " +
+		"think less and answer shorter"}
+}
+
+// decodeNative reads native tool calls, and calls the text beside them
+// writes in tags (a server that parsed the first of several leaves the
+// others in the content).
+func (ts *Toolset) decodeNative(r Reply, calls []llm.ToolCall) (Reply, error) {
+	r.Comment = r.Text
+	var loose ToolCall
+	var looseName string
+	for _, tc := range calls {
+		full, how, problem := ts.resolve(tc.Name)
+		if problem != "" {
+			full = tc.Name // the host answers "unknown tool" to the model
+		}
+		args, err := normaliseArgs(tc.Arguments)
 		if err != nil {
+			return Reply{}, &ReplyError{fmt.Sprintf("the arguments of %s are not a JSON object", tc.Name)}
+		}
+		call := ToolCall{ID: tc.ID, Tool: full, Args: args}
+		if problem == "" && how != byFn && looseName == "" {
+			loose, looseName = call, tc.Name
+		}
+		r.Calls = append(r.Calls, call)
+	}
+	var err error
+	if extra := ts.recoverCalls(r.Text, true); extra.problem == "" && len(extra.calls) > 0 {
+		r.Calls = append(r.Calls, extra.calls...)
+		r.Comment = extra.rest
+		r.Hint, err = ts.hint(hintText, "", extra.calls[0].Tool, 0)
+	} else if looseName != "" {
+		r.Hint, err = ts.hint(hintName, looseName, loose.Tool, 0)
+	}
+	return r, err
+}
+
+// decodeObjects reads the first usable command or end among the JSON
+// objects in text; ok is false when there is none (Problem says why).
+func (ts *Toolset) decodeObjects(text string) (r Reply, ok bool, err error) {
+	seen := map[string]bool{}
+	var first *Reply
+	usable := 0
+	for _, obj := range JSONObjects(text) {
+		if seen[obj] {
+			continue
+		}
+		seen[obj] = true
+		got, rerr := ts.decodeWire([]byte(obj))
+		if rerr != nil {
 			if r.Problem == "" {
-				r.Problem = err.Reason
+				r.Problem = rerr.Reason
 			}
 			continue
 		}
-		got.Text = r.Text
-		return got, nil
+		usable++
+		if first == nil {
+			got.Text = text
+			first = &got
+		}
 	}
-	return r, nil
+	switch {
+	case first == nil:
+		if len(seen) == 0 {
+			r.Problem = "the reply contained no JSON object"
+		}
+		return r, false, nil
+	case usable > 1 && first.Hint == "":
+		first.Hint, err = ts.hint(hintObjects, "", "", usable)
+	}
+	return *first, true, err
 }
 
 // JSONObjects returns the JSON objects in text, those inside ```json fences
@@ -99,25 +174,7 @@ func JSONObjects(text string) []string {
 
 // objectsIn returns each top-level JSON object that decodes from a '{' in s,
 // in order.
-func objectsIn(s string) []string {
-	var out []string
-	for i := 0; i < len(s); {
-		j := strings.IndexByte(s[i:], '{')
-		if j < 0 {
-			break
-		}
-		start := i + j
-		dec := json.NewDecoder(strings.NewReader(s[start:]))
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			i = start + 1
-			continue
-		}
-		out = append(out, string(raw))
-		i = start + int(dec.InputOffset())
-	}
-	return out
-}
+func objectsIn(s string) []string { return rawObjects(s) }
 
 // wireReply is the JSON protocol: {"comment", "command": {"tool", "args",
 // "comment"}} or {"done": true, "comment"}.
@@ -131,7 +188,7 @@ type wireReply struct {
 	Done *bool `json:"done"`
 }
 
-func decodeWire(b []byte) (Reply, *ReplyError) {
+func (ts *Toolset) decodeWire(b []byte) (Reply, *ReplyError) {
 	var w wireReply
 	if err := json.NewDecoder(bytes.NewReader(b)).Decode(&w); err != nil {
 		return Reply{}, &ReplyError{fmt.Sprintf("the JSON object could not be read: %v", err)}
@@ -144,11 +201,23 @@ func decodeWire(b []byte) (Reply, *ReplyError) {
 	case w.Command != nil && w.Done != nil && *w.Done:
 		return Reply{}, &ReplyError{`the reply has both "command" and "done": true; send one of them`}
 	case w.Command != nil:
-		if w.Command.Tool == "" {
+		tool := w.Command.Tool
+		if tool == "" {
 			return Reply{}, &ReplyError{`"command.tool" is missing; name the tool as "server/tool"`}
 		}
-		if !strings.Contains(w.Command.Tool, "/") {
-			return Reply{}, &ReplyError{fmt.Sprintf(`"command.tool" is %q; name the tool as "server/tool"`, w.Command.Tool)}
+		full, how, problem := ts.resolve(tool)
+		switch {
+		case problem == "" && how != byFull:
+			// A loose name for one tool: taken, with a hint.
+			hint, err := ts.hint(hintName, tool, full, 0)
+			if err != nil {
+				return Reply{}, &ReplyError{err.Error()}
+			}
+			r.Hint = hint
+		case problem != "" && strings.Contains(tool, "/"):
+			full = tool // the host answers "unknown tool" to the model
+		case problem != "":
+			return Reply{}, &ReplyError{fmt.Sprintf(`"command.tool" is %q (%s); name the tool as "server/tool"`, tool, problem)}
 		}
 		args, err := normaliseArgs(w.Command.Args)
 		if err != nil {
@@ -157,7 +226,7 @@ func decodeWire(b []byte) (Reply, *ReplyError) {
 		if r.Comment == "" {
 			r.Comment = w.Command.Comment
 		}
-		r.Calls = []ToolCall{{Tool: w.Command.Tool, Args: args}}
+		r.Calls = []ToolCall{{Tool: full, Args: args}}
 		return r, nil
 	case w.Done != nil && *w.Done:
 		r.Done = true

@@ -151,3 +151,88 @@ func TestSanitize(t *testing.T) {
 		t.Fatalf("sanitize = %q", got)
 	}
 }
+
+// Names are matched to the catalog exactly: the full name, the function
+// name, or a tool's own name when one server alone has it; anything else
+// is not recovered and goes back as a correction.
+func TestLooseToolNames(t *testing.T) {
+	ts := NewToolset([]toolhost.Tool{{Server: "fs", Name: "read"}, {Server: "git", Name: "read"},
+		{Server: "fs", Name: "write_file"}}, nil, false)
+	for _, tc := range []struct {
+		name, in, want, hint, problem string
+	}{
+		{name: "function name", in: `{"command":{"tool":"fs__write_file","args":{}}}`, want: "fs/write_file", hint: `"fs/write_file"`},
+		{name: "own name, unique", in: `{"command":{"tool":"write_file","args":{}}}`, want: "fs/write_file", hint: `"fs/write_file"`},
+		{name: "own name, ambiguous", in: `{"command":{"tool":"read","args":{}}}`, problem: `could be any of fs/read, git/read`},
+		{name: "unknown", in: `{"command":{"tool":"rm","args":{}}}`, problem: `there is no tool "rm"`},
+		{name: "ambiguous in a tag", in: `<tool_call>{"name": "read", "arguments": {}}</tool_call>`, problem: `could be any of fs/read, git/read`},
+		{name: "exact name takes no hint", in: `{"command":{"tool":"fs/read","args":{}}}`, want: "fs/read"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := parseWith(ts, llm.Message{Content: tc.in})
+			if tc.problem != "" {
+				var re *ReplyError
+				if !errors.As(err, &re) || !strings.Contains(re.Reason, tc.problem) {
+					t.Fatalf("err = %v, want %q", err, tc.problem)
+				}
+				return
+			}
+			if err != nil || len(r.Calls) != 1 || r.Calls[0].Tool != tc.want {
+				t.Fatalf("reply %+v, %v; want a call of %s", r, err, tc.want)
+			}
+			if !strings.Contains(r.Hint, tc.hint) || (tc.hint == "") != (r.Hint == "") {
+				t.Errorf("hint %q, want one naming %s", r.Hint, tc.hint)
+			}
+		})
+	}
+}
+
+// Only objects that are calls and nothing else are taken for calls: a
+// JSON object in prose that has a "name" is not one.
+func TestBareObjectsThatAreNotCalls(t *testing.T) {
+	ts := NewToolset([]toolhost.Tool{{Server: "fs", Name: "read"}}, nil, true)
+	for _, in := range []string{
+		`Here is the user: {"name": "read", "age": 3}`,
+		`{"name": "read"}`,
+		`{"type": "object", "name": "read", "parameters": {}}`,
+		`{"name": "read", "arguments": {}, "parameters": {}}`,
+	} {
+		if r, err := parseWith(ts, llm.Message{Content: in}); err == nil || len(r.Calls) != 0 {
+			t.Errorf("%s: read as %+v", in, r.Calls)
+		}
+	}
+}
+
+// A second usable object is not acted on; the model is told only the first
+// one was used.
+func TestSecondObjectIsIgnoredWithAHint(t *testing.T) {
+	r, err := parseText(`{"comment":"a","command":{"tool":"fs/list","args":{}}} {"done": true, "comment": "x"}`)
+	if err != nil || len(r.Calls) != 1 || r.Done || !strings.Contains(r.Hint, "first of the 2 JSON objects") {
+		t.Fatalf("reply %+v, %v", r, err)
+	}
+	// The same object in a fence and counted again is one object.
+	r, err = parseText("```json\n{\"done\": true, \"comment\": \"x\"}\n```")
+	if err != nil || !r.Done || r.Hint != "" {
+		t.Fatalf("reply %+v, %v", r, err)
+	}
+}
+
+// A reply cut at the token limit with nothing usable in it says so; a
+// usable one is used.
+func TestCutReply(t *testing.T) {
+	ts := NewToolset([]toolhost.Tool{{Server: "fs", Name: "read"}}, nil, false)
+	for _, in := range []string{"", `{"command": {"tool": "fs/read", "args": {"path": "a`} {
+		_, err := ts.DecodeResponse(llm.Response{Message: llm.Message{Content: in}, FinishReason: llm.FinishLength})
+		var re *ReplyError
+		if !errors.As(err, &re) || !strings.Contains(re.Reason, "cut off") {
+			t.Errorf("%q: err = %v, want a cut reply", in, err)
+		}
+	}
+	r, err := ts.DecodeResponse(llm.Response{Message: llm.Message{Content: `{"command": {"tool": "fs/read", "args": {}}}`}, FinishReason: llm.FinishLength})
+	if err != nil || len(r.Calls) != 1 {
+		t.Errorf("reply %+v, %v", r, err)
+	}
+	if _, err := ts.DecodeResponse(llm.Response{Message: llm.Message{Content: ""}, FinishReason: "stop"}); err != nil {
+		t.Errorf("an empty reply that was not cut: %v", err)
+	}
+}

@@ -165,6 +165,9 @@ type Act struct {
 	// Abort is set by a policy that refused a call in a way that ends the
 	// step (planning: a call that failed too often ends the action).
 	Abort string `json:"abort,omitempty"`
+	// Hint is the decoder's one line on how to reply next time (Reply.Hint),
+	// added to the conversation once the calls are answered.
+	Hint string `json:"hint,omitempty"`
 }
 
 // Policy is what differs between the loops. The engine calls it at each

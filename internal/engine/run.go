@@ -289,7 +289,7 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 	msg := resp.Message
 	msg.Role = llm.Assistant
 	msg.Content = StripThink(msg.Content)
-	act, err := r.read(resp.Message)
+	act, err := r.read(resp)
 	if re, ok := errors.AsType[*ReplyError](err); ok {
 		return r.unusable(ctx, msg, re.Reason)
 	}
@@ -307,12 +307,16 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 	return r.act(ctx)
 }
 
-func (r *Run) read(msg llm.Message) (*Act, error) {
-	reply, err := r.e.ts.Decode(msg)
+func (r *Run) read(resp llm.Response) (*Act, error) {
+	reply, err := r.e.ts.DecodeResponse(resp)
 	if err != nil {
 		return nil, err
 	}
-	return r.p.Read(reply)
+	act, err := r.p.Read(reply)
+	if act != nil {
+		act.Hint = reply.Hint
+	}
+	return act, err
 }
 
 // unusable answers a reply that cannot be used with a correction naming
@@ -361,6 +365,9 @@ func (r *Run) act(ctx context.Context) (*Outcome, error) {
 		}
 	}
 	st.Pending = nil
+	if a.Hint != "" {
+		r.say(a.Hint) // how to reply next time, after the results
+	}
 	if len(a.Calls) > 0 {
 		last := "its tool calls were refused"
 		if r.refused != "" {
