@@ -6,6 +6,8 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -40,34 +42,73 @@ func (l *Loop) Run(ctx context.Context, in engine.Input) (engine.Outcome, error)
 
 // plain is the policy of one run.
 type plain struct {
-	l *Loop
-	r *engine.Run
+	l  *Loop
+	r  *engine.Run
+	st state
+}
+
+// state is the plain loop's part of the checkpoint.
+type state struct {
+	// Failed is set when a call of the last step with calls ended in a
+	// tool error: a done right after it is questioned once (Asked) before
+	// it is accepted; Ask says the question is still to be sent.
+	Failed bool `json:"failed,omitempty"`
+	Asked  bool `json:"asked,omitempty"`
+	Ask    bool `json:"ask,omitempty"`
+	// Posted identifies the last step comment posted (a hash of it): the
+	// same comment again is not posted twice in a row.
+	Posted string `json:"posted,omitempty"`
 }
 
 func (p *plain) Mode() string   { return mode }
 func (p *plain) System() string { return p.l.system }
 
-func (p *plain) Begin(_ context.Context, r *engine.Run, _ json.RawMessage) error {
+// Begin takes the saved state of a resumed run (none before this state
+// existed: a checkpoint holding null starts from the zero state).
+func (p *plain) Begin(_ context.Context, r *engine.Run, saved json.RawMessage) error {
 	p.r = r
+	if len(saved) > 0 {
+		if err := json.Unmarshal(saved, &p.st); err != nil {
+			return fmt.Errorf("reading the plain loop's state: %v: %w", err, engine.ErrUnresumable)
+		}
+	}
 	return nil
 }
 
-func (p *plain) Next(context.Context) (string, *engine.Outcome, error) { return "", nil, nil }
-func (p *plain) At() engine.Step                                       { return engine.Step{} }
+// Next asks whether the task is really done when a done came right after
+// failed calls.
+func (p *plain) Next(context.Context) (string, *engine.Outcome, error) {
+	if !p.st.Ask {
+		return "", nil, nil
+	}
+	p.st.Ask = false
+	text, err := prompts.Render("failed_done.tmpl", nil)
+	return text, nil, err
+}
+
+func (p *plain) At() engine.Step { return engine.Step{} }
 
 // Read takes tool calls, or the end of the task.
 func (p *plain) Read(r engine.Reply) (*engine.Act, error) {
 	if len(r.Calls) == 0 && !r.Done {
 		return nil, &engine.ReplyError{Reason: r.Problem}
 	}
+	if len(r.Calls) > 0 {
+		p.st.Failed, p.st.Asked = false, false // a new step: its calls decide
+	}
 	return &engine.Act{Comment: r.Comment, Calls: r.Calls, Done: r.Done}, nil
 }
 
 func (p *plain) Refuse(engine.ToolCall, *engine.Act) (string, bool) { return "", false }
 
-// Post posts the step's comment; the closing one says how many comments
-// from people who may not steer the task were left unread.
+// Post posts the step's comment, unless it is the same as the last one
+// posted, or it ends the task right after failed calls (the end is
+// questioned first); the closing one says how many comments from people
+// who may not steer the task were left unread.
 func (p *plain) Post(ctx context.Context, a *engine.Act) error {
+	if p.questioned(a) {
+		return nil
+	}
 	body := strings.TrimSpace(a.Comment)
 	if n := p.r.Counts().Ignored; a.Done && n > 0 {
 		body += fmt.Sprintf("\n\n(%d comment(s) from people who may not steer this task were not read.)", n)
@@ -75,17 +116,39 @@ func (p *plain) Post(ctx context.Context, a *engine.Act) error {
 	if body == "" {
 		return nil
 	}
+	sum := sha256.Sum256([]byte(body))
+	id := hex.EncodeToString(sum[:16])
+	if id == p.st.Posted {
+		p.r.Log().Info("step comment not posted: the same as the last one")
+		return nil
+	}
 	in := p.r.Input()
 	if err := in.Post.Post(ctx, body); err != nil {
 		return fmt.Errorf("posting step comment on %s: %w", in.Task.Ref, err)
 	}
+	p.st.Posted = id
 	return nil
 }
 
-func (p *plain) Called(context.Context, engine.ToolCall, toolhost.Result) {}
+// questioned reports whether a is an end that comes right after failed
+// calls and has not been questioned yet.
+func (p *plain) questioned(a *engine.Act) bool { return a.Done && p.st.Failed && !p.st.Asked }
 
+// Called notes a call that ended in a tool error.
+func (p *plain) Called(_ context.Context, _ engine.ToolCall, res toolhost.Result) {
+	if res.IsError {
+		p.st.Failed = true
+	}
+}
+
+// Apply ends the task on done, except a done right after failed calls,
+// which is questioned once (Next asks) before it is accepted.
 func (p *plain) Apply(_ context.Context, a *engine.Act) (*engine.Outcome, error) {
-	if a.Done {
+	switch {
+	case p.questioned(a):
+		p.st.Asked, p.st.Ask = true, true
+		return nil, nil
+	case a.Done:
 		return &engine.Outcome{End: engine.Done, Comment: a.Comment}, nil
 	}
 	return nil, nil
@@ -103,5 +166,5 @@ func (p *plain) Trouble(context.Context, string, bool)    {}
 func (p *plain) Heard(context.Context, []engine.Applied)  {}
 func (p *plain) Ending(*engine.Outcome)                   {}
 func (p *plain) Announce(context.Context, engine.Outcome) {}
-func (p *plain) State() any                               { return nil }
+func (p *plain) State() any                               { return p.st }
 func (p *plain) Pinned() string                           { return "" }

@@ -153,6 +153,7 @@ func TestJSONProtocolRunsToolsAndFinishes(t *testing.T) {
 	m := &scriptLLM{replies: []any{
 		text(`{"comment":"Echoing.","command":{"tool":"test/echo","args":{"text":"hello"}}}`),
 		text(`{"comment":"Trying a broken tool.","command":{"tool":"test/fail","args":{}}}`),
+		text("```json\n{\"done\": true, \"comment\": \"Said hello.\"}\n```"), // questioned: the last call failed
 		text("```json\n{\"done\": true, \"comment\": \"Said hello.\"}\n```"),
 	}}
 	st, p := newMemState(), &posts{}
@@ -162,14 +163,14 @@ func TestJSONProtocolRunsToolsAndFinishes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.End != engine.Done || out.Comment != "Said hello." || out.Calls != 3 {
+	if out.End != engine.Done || out.Comment != "Said hello." || out.Calls != 4 {
 		t.Fatalf("outcome %+v", out)
 	}
 	if got := strings.Join(p.bodies, "|"); got != "Echoing.|Trying a broken tool.|Said hello." {
 		t.Fatalf("posted %q", got)
 	}
-	if len(m.requests) != 3 {
-		t.Fatalf("%d model requests, want 3 (one per turn)", len(m.requests))
+	if len(m.requests) != 4 {
+		t.Fatalf("%d model requests, want 4 (one per turn)", len(m.requests))
 	}
 	first := m.requests[0]
 	if first.Tools != nil {
@@ -201,7 +202,11 @@ func TestJSONProtocolRunsToolsAndFinishes(t *testing.T) {
 	if !strings.HasPrefix(third[len(third)-1].Content, "Result of test/fail (the tool reported an error):") {
 		t.Fatalf("tool error should go back to the model:\n%s", third[len(third)-1].Content)
 	}
-	if st.counters != (store.Counters{LLMCalls: 3, ToolCalls: 2, TokensIn: 30, TokensOut: 9}) {
+	fourth := m.requests[3].Messages
+	if !strings.Contains(fourth[len(fourth)-1].Content, "The last tool calls failed: is the task really done?") {
+		t.Fatalf("a done right after a failed call should be questioned:\n%s", fourth[len(fourth)-1].Content)
+	}
+	if st.counters != (store.Counters{LLMCalls: 4, ToolCalls: 2, TokensIn: 40, TokensOut: 12}) {
 		t.Fatalf("counters %+v", st.counters)
 	}
 }
@@ -431,5 +436,66 @@ func TestResumeAfterTheEndReturnsTheOutcome(t *testing.T) {
 				t.Fatalf("%d requests, %d posts after resume", len(m.requests), len(p.bodies))
 			}
 		})
+	}
+}
+
+// A done right after a step whose calls failed gets one question back; it
+// is not posted until it is accepted. The question survives a resume: a
+// run stopped after asking it accepts the next done without asking again.
+func TestDoneAfterFailedCallsIsQuestionedOnce(t *testing.T) {
+	m := &scriptLLM{replies: []any{
+		text(`{"comment":"Trying the broken tool.","command":{"tool":"test/fail","args":{}}}`),
+		text(`{"done": true, "comment": "All fixed."}`),
+	}}
+	st, p := newMemState(), &posts{}
+	a := newAgent(t, m, st, false, nil)
+	in := engine.Input{Task: issue, Post: p}
+	if _, err := a.Run(context.Background(), in); err == nil || !strings.Contains(err.Error(), "script exhausted") {
+		t.Fatalf("err = %v, want the model asked a third time", err)
+	}
+	third := m.requests[2].Messages
+	if last := third[len(third)-1]; last.Role != llm.User || !strings.Contains(last.Content, "is the task really done?") {
+		t.Fatalf("third request ends with %+v", last)
+	}
+	if got := strings.Join(p.bodies, "|"); got != "Trying the broken tool." {
+		t.Fatalf("posted %q: the questioned done must not be posted", got)
+	}
+	// Resumed: the next done is accepted, and the question is not repeated.
+	m2 := &scriptLLM{replies: []any{text(`{"done": true, "comment": "Really done: the tool is broken upstream."}`)}}
+	out, err := newAgent(t, m2, st, false, nil).Run(context.Background(), in)
+	if err != nil || out.End != engine.Done || out.Comment != "Really done: the tool is broken upstream." {
+		t.Fatalf("outcome %+v, %v", out, err)
+	}
+	msgs := m2.requests[0].Messages
+	asked := 0
+	for _, msg := range msgs {
+		asked += strings.Count(msg.Content, "is the task really done?")
+	}
+	if len(m2.requests) != 1 || asked != 1 {
+		t.Fatalf("%d requests, question asked %d times; want 1 and 1", len(m2.requests), asked)
+	}
+	if got := strings.Join(p.bodies, "|"); got != "Trying the broken tool.|Really done: the tool is broken upstream." {
+		t.Fatalf("posted %q", got)
+	}
+}
+
+// A model that repeats the same step comment has it posted once; the same
+// comment after another one is posted again.
+func TestIdenticalStepCommentIsNotPostedTwiceInARow(t *testing.T) {
+	again := text(`{"comment":"Echoing again.","command":{"tool":"test/echo","args":{"text":"x"}}}`)
+	replies := []any{}
+	for range 20 {
+		replies = append(replies, again)
+	}
+	replies = append(replies, text(`{"comment":"Something else.","command":{"tool":"test/echo","args":{"text":"y"}}}`), again,
+		text(`{"done": true, "comment": "Done."}`))
+	m := &scriptLLM{replies: replies}
+	st, p := newMemState(), &posts{}
+	out, err := newAgent(t, m, st, false, nil).Run(context.Background(), engine.Input{Task: issue, Post: p})
+	if err != nil || out.End != engine.Done {
+		t.Fatalf("outcome %+v, %v", out, err)
+	}
+	if got := strings.Join(p.bodies, "|"); got != "Echoing again.|Something else.|Echoing again.|Done." {
+		t.Fatalf("posted %q", got)
 	}
 }
