@@ -110,6 +110,10 @@ type state struct {
 	// checkpoint was saved, earlier runs' included.
 	HistoryLen int               `json:"history_len"`
 	Board      report.BoardState `json:"board"`
+	// Last is the section of the last step posted in the current phase
+	// comment: a step with the same comment updates it instead of adding
+	// its own.
+	Last *lastSection `json:"last_section,omitempty"`
 }
 
 // invalid says why a saved state cannot be resumed ("" when it can): a

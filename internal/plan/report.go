@@ -2,6 +2,8 @@ package plan
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -43,9 +45,56 @@ func (p *policy) Post(ctx context.Context, a *engine.Act) error {
 		}
 		comment = lang.ToolStep(tools)
 	}
+	if p.repeated(ctx, comment) {
+		return nil
+	}
 	body, err := lang.Call(string(phase), p.r.Counts().Calls, comment, action, p.c.o.Engine.Now())
 	p.section(ctx, body, err)
+	p.st.Last = nil
+	if err == nil && comment != "" {
+		p.st.Last = &lastSection{Key: p.phaseKey(), Comment: digest(comment), Section: body}
+	}
 	return nil
+}
+
+// lastSection is a step's section in a phase comment, and how many steps
+// after it wrote the same comment.
+type lastSection struct {
+	Key     string `json:"key"`
+	Comment string `json:"comment"` // a digest of the step's comment
+	Section string `json:"section"` // as first posted
+	Repeats int    `json:"repeats,omitempty"`
+}
+
+// shown is the section as the comment shows it now.
+func (s lastSection) shown(lang report.Lang) string {
+	if s.Repeats == 0 {
+		return s.Section
+	}
+	return s.Section + "\n\n" + lang.SameAsPrevious(s.Repeats+1)
+}
+
+// repeated reports whether a step whose comment is the same as the
+// previous step's in this phase comment was noted there, "(same as the
+// previous step, ×N)", instead of getting a section of its own.
+func (p *policy) repeated(ctx context.Context, comment string) bool {
+	last, lang := p.st.Last, p.c.o.Lang
+	if last == nil || comment == "" || last.Key != p.phaseKey() || last.Comment != digest(comment) {
+		return false
+	}
+	next := *last
+	next.Repeats++
+	if ok, _ := p.board.ReplaceSection(ctx, last.Key, last.shown(lang), next.shown(lang)); !ok {
+		return false
+	}
+	*last = next
+	return true
+}
+
+// digest identifies a comment without keeping its text.
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(strings.TrimSpace(s)))
+	return hex.EncodeToString(sum[:16])
 }
 
 // Trouble adds the ⚠️ section for a model call that failed or could not be

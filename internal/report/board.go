@@ -161,6 +161,42 @@ func (b *Board) AddSection(ctx context.Context, key, section string) error {
 	return b.startPhase(ctx, key, []string{section})
 }
 
+// ReplaceSection edits the current phase comment for key, replacing its
+// newest section equal to old (as AddSection would have posted it) with
+// section. It reports false, changing nothing, when there is no such
+// section in the comment (another phase, a comment that could not be
+// posted, or one whose older sections were dropped) or the result would
+// not fit: the caller then adds section instead. A comment that is gone
+// (ErrNotFound on edit) is posted again with the sections.
+func (b *Board) ReplaceSection(ctx context.Context, key, old, section string) (bool, error) {
+	old = cutToFit(b.o.Redact(old), b.o.MaxLen)
+	section = cutToFit(b.o.Redact(section), b.o.MaxLen)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if key != b.st.PhaseKey || b.st.PhaseID == 0 {
+		return false, nil
+	}
+	i := len(b.st.Sections) - 1
+	for i >= 0 && b.st.Sections[i] != old {
+		i--
+	}
+	if i < 0 {
+		return false, nil
+	}
+	all := slices.Clone(b.st.Sections)
+	all[i] = section
+	body := strings.Join(all, sectionSep)
+	if !b.fits(body) {
+		return false, nil
+	}
+	err := b.edit(ctx, b.st.PhaseID, body, "updating the "+key+" comment")
+	if errors.Is(err, forge.ErrNotFound) {
+		return true, b.startPhase(ctx, key, all)
+	}
+	b.st.Sections = all // edited, or kept for the next edit
+	return true, err
+}
+
 // startPhase posts a new phase comment for key holding the newest of
 // sections that fit (at least the last one), and makes it the current one.
 func (b *Board) startPhase(ctx context.Context, key string, sections []string) error {

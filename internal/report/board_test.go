@@ -382,3 +382,26 @@ func TestBoardConcurrentUse(t *testing.T) {
 		t.Errorf("after concurrent updates: %q, want one progress comment and one comment with all 8 sections", cs)
 	}
 }
+
+// A section is replaced in place in the current phase comment; a section
+// that is not in it (another key, or never posted) is not, and nothing
+// changes.
+func TestBoardReplaceSection(t *testing.T) {
+	b, f := fakeBoard(t, 0, report.BoardState{})
+	noErr(t, b.AddSection(ctx, "execution", "s1"))
+	noErr(t, b.AddSection(ctx, "execution", "s2"))
+	ok, err := b.ReplaceSection(ctx, "execution", "s1", "s1 (×2)")
+	if !ok || err != nil {
+		t.Fatalf("ReplaceSection = %v, %v", ok, err)
+	}
+	wantComments(t, f, "s1 (×2)"+sep+"s2")
+	for _, tc := range []struct{ key, old string }{{"planning", "s2"}, {"execution", "s9"}} {
+		if ok, err := b.ReplaceSection(ctx, tc.key, tc.old, "x"); ok || err != nil {
+			t.Errorf("ReplaceSection(%s, %s) = %v, %v; want false", tc.key, tc.old, ok, err)
+		}
+	}
+	wantComments(t, f, "s1 (×2)"+sep+"s2")
+	if got := b.State().Sections; len(got) != 2 || got[0] != "s1 (×2)" {
+		t.Errorf("sections %q", got)
+	}
+}

@@ -422,6 +422,15 @@ func (l Lang) ToolStep(tools []string) string {
 	return "ツールを呼び出します: " + strings.Join(quoted, "、")
 }
 
+// SameAsPrevious notes, under a per-call section, that the steps after it
+// wrote the same comment: n steps in all wrote it.
+func (l Lang) SameAsPrevious(n int) string {
+	if l.norm() == English {
+		return fmt.Sprintf("*(same as the previous step, ×%d)*", n)
+	}
+	return fmt.Sprintf("*（前のステップと同じ、×%d）*", n)
+}
+
 // ActionFailed is the comment of a model call that ended an action as
 // failed without a comment of its own.
 func (l Lang) ActionFailed(actionID, reason string) string {
