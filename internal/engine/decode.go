@@ -3,7 +3,9 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 
@@ -81,12 +83,14 @@ func (ts *Toolset) Decode(msg llm.Message) (Reply, error) {
 }
 
 // DecodeResponse decodes resp's message. A reply cut at the token limit
-// (finish reason length) with neither calls nor the end in it, nor any
-// whole JSON object, is a *ReplyError that says so: an empty reply whose
-// budget went to reasoning, or an object cut in the middle.
+// (finish reason length) with neither calls nor the end in it, that holds
+// no whole JSON object or ends inside one, is a *ReplyError that says so:
+// an empty reply whose budget went to reasoning, or an object cut in the
+// middle.
 func (ts *Toolset) DecodeResponse(resp llm.Response) (Reply, error) {
 	r, err := ts.Decode(resp.Message)
-	if err != nil || resp.FinishReason != llm.FinishLength || len(r.Calls) > 0 || r.Done || len(JSONObjects(r.Text)) > 0 {
+	if err != nil || resp.FinishReason != llm.FinishLength || len(r.Calls) > 0 || r.Done ||
+		(len(JSONObjects(r.Text)) > 0 && !endsInObject(r.Text)) {
 		return r, err
 	}
 	return Reply{}, &ReplyError{"the reply was cut off at the output token limit before anything usable was written; " +
@@ -170,6 +174,29 @@ func JSONObjects(text string) []string {
 		out = append(out, m[1])
 	}
 	return append(out, objectsIn(text)...)
+}
+
+// endsInObject reports whether s ends inside a JSON object that was never
+// closed.
+func endsInObject(s string) bool {
+	for i := 0; i < len(s); {
+		j := strings.IndexByte(s[i:], '{')
+		if j < 0 {
+			return false
+		}
+		start := i + j
+		dec := json.NewDecoder(strings.NewReader(s[start:]))
+		var raw json.RawMessage
+		switch err := dec.Decode(&raw); {
+		case err == nil:
+			i = start + int(dec.InputOffset())
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return true
+		default:
+			i = start + 1
+		}
+	}
+	return false
 }
 
 // objectsIn returns each top-level JSON object that decodes from a '{' in s,

@@ -221,7 +221,8 @@ func TestSecondObjectIsIgnoredWithAHint(t *testing.T) {
 // usable one is used.
 func TestCutReply(t *testing.T) {
 	ts := NewToolset([]toolhost.Tool{{Server: "fs", Name: "read"}}, nil, false)
-	for _, in := range []string{"", `{"command": {"tool": "fs/read", "args": {"path": "a`} {
+	for _, in := range []string{"", `{"command": {"tool": "fs/read", "args": {"path": "a`,
+		`{"comment": "x", "command": {"tool": "fs/read", "args": {"path": "a"}`, "I will first read the"} {
 		_, err := ts.DecodeResponse(llm.Response{Message: llm.Message{Content: in}, FinishReason: llm.FinishLength})
 		var re *ReplyError
 		if !errors.As(err, &re) || !strings.Contains(re.Reason, "cut off") {
