@@ -327,8 +327,8 @@ func TestChatReportsFinishReason(t *testing.T) {
 	}
 }
 
-// Some servers send a call's arguments as a JSON object where the OpenAI
-// wire has a string: they arrive as the same object.
+// llama-server may send a call's arguments as a JSON object where the OpenAI
+// wire has a string (ggml-org/llama.cpp#20198): they arrive as the same object.
 func TestChatAcceptsArgumentsAsObject(t *testing.T) {
 	srv := llmtest.NewServer(t, llmtest.Options{})
 	srv.Script(llmtest.Garbage{Body: `{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,
