@@ -169,8 +169,8 @@ func (b *Board) AddSection(ctx context.Context, key, section string) error {
 // not fit: the caller then adds section instead. A comment that is gone
 // (ErrNotFound on edit) is posted again with the sections.
 func (b *Board) ReplaceSection(ctx context.Context, key, old, section string) (bool, error) {
-	old = cutToFit(b.o.Redact(old), b.o.MaxLen)
-	section = cutToFit(b.o.Redact(section), b.o.MaxLen)
+	old, _ = cutToFit(b.o.Redact(old), b.o.MaxLen)
+	section, _ = cutToFit(b.o.Redact(section), b.o.MaxLen)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if key != b.st.PhaseKey || b.st.PhaseID == 0 {
