@@ -138,6 +138,13 @@ func TestLongTaskStaysInsideTheBudget(t *testing.T) {
 	if err := jsonOf(w.cps[ref].Data, &st); err != nil {
 		t.Fatal(err)
 	}
+	// What is checkpointed is the compacted conversation: a resume sends
+	// none of the elided outputs again.
+	for turn := 1; turn <= 196; turn++ {
+		if strings.Contains(string(w.cps[ref].Data), outputText(turn)[:1000]) {
+			t.Fatalf("the checkpoint still holds the output of turn %d", turn)
+		}
+	}
 	if m.summaries == 0 || st.Compactions == 0 {
 		t.Errorf("%d summaries, %d compactions; want both", m.summaries, st.Compactions)
 	}

@@ -183,3 +183,27 @@ func TestNewValidates(t *testing.T) {
 		}
 	}
 }
+
+// A request over the context window, as OpenAI answers it (HTTP 400, code
+// context_length_exceeded) and as vLLM does (a 400 whose message names the
+// maximum context length), is llm.ErrContextLength; another 400 is not.
+func TestContextLengthExceeded(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       bool
+	}{
+		{"openai", `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`, true},
+		{"vllm", `{"object":"error","message":"This model's maximum context length is 16384 tokens. However, you requested 17000 tokens (15000 in the messages, 2000 in the completion).","type":"BadRequestError","param":null,"code":400}`, true},
+		{"other 400", `{"error":{"message":"Invalid value for 'messages'","type":"invalid_request_error","code":"invalid_value"}}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t, llmtest.Options{})
+			srv.Script(llmtest.Fault{Status: http.StatusBadRequest, Body: tc.body})
+			c := newClient(t, srv, nil)
+			_, err := c.Chat(t.Context(), llm.Request{Messages: conversation()})
+			if got := errors.Is(err, llm.ErrContextLength); got != tc.want {
+				t.Errorf("errors.Is(%v, ErrContextLength) = %v, want %v", err, got, tc.want)
+			}
+		})
+	}
+}
