@@ -31,6 +31,9 @@ func New(e *engine.Engine) (*Loop, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := e.Fits(sys); err != nil {
+		return nil, err
+	}
 	return &Loop{e: e, system: sys}, nil
 }
 

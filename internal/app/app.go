@@ -158,8 +158,12 @@ func (a *App) startAgent(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	maxTools := 0
+	if c.LLM.Provider == config.ProviderOpenAI {
+		maxTools = openAIMaxTools
+	}
 	e, err := engine.New(engine.Options{LLM: model, Tools: host, State: a.store, Logger: a.Log,
-		FunctionCalling: c.LLM.FunctionCalling, MaxCalls: c.MaxLLMProcessNum, Budget: budget, Now: a.o.Now})
+		FunctionCalling: c.LLM.FunctionCalling, MaxCalls: c.MaxLLMProcessNum, Budget: budget, MaxTools: maxTools, Now: a.o.Now})
 	if err != nil {
 		return err
 	}
@@ -191,6 +195,7 @@ func planSettings(p config.Planning) plan.Settings {
 // model's own window capped at 8192 (a larger window costs memory the
 // operator should choose to spend).
 const (
+	openAIMaxTools  = 128 // OpenAI refuses a longer tools array
 	openAIContext   = 128000
 	unknownContext  = 8192
 	lmStudioContext = 4096

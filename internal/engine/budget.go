@@ -69,7 +69,7 @@ func (r *Run) rawTokens(msgs []llm.Message) int {
 // toolTokens is what the native tool definitions cost in every request.
 func (r *Run) toolTokens() int {
 	n := 0
-	for _, t := range r.e.ts.Defs() {
+	for _, t := range r.e.ts.Defs(r.st.Loaded) {
 		n += messageOverhead + r.count(t.Name) + r.count(t.Description) + r.count(string(t.Parameters))
 	}
 	return n

@@ -41,14 +41,14 @@ The project lives in /work.`
 		t.Errorf("native catalog:\n%s\nwant:\n%s", got, want)
 	}
 	// The schemas travel once, in the tools field.
-	for _, d := range ts.Defs() {
+	for _, d := range ts.Defs(nil) {
 		if strings.Contains(got, string(d.Parameters)) || strings.Contains(got, `"properties"`) {
 			t.Errorf("the system prompt repeats the schema of %s", d.Name)
 		}
 	}
-	if len(ts.Defs()) != 3 || !strings.Contains(string(ts.Defs()[1].Parameters), "oldText") ||
-		!strings.Contains(ts.Defs()[0].Description, "detailed error messages") {
-		t.Errorf("tool definitions lost their schema or description: %+v", ts.Defs())
+	if len(ts.Defs(nil)) != 3 || !strings.Contains(string(ts.Defs(nil)[1].Parameters), "oldText") ||
+		!strings.Contains(ts.Defs(nil)[0].Description, "detailed error messages") {
+		t.Errorf("tool definitions lost their schema or description: %+v", ts.Defs(nil))
 	}
 }
 
@@ -72,7 +72,7 @@ The project lives in /work.`
 	if got != want {
 		t.Errorf("JSON catalog:\n%s\nwant:\n%s", got, want)
 	}
-	if ts.Defs() != nil {
+	if ts.Defs(nil) != nil {
 		t.Error("the JSON protocol sends no tools field")
 	}
 }

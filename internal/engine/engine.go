@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/llm"
@@ -56,7 +57,10 @@ type Options struct {
 	MaxUnusable int
 	// Budget keeps every request inside the model's context window.
 	Budget Budget
-	Now    func() time.Time
+	// MaxTools is the most tools the provider accepts in a request
+	// (OpenAI: 128); 0: any number.
+	MaxTools int
+	Now      func() time.Time
 }
 
 // Engine runs tasks under a policy. It is safe for concurrent use: each
@@ -91,7 +95,50 @@ func New(o Options) (*Engine, error) {
 			return nil, fmt.Errorf("engine: a reply reserve of %d tokens leaves nothing of a context length of %d", b.Reserve, b.ContextLength)
 		}
 	}
-	return &Engine{o: o, ts: NewToolset(o.Tools.Tools(), o.Tools.Servers(), o.FunctionCalling)}, nil
+	e := &Engine{o: o, ts: NewToolset(o.Tools.Tools(), o.Tools.Servers(), o.FunctionCalling)}
+	share := 0
+	if o.Budget.ContextLength > 0 {
+		share = o.Budget.limit() / 4 // the catalog's fair share of the budget
+	}
+	if e.ts.limit(o.MaxTools, share, e.count) {
+		o.Logger.Warn("the tool catalog is offered in part, with a search tool for the rest",
+			"tools", len(e.ts.tools), "offered", e.ts.offered, "max_tools", o.MaxTools, "token_share", share)
+	}
+	return e, nil
+}
+
+// count counts text with the budget's counter; 3 bytes a token without one.
+func (e *Engine) count(text string) int {
+	if e.o.Budget.Counter == nil {
+		return (len(text) + 2) / 3
+	}
+	return e.o.Budget.Counter.Count(text)
+}
+
+// Fits checks that a policy's system prompt and the tools offered up front
+// leave room in the context budget for the task and the work: at most half
+// of it. A catalog that cannot fit is refused before any task is claimed,
+// naming its servers, their tools, the tokens and the fix.
+func (e *Engine) Fits(system string) error {
+	b := e.o.Budget
+	if b.ContextLength <= 0 {
+		return nil
+	}
+	need := e.count(system) + e.ts.cost(e.ts.shown(), e.count)
+	if need <= b.limit()/2 {
+		return nil
+	}
+	perServer := map[string]int{}
+	for _, t := range e.ts.tools {
+		perServer[t.Server]++
+	}
+	var servers []string
+	for _, s := range e.ts.servers {
+		servers = append(servers, fmt.Sprintf("%s (%d tools)", s.Name, perServer[s.Name]))
+	}
+	return fmt.Errorf("the system prompt and the tool catalog of %s take %d tokens, more than half of the %d-token budget "+
+		"(context_length %d less the reply reserve %d): raise context_length, or withhold tools with mcp_servers[].tools.deny",
+		strings.Join(servers, ", "), need, b.limit(), b.ContextLength, b.Reserve)
 }
 
 // Toolset is the tools as the model sees them.

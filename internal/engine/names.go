@@ -21,24 +21,29 @@ const maxFnLen = 64
 func newToolNames(full []string) *toolNames {
 	n := &toolNames{toFn: map[string]string{}, toFull: map[string]string{}}
 	for _, f := range full {
-		if _, ok := n.toFn[f]; ok {
-			continue
-		}
-		server, tool, _ := strings.Cut(f, "/")
-		fn := invalidFnChars.ReplaceAllString(server+"__"+tool, "_")
-		if len(fn) > maxFnLen || fn != server+"__"+tool || n.toFull[fn] != "" {
-			// Changed, long or taken: a hash of the exact name keeps it unique.
-			sum := sha256.Sum256([]byte(f))
-			suffix := "_" + hex.EncodeToString(sum[:])[:10]
-			if len(fn) > maxFnLen-len(suffix) {
-				fn = fn[:maxFnLen-len(suffix)]
-			}
-			fn += suffix
-		}
-		n.toFn[f] = fn
-		n.toFull[fn] = f
+		n.add(f)
 	}
 	return n
+}
+
+// add names full, unless it has a name already.
+func (n *toolNames) add(f string) {
+	if _, ok := n.toFn[f]; ok {
+		return
+	}
+	server, tool, _ := strings.Cut(f, "/")
+	fn := invalidFnChars.ReplaceAllString(server+"__"+tool, "_")
+	if len(fn) > maxFnLen || fn != server+"__"+tool || n.toFull[fn] != "" {
+		// Changed, long or taken: a hash of the exact name keeps it unique.
+		sum := sha256.Sum256([]byte(f))
+		suffix := "_" + hex.EncodeToString(sum[:])[:10]
+		if len(fn) > maxFnLen-len(suffix) {
+			fn = fn[:maxFnLen-len(suffix)]
+		}
+		fn += suffix
+	}
+	n.toFn[f] = fn
+	n.toFull[fn] = f
 }
 
 func (n *toolNames) fn(full string) string { return n.toFn[full] }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/llm"
 	"github.com/coding-agent/coding-agent/internal/store"
+	"github.com/coding-agent/coding-agent/internal/toolhost"
 )
 
 // checkpoint is a run's saved state (store.Checkpoint.Data), one format for
@@ -29,6 +30,9 @@ type checkpoint struct {
 	Final *Outcome `json:"final,omitempty"`
 	// Announced is set once the policy has reported the end.
 	Announced bool `json:"announced,omitempty"`
+	// Loaded are the tools a catalog search made callable (a catalog too
+	// large to offer whole).
+	Loaded []string `json:"loaded,omitempty"`
 	// Scale is how many times more tokens the server counted than the
 	// engine did (at least 1): later counts are scaled by it.
 	Scale  float64         `json:"scale,omitempty"`
@@ -257,14 +261,14 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 	if err := r.fit(ctx, false); err != nil {
 		return nil, err
 	}
-	resp, err := r.e.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: r.e.ts.Defs()})
+	resp, err := r.e.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: r.e.ts.Defs(st.Loaded)})
 	if errors.Is(err, llm.ErrContextLength) && r.e.o.Budget.ContextLength > 0 {
 		// The server counts more than the engine did: compact harder, once.
 		r.log.Warn("the server refused the request as too long; compacting and retrying", "error", err)
 		if ferr := r.fit(ctx, true); ferr != nil {
 			return nil, ferr
 		}
-		resp, err = r.e.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: r.e.ts.Defs()})
+		resp, err = r.e.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: r.e.ts.Defs(st.Loaded)})
 	}
 	if err != nil && !errors.Is(err, llm.ErrEmptyReply) {
 		r.p.Trouble(ctx, err.Error(), false)
@@ -401,7 +405,7 @@ func (r *Run) call(ctx context.Context, a *Act, c ToolCall) error {
 		return nil
 	}
 	st.Unusable, r.refused = 0, ""
-	res, err := r.e.o.Tools.Call(ctx, c.Tool, c.Args)
+	res, err := r.run(ctx, c)
 	if err != nil {
 		return fmt.Errorf("calling %s for %s: %w", c.Tool, ref, err)
 	}
@@ -419,6 +423,22 @@ func (r *Run) call(ctx context.Context, a *Act, c ToolCall) error {
 	r.log.Info("tool call", "phase", r.p.At().Phase, "tool", c.Tool, "is_error", res.IsError, "bytes", res.Bytes, "truncated", res.Truncated)
 	st.Messages = append(st.Messages, msg)
 	return nil
+}
+
+// run runs a call: the catalog search here, any other tool on its server.
+func (r *Run) run(ctx context.Context, c ToolCall) (toolhost.Result, error) {
+	if c.Tool != SearchTool {
+		return r.e.o.Tools.Call(ctx, c.Tool, c.Args)
+	}
+	var args struct {
+		Query string `json:"query"`
+	}
+	if err := json.Unmarshal(c.Args, &args); err != nil || strings.TrimSpace(args.Query) == "" {
+		return toolhost.Result{Text: `find_tools takes {"query": "words describing the tool"}`, IsError: true}, nil
+	}
+	text, found := r.e.ts.Search(args.Query, r.st.Loaded)
+	r.st.Loaded = append(r.st.Loaded, found...)
+	return toolhost.Result{Text: text, Bytes: len(text)}, nil
 }
 
 // say adds a user message, joined to the last one when that is a user

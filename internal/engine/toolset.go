@@ -30,10 +30,15 @@ func (e *ReplyError) Error() string { return e.Reason }
 type Toolset struct {
 	names   *toolNames
 	native  bool
-	defs    []llm.Tool
 	tools   []toolhost.Tool
 	servers []toolhost.ServerConfig
 	byName  map[string]toolhost.Tool
+	// offered is how many of tools are offered up front (all, unless the
+	// catalog is too large: see catalog.go); searchDesc describes the
+	// search tool then.
+	offered    int
+	maxTools   int // the provider's limit of tools a request (0: none)
+	searchDesc string
 }
 
 // NewToolset prepares tools for the model; native selects the provider's
@@ -45,22 +50,8 @@ func NewToolset(tools []toolhost.Tool, servers []toolhost.ServerConfig, native b
 		full = append(full, t.FullName())
 		byName[t.FullName()] = t
 	}
-	ts := &Toolset{names: newToolNames(full), native: native, tools: tools, servers: servers, byName: byName}
-	if native {
-		for _, t := range tools {
-			params := t.InputSchema
-			if len(params) == 0 {
-				params = json.RawMessage(`{"type":"object","properties":{}}`)
-			}
-			ts.defs = append(ts.defs, llm.Tool{Name: ts.names.fn(t.FullName()), Description: t.Description, Parameters: params})
-		}
-	}
-	return ts
+	return &Toolset{names: newToolNames(full), native: native, tools: tools, servers: servers, byName: byName, offered: len(tools)}
 }
-
-// Defs are the native tool definitions sent with each request; nil in JSON
-// mode, where no tools field is sent.
-func (ts *Toolset) Defs() []llm.Tool { return ts.defs }
 
 // Known reports whether full ("server/tool") names a tool.
 func (ts *Toolset) Known(full string) bool {
@@ -88,8 +79,9 @@ func (ts *Toolset) Catalog() (string, error) {
 		Tools           []promptTool
 		Servers         []toolhost.ServerConfig
 		FunctionCalling bool
-	}{Servers: ts.servers, FunctionCalling: ts.native}
-	for _, t := range ts.tools {
+		Hidden          int
+	}{Servers: ts.servers, FunctionCalling: ts.native, Hidden: len(ts.tools) - ts.offered}
+	for _, t := range ts.shown() {
 		pt := promptTool{Name: t.FullName(), Fn: ts.names.fn(t.FullName()), ReadOnly: t.ReadOnly}
 		if ts.native {
 			pt.Description = brief(t.Description, maxBrief)

@@ -76,6 +76,9 @@ func New(o Options) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := o.Engine.Fits(sys); err != nil {
+		return nil, err
+	}
 	c.system = sys
 	return c, nil
 }
