@@ -124,7 +124,12 @@ func (e *Engine) Fits(system string) error {
 	if b.ContextLength <= 0 {
 		return nil
 	}
-	need := e.count(system) + e.ts.cost(e.ts.shown(), e.count)
+	need := e.count(system) // the JSON protocol's catalog is in it
+	if e.ts.native {
+		need += e.ts.cost(e.ts.shown(), e.count) // the tools field
+	}
+	e.o.Logger.Info("system prompt and tool catalog", "tokens", need, "budget", b.limit(), "tools", len(e.ts.tools),
+		"offered", e.ts.offered, "context_length", b.ContextLength, "reply_reserve", b.Reserve)
 	if need <= b.limit()/2 {
 		return nil
 	}
