@@ -191,7 +191,8 @@ func planSettings(p config.Planning) plan.Settings {
 
 // Context windows used when context_length is not set and the server does
 // not say: OpenAI's current families have 128k tokens; LM Studio loads a
-// model with 4096 unless told otherwise; for Ollama, num_ctx is sent, the
+// model with 4096 unless told otherwise (its REST API says what a loaded
+// model has); for Ollama, num_ctx is sent, the
 // model's own window capped at 8192 (a larger window costs memory the
 // operator should choose to spend).
 const (
@@ -223,7 +224,7 @@ func (a *App) budget(ctx context.Context) engine.Budget {
 	case config.ProviderLMStudio:
 		window, reserve = c.LMStudio.ContextLength, c.LMStudio.MaxToken
 		if window == 0 {
-			window = lmStudioContext
+			window = a.lmStudioContext(ctx)
 		}
 	case config.ProviderOllama:
 		window, reserve = c.Ollama.ContextLength, c.Ollama.MaxToken
@@ -252,6 +253,18 @@ func (a *App) ollamaContext(ctx context.Context) int {
 	}
 	a.Log.Warn("the context length of the model is not known; set llm.ollama.context_length", "assumed", ollamaMaxAuto, "error", err)
 	return ollamaMaxAuto
+}
+
+// lmStudioContext is the context LM Studio has the model loaded with;
+// lmStudioContext (its default) when it does not say.
+func (a *App) lmStudioContext(ctx context.Context) int {
+	c := a.cfg.LLM.LMStudio
+	n, err := openai.LMStudioContextLength(ctx, a.httpClient(30*time.Second, false), c.BaseURL, c.Model)
+	if err == nil && n > 0 {
+		return n
+	}
+	a.Log.Warn("the context the model is loaded with is not known; set llm.lmstudio.context_length", "assumed", lmStudioContext, "error", err)
+	return lmStudioContext
 }
 
 // newLLM builds the model client for a context window of window tokens. The
