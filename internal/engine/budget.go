@@ -152,14 +152,11 @@ func stubbed(msgs []llm.Message, keep int) ([]llm.Message, int) {
 	out := make([]llm.Message, len(msgs))
 	copy(out, msgs)
 	cut := max(2, len(out)-keep)
-	for cut > 2 && out[cut].Role == llm.ToolRole {
-		cut-- // a tool result stays with the call it answers
+	for cut > 2 && cut < len(out) && out[cut].Role != llm.Assistant {
+		cut-- // the tail starts with a reply: a tool result stays with its call, and roles alternate
 	}
 	for i := 2; i < cut; i++ {
 		m := &out[i]
-		if strings.HasPrefix(m.Content, noteMark) {
-			continue
-		}
 		if len(m.Content) > stubOver {
 			m.Content = stub(m.Content)
 		}
@@ -187,21 +184,22 @@ func stub(s string) string {
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
-// withNote puts, after the task, the note saying the conversation was
-// compacted, with what the policy must keep in view (planning: the plan and
-// the action in hand); an earlier note is replaced.
+// withNote ends the task message with the note saying the conversation was
+// compacted, and what the policy must keep in view (planning: the plan and
+// the action in hand); an earlier note is replaced. The note joins the task
+// message, so user and assistant messages still alternate.
 func withNote(msgs []llm.Message, what, pinned string) []llm.Message {
 	text := noteMark + " " + what + "]"
 	if pinned != "" {
 		text += "\n\n" + pinned
 	}
-	note := llm.Message{Role: llm.User, Content: text}
-	if len(msgs) > 2 && strings.HasPrefix(msgs[2].Content, noteMark) {
-		out := append([]llm.Message(nil), msgs...)
-		out[2] = note
-		return out
+	out := append([]llm.Message(nil), msgs...)
+	task := out[1].Content
+	if i := strings.Index(task, "\n\n"+noteMark); i >= 0 {
+		task = task[:i]
 	}
-	return append(append(append([]llm.Message(nil), msgs[:2]...), note), msgs[2:]...)
+	out[1].Content = task + "\n\n" + text
+	return out
 }
 
 // summarised replaces the messages between the task and the verbatim tail
@@ -249,22 +247,23 @@ func (r *Run) summarised(ctx context.Context, msgs []llm.Message, cut int, pinne
 	return withNote(kept, what, pinned)
 }
 
-// trimmed cuts the longest messages (never the system prompt) in half
-// until the conversation is under limit: the newest tool output can alone
-// be larger than a small window.
+// trimmed cuts the longest messages (never the system prompt, the task
+// last) in half until the conversation is under limit: the newest tool
+// output can alone be larger than a small window.
 func (r *Run) trimmed(msgs []llm.Message, limit int) []llm.Message {
 	for range 64 {
 		if r.tokens(msgs) <= limit {
 			return msgs
 		}
-		longest := -1
-		for i := 1; i < len(msgs); i++ {
-			if longest < 0 || len(msgs[i].Content) > len(msgs[longest].Content) {
+		// The task (which ends with the compaction note) is cut last.
+		longest := 1
+		for i := 2; i < len(msgs); i++ {
+			if len(msgs[i].Content) >= 2*stubPrefix && (longest == 1 || len(msgs[i].Content) > len(msgs[longest].Content)) {
 				longest = i
 			}
 		}
 		c := msgs[longest].Content
-		if longest < 0 || len(c) < 2*stubPrefix {
+		if len(c) < 2*stubPrefix {
 			return msgs
 		}
 		half := len(c) / 2
