@@ -188,3 +188,20 @@ func cpuTime() time.Duration {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// A catalog that cannot fit the context window stops `run` before any task
+// is claimed: the error names the server and the fix, and the task keeps
+// its bot label.
+func TestRunRefusesACatalogThatCannotFit(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
+	e.cfg.LLM.OpenAI.ContextLength, e.cfg.LLM.OpenAI.MaxToken = 4096, 1024
+	e.cfg.MCPServers[0].SystemPrompt = strings.Repeat("Describe every file you touch, with its size, owner and purpose. ", 80)
+	err := e.run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "fs (14 tools)") || !strings.Contains(err.Error(), "context_length 4096") {
+		t.Fatalf("run: %v, want the catalog refused", err)
+	}
+	if n := len(e.model.Requests()); n != 0 {
+		t.Errorf("%d model requests", n)
+	}
+	e.wantLabels(t, "bug", "coding agent")
+}

@@ -254,3 +254,22 @@ func TestFinalNeverReadsAsDoneWhenNotDone(t *testing.T) {
 		}
 	}
 }
+
+// The receipt counts the compactions and their summary calls when there
+// were any, and says nothing of them otherwise.
+func TestReceiptCountsCompactions(t *testing.T) {
+	for _, l := range []report.Lang{report.Japanese, report.English} {
+		f := report.Final{Succeeded: true, Receipt: report.Receipt{LLMCalls: 30, TokensIn: 1000, TokensOut: 10, Compactions: 12, Summaries: 2}}
+		body, err := l.Final(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(body, "12") || !strings.Contains(body, "2") || !strings.Contains(body, map[report.Lang]string{report.Japanese: "コンテキスト圧縮", report.English: "Context compactions"}[l]) {
+			t.Errorf("%s receipt lacks the compactions:\n%s", l, body)
+		}
+		f.Receipt.Compactions, f.Receipt.Summaries = 0, 0
+		if body, _ := l.Final(f); strings.Contains(body, "コンテキスト圧縮") || strings.Contains(body, "Context compactions") {
+			t.Errorf("%s receipt mentions compactions that did not happen", l)
+		}
+	}
+}
