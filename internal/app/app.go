@@ -154,7 +154,7 @@ func (a *App) startAgent(ctx context.Context) error {
 	a.host = host
 	a.closers = append(a.closers, host)
 	budget := a.budget(ctx)
-	model, err := a.newLLM(budget.ContextLength)
+	model, err := a.newLLM(budget)
 	if err != nil {
 		return err
 	}
@@ -267,10 +267,12 @@ func (a *App) lmStudioContext(ctx context.Context) int {
 	return lmStudioContext
 }
 
-// newLLM builds the model client for a context window of window tokens. The
-// reply token limit is the provider's option (max_token), not repeated in
-// each request.
-func (a *App) newLLM(window int) (llm.Client, error) {
+// newLLM builds the model client for the budget: Ollama's num_ctx is the
+// window, and every reply is limited to the reserve (max_token, or the
+// reserve the budget assumed), the provider's option, not repeated in each
+// request.
+func (a *App) newLLM(budget engine.Budget) (llm.Client, error) {
+	window, reserve := budget.ContextLength, budget.Reserve
 	c := a.cfg.LLM
 	client := a.httpClient(c.Timeout(), true)
 	var (
@@ -280,12 +282,12 @@ func (a *App) newLLM(window int) (llm.Client, error) {
 	switch c.Provider {
 	case config.ProviderOpenAI:
 		m, err = openai.New(openai.Options{BaseURL: c.OpenAI.BaseURL, APIKey: c.OpenAI.APIKey, Model: c.OpenAI.Model,
-			MaxTokens: c.OpenAI.MaxToken, HTTPClient: client, Logger: a.Log})
+			MaxTokens: reserve, HTTPClient: client, Logger: a.Log})
 	case config.ProviderLMStudio:
 		m, err = openai.New(openai.Options{BaseURL: c.LMStudio.BaseURL, APIKey: "lm-studio", Model: c.LMStudio.Model,
-			MaxTokens: c.LMStudio.MaxToken, HTTPClient: client, Logger: a.Log})
+			MaxTokens: reserve, HTTPClient: client, Logger: a.Log})
 	case config.ProviderOllama:
-		m, err = ollama.New(ollama.Options{Endpoint: c.Ollama.Endpoint, Model: c.Ollama.Model, MaxTokens: c.Ollama.MaxToken,
+		m, err = ollama.New(ollama.Options{Endpoint: c.Ollama.Endpoint, Model: c.Ollama.Model, MaxTokens: reserve,
 			ContextLength: window, HTTPClient: client, Logger: a.Log})
 	default:
 		err = fmt.Errorf("llm.provider %q is not openai, lmstudio or ollama", c.Provider)

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -105,22 +104,26 @@ func (r *Run) calibrate(sent []llm.Message, u llm.Usage) {
 }
 
 // fit compacts the conversation when the next request would pass the
-// threshold (always, when force: the server refused the last one as too
-// long). It reports what it did in the log and the counts.
+// threshold, down to three quarters of it so that the next turns do not
+// compact again at once; with force (the server refused the last request as
+// too long, so it counts more than the engine) down to half of what was
+// sent, the engine's counts scaled up. It fails when even then the request
+// cannot be brought under the limit: a request over the window is never
+// sent.
 func (r *Run) fit(ctx context.Context, force bool) error {
-	b := r.e.o.Budget
+	b, st := r.e.o.Budget, r.st
 	if b.ContextLength <= 0 {
 		return nil
 	}
-	before := r.tokens(r.st.Messages)
-	target := b.threshold()
-	if force {
-		target = min(target, before/2)
-	}
-	if before <= target && !force {
+	before := r.tokens(st.Messages)
+	if before <= b.threshold() && !force {
 		return nil
 	}
-	st := r.st
+	target, limit := b.threshold()*3/4, b.limit()
+	if force {
+		st.Scale = max(st.Scale, 1) * 1.25
+		target, limit = min(target, before/2), min(limit, before/2)
+	}
 	pinned := r.p.Pinned()
 	var msgs []llm.Message
 	var cut int
@@ -131,17 +134,37 @@ func (r *Run) fit(ctx context.Context, force bool) error {
 	}
 	// A summary only pays when what it replaces is a good part of the
 	// conversation; a large newest output is cut instead (trimmed).
-	if r.tokens(msgs) > target && cut > 2 && r.rawTokens(msgs[2:cut]) > target/4 {
-		msgs = r.summarised(ctx, msgs, cut, pinned)
-	} else if cut > 2 {
-		msgs = withNote(msgs, "Older tool outputs and long messages were shortened to a few lines.", pinned)
+	summarised := false
+	if r.tokens(msgs) > target && cut > 2 && r.tokens(msgs[2:cut]) > target/4 {
+		var err error
+		if msgs, summarised, err = r.summarised(ctx, msgs, cut, pinned); err != nil {
+			return err
+		}
 	}
-	msgs = r.trimmed(msgs, b.limit())
+	if !summarised && cut > 2 {
+		msgs = withNote(msgs, r.noteText("Older tool outputs and long messages were shortened to a few lines."), pinned)
+	}
+	msgs = r.trimmed(msgs, limit)
+	after := r.tokens(msgs)
+	if after > b.limit() {
+		return fmt.Errorf("the conversation of %s cannot be brought under the context window: %d tokens of a %d-token budget "+
+			"(the system prompt, the tool definitions and short messages cannot be cut): raise context_length",
+			r.in.Task.Ref, after, b.limit())
+	}
 	st.Messages = msgs
 	st.Compactions++
-	after := r.tokens(msgs)
-	r.log.Info("conversation compacted", "tokens_before", before, "tokens_after", after, "limit", b.limit(), "messages", len(msgs))
+	r.log.Info("conversation compacted", "tokens_before", before, "tokens_after", after, "limit", b.limit(),
+		"messages", len(msgs), "summarised", summarised, "forced", force)
 	return nil
+}
+
+// noteText is what a compaction note says: what this compaction did, and
+// the summary of earlier work, which every later note carries on.
+func (r *Run) noteText(what string) string {
+	if r.st.Summary == "" {
+		return what
+	}
+	return what + "\nEarlier work, as you summarised it:\n" + r.st.Summary
 }
 
 // stubbed shortens every message before the newest keep (the system
@@ -203,11 +226,16 @@ func withNote(msgs []llm.Message, what, pinned string) []llm.Message {
 }
 
 // summarised replaces the messages between the task and the verbatim tail
-// with a summary the model writes in one extra request (counted like any
-// other); if that request fails, they are left out, and the note says so.
-func (r *Run) summarised(ctx context.Context, msgs []llm.Message, cut int, pinned string) []llm.Message {
+// with a summary the model writes in one extra request, of them and of the
+// earlier summary. It reports false, changing nothing, when that request
+// fails (the caller keeps the shortened messages); only a cancelled
+// context is an error.
+func (r *Run) summarised(ctx context.Context, msgs []llm.Message, cut int, pinned string) ([]llm.Message, bool, error) {
 	span := msgs[2:cut]
 	var b strings.Builder
+	if r.st.Summary != "" {
+		b.WriteString("Your earlier summary: " + r.st.Summary + "\n")
+	}
 	for _, m := range span {
 		b.WriteString(m.Role + ": " + m.Content + "\n")
 		for _, c := range m.ToolCalls {
@@ -217,14 +245,20 @@ func (r *Run) summarised(ctx context.Context, msgs []llm.Message, cut int, pinne
 	text := b.String()
 	// The request must fit: keep the newest part of the span.
 	for max(r.e.o.Budget.limit()/2, 256) < r.count(text) && len(text) > 1024 {
-		text = "(earlier part cut)\n" + text[len(text)/2:]
+		half := len(text) / 2
+		for half < len(text) && !isRuneStart(text[half]) {
+			half++
+		}
+		text = "(earlier part cut)\n" + text[half:]
 	}
-	req := llm.Request{Messages: []llm.Message{
+	req := llm.Request{MaxTokens: summaryTokens, Messages: []llm.Message{
 		{Role: llm.System, Content: "You summarise a coding agent's work for the agent itself."},
 		{Role: llm.User, Content: "Summarise this part of your work on the task in at most 200 words: what you looked at, what you changed, what failed, what you learned. Plain text.\n\n" + text},
 	}}
-	what := fmt.Sprintf("%d earlier messages were replaced by this summary you wrote:", len(span))
 	resp, err := r.e.o.LLM.Chat(ctx, req)
+	if ctx.Err() != nil {
+		return msgs, false, ctx.Err()
+	}
 	summary := strings.TrimSpace(StripThink(resp.Message.Content))
 	if err == nil {
 		r.st.Summaries++
@@ -236,20 +270,20 @@ func (r *Run) summarised(ctx context.Context, msgs []llm.Message, cut int, pinne
 		}
 	}
 	if err != nil || summary == "" {
-		if err != nil && !errors.Is(err, context.Canceled) {
-			r.log.Warn("summarising the conversation failed; leaving the span out", "error", err)
-		}
-		what = fmt.Sprintf("%d earlier messages were left out.", len(span))
-	} else {
-		what += "\n" + summary
+		r.log.Warn("summarising the conversation failed; keeping it shortened instead", "error", err)
+		return msgs, false, nil
 	}
+	r.st.Summary = summary
 	kept := append(append([]llm.Message(nil), msgs[:2]...), msgs[cut:]...)
-	return withNote(kept, what, pinned)
+	return withNote(kept, r.noteText(fmt.Sprintf("%d earlier messages were replaced by the summary below.", len(span))), pinned), true, nil
 }
 
-// trimmed cuts the longest messages (never the system prompt, the task
-// last) in half until the conversation is under limit: the newest tool
-// output can alone be larger than a small window.
+// summaryTokens bounds the summary's reply (200 words asked for).
+const summaryTokens = 600
+
+// trimmed cuts half out of the middle of the longest message (never the
+// system prompt, the task last) until the conversation is under limit: the
+// newest tool output can alone be larger than a small window.
 func (r *Run) trimmed(msgs []llm.Message, limit int) []llm.Message {
 	for range 64 {
 		if r.tokens(msgs) <= limit {
@@ -266,12 +300,18 @@ func (r *Run) trimmed(msgs []llm.Message, limit int) []llm.Message {
 		if len(c) < 2*stubPrefix {
 			return msgs
 		}
-		half := len(c) / 2
-		for half > 0 && !isRuneStart(c[half]) {
-			half--
+		// Cut the middle: the start says what the message is, the end holds
+		// the newest (for the task: its newest comments and the note).
+		q := len(c) / 4
+		head, tail := q, len(c)-q
+		for head > 0 && !isRuneStart(c[head]) {
+			head--
+		}
+		for tail < len(c) && !isRuneStart(c[tail]) {
+			tail++
 		}
 		msgs = append([]llm.Message(nil), msgs...)
-		msgs[longest].Content = c[:half] + fmt.Sprintf("… [%d more bytes cut to fit the context window]", len(c)-half)
+		msgs[longest].Content = c[:head] + fmt.Sprintf("\n… [%d bytes cut here to fit the context window] …\n", tail-head) + c[tail:]
 	}
 	return msgs
 }

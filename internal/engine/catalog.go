@@ -47,7 +47,7 @@ func (ts *Toolset) limit(maxTools, maxTokens int, count func(string) int) bool {
 		}
 		used, n = used+c, n+1
 	}
-	ts.offered, ts.maxTools = n, maxTools
+	ts.offered, ts.maxTools, ts.maxTokens, ts.count = n, maxTools, maxTokens, count
 	ts.searchDesc = fmt.Sprintf("Searches the %d tools not listed (of %d in all) by words of their names and descriptions; "+
 		"the best matches become callable from your next reply on.", len(ts.tools)-n, len(ts.tools))
 	searchTool := searchTool
@@ -85,25 +85,39 @@ func (ts *Toolset) shown() []toolhost.Tool {
 }
 
 // Defs are the native tool definitions of a request: those offered up
-// front and those a search loaded; nil in JSON mode, where no tools field
-// is sent.
+// front and, as many as the tool limit and the catalog's token share allow,
+// the newest a search loaded; nil in JSON mode, where no tools field is
+// sent.
 func (ts *Toolset) Defs(loaded []string) []llm.Tool {
 	if !ts.native {
 		return nil
 	}
-	defs := make([]llm.Tool, 0, len(ts.shown())+len(loaded))
-	for _, t := range ts.shown() {
+	shown := ts.shown()
+	defs := make([]llm.Tool, 0, len(shown)+len(loaded))
+	for _, t := range shown {
 		defs = append(defs, ts.def(t))
 	}
-	if ts.maxTools > 0 && len(loaded) > ts.maxTools-len(defs) {
-		loaded = loaded[len(loaded)-(ts.maxTools-len(defs)):] // the newest
-	}
-	for _, full := range loaded {
-		if t, ok := ts.byName[full]; ok {
-			defs = append(defs, ts.def(t))
+	return append(defs, ts.loaded(loaded, len(shown), ts.cost(shown, ts.count))...)
+}
+
+// loaded are the definitions of the newest loaded tools that fit beside n
+// tools costing used tokens, oldest first.
+func (ts *Toolset) loaded(names []string, n, used int) []llm.Tool {
+	var out []llm.Tool
+	for i := len(names) - 1; i >= 0; i-- {
+		t, ok := ts.byName[names[i]]
+		if !ok {
+			continue
 		}
+		c := ts.cost([]toolhost.Tool{t}, ts.count)
+		if (ts.maxTools > 0 && n+len(out)+1 > ts.maxTools) || (ts.maxTokens > 0 && used+c > ts.maxTokens) {
+			break
+		}
+		used += c
+		out = append(out, ts.def(t))
 	}
-	return defs
+	slices.Reverse(out)
+	return out
 }
 
 func (ts *Toolset) def(t toolhost.Tool) llm.Tool {
@@ -114,9 +128,10 @@ func (ts *Toolset) def(t toolhost.Tool) llm.Tool {
 	return llm.Tool{Name: ts.names.fn(t.FullName()), Description: t.Description, Parameters: params}
 }
 
-// Search finds the tools not offered up front that best match query and
-// not loaded yet: the text that answers the search, and their names.
-func (ts *Toolset) Search(query string, loaded []string) (string, []string) {
+// Search finds the tools not offered up front that best match query: the
+// text that answers the search, and their names, to load (again: a tool
+// loaded long ago may have made room for newer ones).
+func (ts *Toolset) Search(query string) (string, []string) {
 	words := strings.Fields(strings.ToLower(query))
 	type hit struct {
 		t     toolhost.Tool
@@ -124,9 +139,6 @@ func (ts *Toolset) Search(query string, loaded []string) (string, []string) {
 	}
 	var hits []hit
 	for _, t := range ts.tools[ts.offered:] {
-		if slices.Contains(loaded, t.FullName()) {
-			continue
-		}
 		text := strings.ToLower(t.FullName() + " " + strings.ReplaceAll(t.Name, "_", " ") + " " + t.Description)
 		score := 0
 		for _, w := range words {
@@ -143,7 +155,7 @@ func (ts *Toolset) Search(query string, loaded []string) (string, []string) {
 		hits = hits[:searchMatches]
 	}
 	if len(hits) == 0 {
-		return fmt.Sprintf("No tool not yet offered matches %q. Try other words.", query), nil
+		return fmt.Sprintf("No tool beyond those listed matches %q. Try other words.", query), nil
 	}
 	var b strings.Builder
 	var names []string

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,8 +36,11 @@ type checkpoint struct {
 	Loaded []string `json:"loaded,omitempty"`
 	// Scale is how many times more tokens the server counted than the
 	// engine did (at least 1): later counts are scaled by it.
-	Scale  float64         `json:"scale,omitempty"`
-	Policy json.RawMessage `json:"policy,omitempty"`
+	Scale float64 `json:"scale,omitempty"`
+	// Summary is the model's summary of the work compaction removed from
+	// the conversation; each later summary covers it too.
+	Summary string          `json:"summary,omitempty"`
+	Policy  json.RawMessage `json:"policy,omitempty"`
 }
 
 // checkpointVersion 2 is the engine's format; version 1 was written by the
@@ -436,8 +440,9 @@ func (r *Run) run(ctx context.Context, c ToolCall) (toolhost.Result, error) {
 	if err := json.Unmarshal(c.Args, &args); err != nil || strings.TrimSpace(args.Query) == "" {
 		return toolhost.Result{Text: `find_tools takes {"query": "words describing the tool"}`, IsError: true}, nil
 	}
-	text, found := r.e.ts.Search(args.Query, r.st.Loaded)
-	r.st.Loaded = append(r.st.Loaded, found...)
+	text, found := r.e.ts.Search(args.Query)
+	r.st.Loaded = slices.DeleteFunc(r.st.Loaded, func(n string) bool { return slices.Contains(found, n) })
+	r.st.Loaded = append(r.st.Loaded, found...) // the newest are kept when not all fit
 	return toolhost.Result{Text: text, Bytes: len(text)}, nil
 }
 

@@ -37,7 +37,9 @@ type Toolset struct {
 	// catalog is too large: see catalog.go); searchDesc describes the
 	// search tool then.
 	offered    int
-	maxTools   int // the provider's limit of tools a request (0: none)
+	maxTools   int              // the provider's limit of tools a request (0: none)
+	maxTokens  int              // the catalog's share of the budget (0: none)
+	count      func(string) int // how tokens are counted
 	searchDesc string
 }
 
@@ -50,7 +52,8 @@ func NewToolset(tools []toolhost.Tool, servers []toolhost.ServerConfig, native b
 		full = append(full, t.FullName())
 		byName[t.FullName()] = t
 	}
-	return &Toolset{names: newToolNames(full), native: native, tools: tools, servers: servers, byName: byName, offered: len(tools)}
+	return &Toolset{names: newToolNames(full), native: native, tools: tools, servers: servers, byName: byName, offered: len(tools),
+		count: func(s string) int { return (len(s) + 2) / 3 }}
 }
 
 // Known reports whether full ("server/tool") names a tool.
