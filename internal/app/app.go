@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/agent"
@@ -190,14 +189,13 @@ func planSettings(p config.Planning) plan.Settings {
 }
 
 // Context windows used when context_length is not set and the server does
-// not say: OpenAI's current families have 128k tokens; LM Studio loads a
+// not say: OpenAI's current families have theirs (tokens.Window); LM Studio loads a
 // model with 4096 unless told otherwise (its REST API says what a loaded
 // model has); for Ollama, num_ctx is sent, the
 // model's own window capped at 8192 (a larger window costs memory the
 // operator should choose to spend).
 const (
 	openAIMaxTools  = 128 // OpenAI refuses a longer tools array
-	openAIContext   = 128000
 	unknownContext  = 8192
 	lmStudioContext = 4096
 	ollamaMaxAuto   = 8192
@@ -214,12 +212,10 @@ func (a *App) budget(ctx context.Context) engine.Budget {
 	case config.ProviderOpenAI:
 		window, reserve = c.OpenAI.ContextLength, c.OpenAI.MaxToken
 		if window == 0 {
+			window = tokens.Window(model)
+		}
+		if window == 0 {
 			window = unknownContext
-			for _, p := range []string{"gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4"} {
-				if strings.HasPrefix(strings.ToLower(model), p) {
-					window = openAIContext
-				}
-			}
 		}
 	case config.ProviderLMStudio:
 		window, reserve = c.LMStudio.ContextLength, c.LMStudio.MaxToken

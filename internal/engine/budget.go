@@ -17,7 +17,7 @@ type Budget struct {
 	ContextLength int         // the model's window in tokens; 0: unknown, nothing is compacted
 	Reserve       int         // tokens kept for the reply (max_token)
 	CompactAt     float64     // share of the budget that starts a compaction; 0 → 0.7
-	Counter       llm.Counter // how tokens are counted; required with a ContextLength
+	Counter       llm.Counter // how tokens are counted; nil: llm.Estimate
 }
 
 // limit is what a request may hold: the window less the reply reserve.

@@ -87,10 +87,10 @@ func New(o Options) (*Engine, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Budget.Counter == nil {
+		o.Budget.Counter = llm.Estimate{}
+	}
 	if b := o.Budget; b.ContextLength > 0 {
-		if b.Counter == nil {
-			return nil, errors.New("engine: a context length needs a token counter")
-		}
 		if b.limit() <= 0 {
 			return nil, fmt.Errorf("engine: a reply reserve of %d tokens leaves nothing of a context length of %d", b.Reserve, b.ContextLength)
 		}
@@ -100,19 +100,11 @@ func New(o Options) (*Engine, error) {
 	if o.Budget.ContextLength > 0 {
 		share = o.Budget.limit() / 4 // the catalog's fair share of the budget
 	}
-	if e.ts.limit(o.MaxTools, share, e.count) {
+	if e.ts.limit(o.MaxTools, share, o.Budget.Counter.Count) {
 		o.Logger.Warn("the tool catalog is offered in part, with a search tool for the rest",
 			"tools", len(e.ts.tools), "offered", e.ts.offered, "max_tools", o.MaxTools, "token_share", share)
 	}
 	return e, nil
-}
-
-// count counts text with the budget's counter; 3 bytes a token without one.
-func (e *Engine) count(text string) int {
-	if e.o.Budget.Counter == nil {
-		return (len(text) + 2) / 3
-	}
-	return e.o.Budget.Counter.Count(text)
 }
 
 // Fits checks that a policy's system prompt and the tools offered up front
@@ -124,9 +116,9 @@ func (e *Engine) Fits(system string) error {
 	if b.ContextLength <= 0 {
 		return nil
 	}
-	need := e.count(system) // the JSON protocol's catalog is in it
+	need := b.Counter.Count(system) // the JSON protocol's catalog is in it
 	if e.ts.native {
-		need += e.ts.cost(e.ts.shown(), e.count) // the tools field
+		need += e.ts.cost(e.ts.shown(), b.Counter.Count) // the tools field
 	}
 	e.o.Logger.Info("system prompt and tool catalog", "tokens", need, "budget", b.limit(), "tools", len(e.ts.tools),
 		"offered", e.ts.offered, "context_length", b.ContextLength, "reply_reserve", b.Reserve)

@@ -53,7 +53,7 @@ func NewToolset(tools []toolhost.Tool, servers []toolhost.ServerConfig, native b
 		byName[t.FullName()] = t
 	}
 	return &Toolset{names: newToolNames(full), native: native, tools: tools, servers: servers, byName: byName, offered: len(tools),
-		count: func(s string) int { return (len(s) + 2) / 3 }}
+		count: llm.Estimate{}.Count}
 }
 
 // Known reports whether full ("server/tool") names a tool.

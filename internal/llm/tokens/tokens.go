@@ -12,16 +12,16 @@ import (
 	"github.com/coding-agent/coding-agent/internal/llm"
 )
 
-// ForModel returns the tokenizer of an OpenAI model family, or Estimate for
-// any other model (local models have tokenizers of their own).
+// ForModel returns the tokenizer of an OpenAI model family, or llm.Estimate
+// for any other model (local models have tokenizers of their own).
 func ForModel(model string) llm.Counter {
 	enc, ok := encoding(model)
 	if !ok {
-		return Estimate{}
+		return llm.Estimate{}
 	}
 	codec, err := tokenizer.Get(enc)
 	if err != nil {
-		return Estimate{}
+		return llm.Estimate{}
 	}
 	return bpe{codec}
 }
@@ -48,15 +48,19 @@ type bpe struct{ c tokenizer.Codec }
 func (b bpe) Count(text string) int {
 	n, err := b.c.Count(text)
 	if err != nil {
-		return Estimate{}.Count(text)
+		return llm.Estimate{}.Count(text)
 	}
 	return n
 }
 
-// Estimate counts a token for every 3 bytes, rounded up: more than BPE
-// tokenizers give for English and code (about 4 bytes a token), and about
-// one token per character for CJK text (3 bytes in UTF-8).
-type Estimate struct{}
-
-// Count is the estimate of text's tokens.
-func (Estimate) Count(text string) int { return (len(text) + 2) / 3 }
+// Window is the context window of an OpenAI model family served by OpenAI,
+// in tokens, or 0 for a model this package does not know.
+func Window(model string) int {
+	m := strings.ToLower(model)
+	for _, p := range []string{"gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4", "chatgpt-4o"} {
+		if strings.HasPrefix(m, p) {
+			return 128000
+		}
+	}
+	return 0
+}

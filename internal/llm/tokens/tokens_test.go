@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coding-agent/coding-agent/internal/llm"
 	"github.com/coding-agent/coding-agent/internal/llm/tokens"
 )
 
@@ -34,8 +35,16 @@ func TestEstimateIsConservative(t *testing.T) {
 		strings.Repeat("func (r *Run) tokens(msgs []llm.Message) int { return len(msgs) }\n", 30),
 		strings.Repeat("挨拶ファイルを作成して、メモを追加します。", 40),
 	} {
-		if est, real := (tokens.Estimate{}).Count(text), bpe.Count(text); est < real {
+		if est, real := (llm.Estimate{}).Count(text), bpe.Count(text); est < real {
 			t.Errorf("estimate %d < tokenizer %d for %.30q", est, real, text)
+		}
+	}
+}
+
+func TestWindow(t *testing.T) {
+	for model, want := range map[string]int{"gpt-4o": 128000, "gpt-4.1-mini": 128000, "o3": 128000, "gpt-5": 128000, "qwen3:8b": 0, "gpt-test": 0} {
+		if got := tokens.Window(model); got != want {
+			t.Errorf("Window(%q) = %d, want %d", model, got, want)
 		}
 	}
 }
