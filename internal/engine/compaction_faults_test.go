@@ -264,6 +264,12 @@ func TestScaledRequestStaysUnderTheLimit(t *testing.T) {
 	if len(m.over) > 0 {
 		t.Errorf("%d requests over the server's %d tokens: %v", len(m.over), m.limit, m.over)
 	}
+	if err != nil && !strings.Contains(err.Error(), "cannot be brought under the context window") {
+		t.Errorf("the run ended on %v, want done or the error saying the conversation cannot fit", err)
+	}
+	if err == nil && out.End != engine.Done {
+		t.Errorf("outcome %+v", out)
+	}
 }
 
 // A task message larger than the budget (a long description in LM Studio's
