@@ -6,8 +6,6 @@ package agent
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -119,8 +117,7 @@ func (p *plain) Post(ctx context.Context, a *engine.Act) error {
 	if body == "" {
 		return nil
 	}
-	sum := sha256.Sum256([]byte(body))
-	id := hex.EncodeToString(sum[:16])
+	id := engine.Digest(body)
 	if id == p.st.Posted {
 		p.r.Log().Info("step comment not posted: the same as the last one")
 		return nil

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"regexp"
 	"strings"
 )
@@ -34,4 +36,11 @@ func sanitize(s string) string {
 // model, after removing what a reader of the issue cannot see.
 func Fence(source, s string) string {
 	return "<untrusted source=\"" + source + "\">\n" + sanitize(s) + "\n</untrusted>"
+}
+
+// Digest identifies a comment (trimmed) without keeping its text: how a
+// policy tells that a step says what the previous one said.
+func Digest(comment string) string {
+	sum := sha256.Sum256([]byte(strings.TrimSpace(comment)))
+	return hex.EncodeToString(sum[:16])
 }

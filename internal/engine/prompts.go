@@ -183,11 +183,11 @@ func FenceCut(source, s string, limit int) string {
 // arguments, which the conversation holds once already (SPEC-NOTES 17).
 func resultPrompt(call ToolCall, res toolhost.Result, repeated int) (string, error) {
 	data := struct {
-		Tool, Result           string
+		Prefix, Tool, Result   string
 		IsError, Truncated     bool
 		Shown, Bytes, Repeated int
 	}{
-		Tool: call.Tool, Result: Fence("tool output of "+call.Tool, res.Text),
+		Prefix: ResultPrefix, Tool: call.Tool, Result: Fence("tool output of "+call.Tool, res.Text),
 		IsError: res.IsError, Truncated: res.Truncated, Shown: len(res.Text), Bytes: res.Bytes, Repeated: repeated,
 	}
 	return render("result.tmpl", data)

@@ -2,8 +2,6 @@ package plan
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -52,7 +50,7 @@ func (p *policy) Post(ctx context.Context, a *engine.Act) error {
 	p.section(ctx, body, err)
 	p.st.Last = nil
 	if err == nil && comment != "" {
-		p.st.Last = &lastSection{Key: p.phaseKey(), Comment: digest(comment), Section: body}
+		p.st.Last = &lastSection{Key: p.phaseKey(), Comment: engine.Digest(comment), Section: body}
 	}
 	return nil
 }
@@ -79,7 +77,7 @@ func (s lastSection) shown(lang report.Lang) string {
 // previous step, ×N)", instead of getting a section of its own.
 func (p *policy) repeated(ctx context.Context, comment string) bool {
 	last, lang := p.st.Last, p.c.o.Lang
-	if last == nil || comment == "" || last.Key != p.phaseKey() || last.Comment != digest(comment) {
+	if last == nil || comment == "" || last.Key != p.phaseKey() || last.Comment != engine.Digest(comment) {
 		return false
 	}
 	next := *last
@@ -89,12 +87,6 @@ func (p *policy) repeated(ctx context.Context, comment string) bool {
 	}
 	*last = next
 	return true
-}
-
-// digest identifies a comment without keeping its text.
-func digest(s string) string {
-	sum := sha256.Sum256([]byte(strings.TrimSpace(s)))
-	return hex.EncodeToString(sum[:16])
 }
 
 // Trouble adds the ⚠️ section for a model call that failed or could not be

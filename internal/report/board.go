@@ -134,11 +134,10 @@ func (b *Board) AddSection(ctx context.Context, key, section string) error {
 	if strings.TrimSpace(section) == "" {
 		return nil
 	}
-	full := section
-	section, cut := cutToFit(b.o.Redact(section), b.o.MaxLen)
+	full := b.o.Redact(section)
+	section, cut := cutToFit(full, b.o.MaxLen)
 	if cut {
-		b.log.DebugContext(ctx, "phase comment section cut to fit one comment; its full text",
-			"key", key, "text", b.o.Redact(full))
+		b.log.DebugContext(ctx, "phase comment section cut to fit one comment; its full text", "key", key, "text", full)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

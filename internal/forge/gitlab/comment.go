@@ -16,10 +16,6 @@ import (
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
-// maxPostWait is the longest wait PostComment accepts; a server asking for
-// more ends it with an error instead.
-const maxPostWait = 10 * time.Minute
-
 // PostComment posts body as a note on the issue or merge request, once:
 // package postonce retries it, looking for it among the bot's recent notes
 // before posting again after an ambiguous failure.

@@ -96,7 +96,7 @@ func New(opts Options) (*Client, error) {
 	}
 	c := &Client{
 		api: api, projects: opts.Projects, group: opts.Group, log: log,
-		posts: postonce.Options{Sleep: opts.Sleep, MaxWait: maxPostWait}, paths: map[int64]string{},
+		posts: postonce.Options{Sleep: opts.Sleep}, paths: map[int64]string{},
 	}
 	return c, nil
 }
