@@ -44,10 +44,11 @@ const (
 // messageOverhead is what a message costs beyond its text (role, framing).
 const messageOverhead = 4
 
-// tokens counts a request as the model will see it, scaled by what the
-// server reported for earlier requests when it counted more.
-func (r *Run) tokens(msgs []llm.Message) int {
-	n := r.rawTokens(msgs) + r.toolTokens()
+// tokens counts a request as the model will see it (its messages, and tools
+// tokens of tool definitions), scaled by what the server reported for
+// earlier requests when it counted more.
+func (r *Run) tokens(msgs []llm.Message, tools int) int {
+	n := r.rawTokens(msgs) + tools
 	if r.st.Scale > 1 {
 		n = int(float64(n)*r.st.Scale) + 1
 	}
@@ -65,10 +66,10 @@ func (r *Run) rawTokens(msgs []llm.Message) int {
 	return n
 }
 
-// toolTokens is what the native tool definitions cost in every request.
-func (r *Run) toolTokens() int {
+// toolTokens is what native tool definitions cost in a request.
+func (r *Run) toolTokens(defs []llm.Tool) int {
 	n := 0
-	for _, t := range r.e.ts.Defs(r.st.Loaded) {
+	for _, t := range defs {
 		n += messageOverhead + r.count(t.Name) + r.count(t.Description) + r.count(string(t.Parameters))
 	}
 	return n
@@ -93,11 +94,11 @@ func (r *Run) count(text string) int {
 
 // calibrate scales later counts by what the server reported for a request
 // it counted more of than the engine did.
-func (r *Run) calibrate(sent []llm.Message, u llm.Usage) {
+func (r *Run) calibrate(sent []llm.Message, defs []llm.Tool, u llm.Usage) {
 	if u.InputTokens <= 0 {
 		return
 	}
-	est := r.rawTokens(sent) + r.toolTokens()
+	est := r.rawTokens(sent) + r.toolTokens(defs)
 	if est > 0 && float64(u.InputTokens)/float64(est) > r.st.Scale {
 		r.st.Scale = float64(u.InputTokens) / float64(est)
 	}
@@ -110,12 +111,13 @@ func (r *Run) calibrate(sent []llm.Message, u llm.Usage) {
 // sent, the engine's counts scaled up. It fails when even then the request
 // cannot be brought under the limit: a request over the window is never
 // sent.
-func (r *Run) fit(ctx context.Context, force bool) error {
+func (r *Run) fit(ctx context.Context, force bool, defs []llm.Tool) error {
 	b, st := r.e.o.Budget, r.st
 	if b.ContextLength <= 0 {
 		return nil
 	}
-	before := r.tokens(st.Messages)
+	tools := r.toolTokens(defs)
+	before := r.tokens(st.Messages, tools)
 	if before <= b.threshold() && !force {
 		return nil
 	}
@@ -128,14 +130,14 @@ func (r *Run) fit(ctx context.Context, force bool) error {
 	var msgs []llm.Message
 	var cut int
 	for _, keep := range []int{keepTail, keepTail - 2, 2} {
-		if msgs, cut = stubbed(st.Messages, keep); r.tokens(msgs) <= target {
+		if msgs, cut = stubbed(st.Messages, keep); r.tokens(msgs, tools) <= target {
 			break
 		}
 	}
 	// A summary only pays when what it replaces is a good part of the
 	// conversation; a large newest output is cut instead (trimmed).
 	summarised := false
-	if r.tokens(msgs) > target && cut > 2 && r.tokens(msgs[2:cut]) > target/4 {
+	if r.tokens(msgs, tools) > target && cut > 2 && r.tokens(msgs[2:cut], 0) > target/4 {
 		var err error
 		if msgs, summarised, err = r.summarised(ctx, msgs, cut, pinned); err != nil {
 			return err
@@ -144,8 +146,8 @@ func (r *Run) fit(ctx context.Context, force bool) error {
 	if !summarised && cut > 2 {
 		msgs = withNote(msgs, r.noteText("Older tool outputs and long messages were shortened to a few lines."), pinned)
 	}
-	msgs = r.trimmed(msgs, limit)
-	after := r.tokens(msgs)
+	msgs = r.trimmed(msgs, limit, tools)
+	after := r.tokens(msgs, tools)
 	if after > b.limit() {
 		return fmt.Errorf("the conversation of %s cannot be brought under the context window: %d tokens of a %d-token budget "+
 			"(the system prompt, the tool definitions and short messages cannot be cut): raise context_length",
@@ -284,9 +286,9 @@ const summaryTokens = 600
 // trimmed cuts half out of the middle of the longest message (never the
 // system prompt, the task last) until the conversation is under limit: the
 // newest tool output can alone be larger than a small window.
-func (r *Run) trimmed(msgs []llm.Message, limit int) []llm.Message {
+func (r *Run) trimmed(msgs []llm.Message, limit, tools int) []llm.Message {
 	for range 64 {
-		if r.tokens(msgs) <= limit {
+		if r.tokens(msgs, tools) <= limit {
 			return msgs
 		}
 		// The task (which ends with the compaction note) is cut last.

@@ -97,6 +97,9 @@ func (ts *Toolset) Defs(loaded []string) []llm.Tool {
 	for _, t := range shown {
 		defs = append(defs, ts.def(t))
 	}
+	if len(loaded) == 0 {
+		return defs
+	}
 	return append(defs, ts.loaded(loaded, len(shown), ts.cost(shown, ts.count))...)
 }
 

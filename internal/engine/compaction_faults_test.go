@@ -295,3 +295,45 @@ func TestNewestCommentSurvivesTrimming(t *testing.T) {
 		t.Errorf("the first request's task message (%d bytes) lost the newest comment; it ends %q", len(first), first[len(first)-120:])
 	}
 }
+
+// overcounting answers its first request with a tool call and a usage far
+// above what it was sent, as a server whose tokenizer splits far finer
+// would; it records what it is asked.
+type overcounting struct{ asked int }
+
+func (m *overcounting) Chat(_ context.Context, req llm.Request) (llm.Response, error) {
+	m.asked++
+	return llm.Response{Message: llm.Message{Content: cmd("test/echo", `{"text": "hi"}`, "")},
+		Usage: llm.Usage{InputTokens: 50 * len(req.Messages[0].Content)}}, nil
+}
+
+// When even the system prompt cannot be brought under the window by the
+// server's count, the next request is not sent: the run ends on an error
+// saying so, and the checkpoint keeps the conversation for a retry with a
+// larger context_length.
+func TestRequestThatCannotFitIsNotSent(t *testing.T) {
+	budget := engine.Budget{ContextLength: 8192, Reserve: 1024, Counter: tokens.ForModel("gpt-4o")}
+	m := &overcounting{}
+	w := &world{cps: map[task.Ref]store.Checkpoint{}, comments: map[int64]string{}, history: t.TempDir()}
+	e, err := engine.New(engine.Options{LLM: m, Tools: tools{Host: startHost(t)}, State: w, Budget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := agent.New(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Run(t.Context(), engine.Input{Task: task.Task{Ref: ref, Title: "Echo", Body: "Echo hi."}, Post: w})
+	if err == nil || !strings.Contains(err.Error(), "cannot be brought under the context window") {
+		t.Fatalf("err = %v, want the conversation refused as too large", err)
+	}
+	if m.asked != 1 {
+		t.Errorf("the model was asked %d times, want 1: the second request was sent", m.asked)
+	}
+	var st struct {
+		Messages []llm.Message `json:"messages"`
+	}
+	if err := jsonOf(w.cps[ref].Data, &st); err != nil || len(st.Messages) < 4 {
+		t.Errorf("the checkpoint lost the conversation: %d messages, %v", len(st.Messages), err)
+	}
+}

@@ -262,17 +262,18 @@ func (r *Run) listen(ctx context.Context) (*Outcome, error) {
 // ask makes one model request and carries out its reply.
 func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 	st, ref := r.st, r.in.Task.Ref
-	if err := r.fit(ctx, false); err != nil {
+	defs := r.e.ts.Defs(st.Loaded)
+	if err := r.fit(ctx, false, defs); err != nil {
 		return nil, err
 	}
-	resp, err := r.e.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: r.e.ts.Defs(st.Loaded)})
+	resp, err := r.e.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: defs})
 	if errors.Is(err, llm.ErrContextLength) && r.e.o.Budget.ContextLength > 0 {
 		// The server counts more than the engine did: compact harder, once.
 		r.log.Warn("the server refused the request as too long; compacting and retrying", "error", err)
-		if ferr := r.fit(ctx, true); ferr != nil {
+		if ferr := r.fit(ctx, true, defs); ferr != nil {
 			return nil, ferr
 		}
-		resp, err = r.e.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: r.e.ts.Defs(st.Loaded)})
+		resp, err = r.e.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: defs})
 	}
 	if err != nil && !errors.Is(err, llm.ErrEmptyReply) {
 		r.p.Trouble(ctx, err.Error(), false)
@@ -285,7 +286,7 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 	st.TokensIn += resp.Usage.InputTokens
 	st.TokensOut += resp.Usage.OutputTokens
 	if r.e.o.Budget.ContextLength > 0 {
-		r.calibrate(st.Messages, resp.Usage)
+		r.calibrate(st.Messages, defs, resp.Usage)
 	}
 	if err := r.e.o.State.AddCounters(ctx, ref, store.Counters{LLMCalls: 1,
 		TokensIn: resp.Usage.InputTokens, TokensOut: resp.Usage.OutputTokens}); err != nil {
