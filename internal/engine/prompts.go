@@ -60,22 +60,22 @@ type promptComment struct {
 // says). They bound the task prompt at about 60,000 characters plus the
 // comments' headers, whatever the task holds.
 const (
-	// MaxBodyChars caps the description: about 5,000 tokens of English,
+	// maxBodyChars caps the description: about 5,000 tokens of English,
 	// more than people write as a request (GitHub's own limit is 65,536),
 	// while a pasted log keeps its first screens.
-	MaxBodyChars = 20_000
+	maxBodyChars = 20_000
 	// MaxCommentChars caps each comment, the agent's own included (its
 	// closing comments can be long; their start says what was done).
 	MaxCommentChars = 4_000
-	// FirstComments and NewestComments choose the comments of a long
+	// firstComments and newestComments choose the comments of a long
 	// thread: the first few hold how the task was set, the newest what is
 	// asked now; a line says how many in between were left out.
-	FirstComments  = 5
-	NewestComments = 30
-	// MaxCommentsChars caps the comments given, after each one's cap: the
+	firstComments  = 5
+	newestComments = 30
+	// maxCommentsChars caps the comments given, after each one's cap: the
 	// oldest of the newest ones are left out first (the first
-	// FirstComments take at most 20,000 of it).
-	MaxCommentsChars = 40_000
+	// firstComments take at most 20,000 of it).
+	maxCommentsChars = 40_000
 )
 
 // TaskPrompt is the opening user message for a task: its title, body, for
@@ -96,7 +96,7 @@ func TaskPrompt(t task.Task, comments []task.Comment, bot string, rounds []strin
 		data.Rounds = append(data.Rounds, Fence("your summary of an earlier round", r))
 	}
 	data.Title = sanitize(oneLine(t.Title))
-	data.Body = FenceCut("description", t.Body, MaxBodyChars)
+	data.Body = FenceCut("description", t.Body, maxBodyChars)
 	if strings.TrimSpace(t.Body) == "" {
 		data.Body = "(empty)"
 	}
@@ -133,14 +133,14 @@ func TaskPrompt(t task.Task, comments []task.Comment, bot string, rounds []strin
 }
 
 // thread chooses the comments the model is given: the first
-// FirstComments and the newest NewestComments, then, while they pass
-// MaxCommentsChars, fewer of the newest, oldest first. omitted counts the
+// firstComments and the newest newestComments, then, while they pass
+// maxCommentsChars, fewer of the newest, oldest first. omitted counts the
 // comments left out between the two groups.
 func thread(cs []task.Comment) (first, newest []task.Comment, omitted int) {
-	f := min(FirstComments, len(cs))
+	f := min(firstComments, len(cs))
 	first, newest = cs[:f], cs[f:]
-	if len(newest) > NewestComments {
-		newest = newest[len(newest)-NewestComments:]
+	if len(newest) > newestComments {
+		newest = newest[len(newest)-newestComments:]
 	}
 	size := func(c task.Comment) int { return min(utf8.RuneCountInString(sanitize(c.Body)), MaxCommentChars) }
 	total := 0
@@ -150,7 +150,7 @@ func thread(cs []task.Comment) (first, newest []task.Comment, omitted int) {
 	for _, c := range newest {
 		total += size(c)
 	}
-	for len(newest) > 1 && total > MaxCommentsChars {
+	for len(newest) > 1 && total > maxCommentsChars {
 		total -= size(newest[0])
 		newest = newest[1:]
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"path"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -21,11 +22,12 @@ const pingTimeout = 5 * time.Second
 
 // server is one configured MCP server and its current connection.
 type server struct {
-	h        *Host
-	cfg      ServerConfig
-	tools    []Tool
-	names    map[string]bool // the tools offered: callable
-	withheld []string        // the tools listed but not offered (ServerConfig.Allow, Deny)
+	h     *Host
+	cfg   ServerConfig
+	tools []Tool
+	names map[string]bool // the tools offered: callable
+	// withheld counts the tools the server listed that its filters withhold.
+	withheld int
 
 	lock     chan struct{} // held while reading or replacing live and closed
 	live     *conn         // nil while the server is down
@@ -92,13 +94,12 @@ func (s *server) listTools(ctx context.Context, sess *mcp.ClientSession) error {
 		if err != nil {
 			return fmt.Errorf("listing tools: %w", err)
 		}
-		if s.names[t.Name] || slices.Contains(s.withheld, t.Name) {
+		if slices.Contains(listed, t.Name) {
 			s.h.log.Warn("MCP server lists a tool twice; keeping the first", "server", s.cfg.Name, "tool", t.Name)
 			continue
 		}
 		listed = append(listed, t.Name)
 		if !s.cfg.offers(t.Name) {
-			s.withheld = append(s.withheld, t.Name)
 			continue
 		}
 		schema, err := json.Marshal(t.InputSchema)
@@ -109,6 +110,7 @@ func (s *server) listTools(ctx context.Context, sess *mcp.ClientSession) error {
 		readOnly := t.Annotations != nil && t.Annotations.ReadOnlyHint
 		s.tools = append(s.tools, Tool{Server: s.cfg.Name, Name: t.Name, Description: t.Description, InputSchema: schema, ReadOnly: readOnly})
 	}
+	s.withheld = len(listed) - len(s.tools)
 	s.warnUnmatched(listed)
 	return nil
 }
@@ -121,7 +123,7 @@ func (s *server) warnUnmatched(listed []string) {
 		globs []string
 	}{{"allow", s.cfg.Allow}, {"deny", s.cfg.Deny}} {
 		for _, g := range f.globs {
-			if !slices.ContainsFunc(listed, func(n string) bool { return matchAny([]string{g}, n) }) {
+			if !slices.ContainsFunc(listed, func(n string) bool { ok, _ := path.Match(g, n); return ok }) {
 				s.h.log.Warn("MCP tool filter matches none of the server's tools", "server", s.cfg.Name, "filter", f.key, "glob", g)
 			}
 		}

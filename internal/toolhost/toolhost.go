@@ -156,7 +156,7 @@ func Start(ctx context.Context, opts Options) (*Host, error) {
 		h.servers = append(h.servers, s)
 		h.byName[cfg.Name] = s
 		h.tools = append(h.tools, s.tools...)
-		h.log.Info("started MCP server", "server", cfg.Name, "tools", len(s.tools), "withheld", len(s.withheld))
+		h.log.Info("started MCP server", "server", cfg.Name, "tools", len(s.tools), "withheld", s.withheld)
 	}
 	return h, nil
 }
