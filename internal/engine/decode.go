@@ -3,9 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"strings"
 
@@ -173,35 +171,15 @@ func JSONObjects(text string) []string {
 	for _, m := range jsonFence.FindAllStringSubmatch(text, -1) {
 		out = append(out, m[1])
 	}
-	return append(out, objectsIn(text)...)
+	return append(out, rawObjects(text)...)
 }
 
 // endsInObject reports whether s ends inside a JSON object that was never
 // closed.
 func endsInObject(s string) bool {
-	for i := 0; i < len(s); {
-		j := strings.IndexByte(s[i:], '{')
-		if j < 0 {
-			return false
-		}
-		start := i + j
-		dec := json.NewDecoder(strings.NewReader(s[start:]))
-		var raw json.RawMessage
-		switch err := dec.Decode(&raw); {
-		case err == nil:
-			i = start + int(dec.InputOffset())
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return true
-		default:
-			i = start + 1
-		}
-	}
-	return false
+	_, open := scanObjects(s)
+	return open
 }
-
-// objectsIn returns each top-level JSON object that decodes from a '{' in s,
-// in order.
-func objectsIn(s string) []string { return rawObjects(s) }
 
 // wireReply is the JSON protocol: {"comment", "command": {"tool", "args",
 // "comment"}} or {"done": true, "comment"}.

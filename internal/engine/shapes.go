@@ -2,7 +2,9 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"sort"
 	"strings"
@@ -235,7 +237,14 @@ type jsonObject struct {
 // jsonObjectsAt returns each top-level JSON object that decodes from a '{'
 // in s, in order, with its place.
 func jsonObjectsAt(s string) []jsonObject {
-	var out []jsonObject
+	objs, _ := scanObjects(s)
+	return objs
+}
+
+// scanObjects returns each top-level JSON object that decodes from a '{' in
+// s, in order, and whether an object was left open at the end of s (a reply
+// cut off in the middle of one).
+func scanObjects(s string) (out []jsonObject, open bool) {
 	for i := 0; i < len(s); {
 		j := strings.IndexByte(s[i:], '{')
 		if j < 0 {
@@ -245,6 +254,7 @@ func jsonObjectsAt(s string) []jsonObject {
 		dec := json.NewDecoder(strings.NewReader(s[start:]))
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
+			open = open || errors.Is(err, io.ErrUnexpectedEOF)
 			i = start + 1
 			continue
 		}
@@ -252,7 +262,7 @@ func jsonObjectsAt(s string) []jsonObject {
 		out = append(out, jsonObject{span{start, end}, string(raw)})
 		i = end
 	}
-	return out
+	return out, open
 }
 
 // rawObjects are the JSON objects in s.
