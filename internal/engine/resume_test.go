@@ -20,6 +20,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/agent"
 	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/llm"
+	"github.com/coding-agent/coding-agent/internal/llm/tokens"
 	"github.com/coding-agent/coding-agent/internal/plan"
 	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/store"
@@ -137,7 +138,10 @@ type model struct {
 	kill   *kill
 }
 
-func (m *model) Chat(_ context.Context, _ llm.Request) (llm.Response, error) {
+func (m *model) Chat(_ context.Context, req llm.Request) (llm.Response, error) {
+	if req.Messages[0].Content == summaryPrompt {
+		return llm.Response{Message: llm.Message{Role: llm.Assistant, Content: "I echoed and looked at the results."}}, nil
+	}
 	if m.kill != nil {
 		if err := m.kill.now(); err != nil {
 			return llm.Response{}, err
@@ -184,14 +188,31 @@ var clock = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 
 // runner runs the task on w with the policy of loop ("plain" or
 // "planning").
+// summaryPrompt is the system prompt of the engine's summary requests.
+const summaryPrompt = "You summarise a coding agent's work for the agent itself."
+
+// runner runs the task on w with the policy of loop: "plain" or
+// "planning", and with " compacting" a context window small enough that
+// the conversation is compacted on the way.
 func runner(t *testing.T, loop string, w *world, m llm.Client, ts engine.Tools) func() (engine.Outcome, error) {
 	t.Helper()
-	e, err := engine.New(engine.Options{LLM: m, Tools: ts, State: w, Now: func() time.Time { return clock }})
+	o := engine.Options{LLM: m, Tools: ts, State: w, Now: func() time.Time { return clock }}
+	if base, ok := strings.CutSuffix(loop, " compacting"); ok {
+		loop = base
+		o.Budget = engine.Budget{ContextLength: compactingWindow[base], Reserve: 256, Counter: tokens.ForModel("gpt-4o")}
+	}
+	e, err := engine.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return policyRun(t, loop, e, w)
 }
+
+// compactingWindow is, per loop, a context window its scripted task
+// outgrows while its system prompt and tools still pass Fits (half the
+// budget). A prompt that grows or shrinks may need it moved: the test says
+// which way (a refusal by Fits, or no compaction).
+var compactingWindow = map[string]int{"plain": 1350, "planning": 2300}
 
 // policyRun runs the task on w with engine e under loop's policy.
 func policyRun(t *testing.T, loop string, e *engine.Engine, w *world) func() (engine.Outcome, error) {
@@ -251,14 +272,23 @@ var scripts = map[string][]string{
 }
 
 func TestKillAtEveryPointThenResume(t *testing.T) {
-	for _, loop := range []string{"plain", "planning"} {
-		script := scripts[loop]
+	for _, loop := range []string{"plain", "planning", "plain compacting", "planning compacting"} {
+		script := scripts[strings.TrimSuffix(loop, " compacting")]
 		t.Run(loop, func(t *testing.T) {
 			host := startHost(t)
 			ref0 := &world{cps: map[task.Ref]store.Checkpoint{}, comments: map[int64]string{}, history: t.TempDir()}
 			want, err := runner(t, loop, ref0, &model{script: script}, tools{Host: host})()
 			if err != nil || want.End != engine.Done {
 				t.Fatalf("the run never killed: %+v %v", want, err)
+			}
+			var counts struct {
+				Compactions int `json:"compactions"`
+			}
+			if err := json.Unmarshal(ref0.cps[ref].Data, &counts); err != nil {
+				t.Fatal(err)
+			}
+			if compacting := strings.HasSuffix(loop, "compacting"); compacting != (counts.Compactions > 0) {
+				t.Fatalf("%d compactions in the run never killed", counts.Compactions)
 			}
 			toolCalls := 0
 			for _, s := range script {
