@@ -42,6 +42,14 @@ type Permissions interface {
 	CanWrite(ctx context.Context, ref task.Ref, user string) (bool, error)
 }
 
+// LabelHistory tells who asked for a task: who put a label on it.
+type LabelHistory interface {
+	// LabeledBy returns the user who most recently added label to the
+	// task (GitHub: the labeled events; GitLab: its resource
+	// label events), or "" when the forge has no record of it.
+	LabeledBy(ctx context.Context, ref task.Ref, label string) (string, error)
+}
+
 // Reactor acknowledges a comment with an emoji reaction (a GitLab award
 // emoji). Reacting twice with the same emoji is not an error.
 type Reactor interface {
@@ -86,5 +94,6 @@ type Forge interface {
 	Labeler
 	Identity
 	Permissions
+	LabelHistory
 	Reactor
 }

@@ -1,6 +1,7 @@
 package forgetest
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
@@ -94,6 +95,16 @@ type ghItem struct {
 	updated   time.Time
 	closed    time.Time
 	comments  []*ghComment
+	events    []*ghEvent
+}
+
+// ghEvent is an issue event: a label added or removed, by whom.
+type ghEvent struct {
+	id      int64
+	event   string // "labeled" or "unlabeled"
+	actor   string
+	label   *ghLabel
+	created time.Time
 }
 
 type ghPull struct {
@@ -230,14 +241,20 @@ func (g *GitHub) SetCreatedAt(repo string, number int, t time.Time) {
 	}
 }
 
-// AddLabelDirect adds a label the way a person in the web UI would, without
-// going through the API (no request is logged).
+// AddLabelDirect adds a label the way the repository's owner in the web UI
+// would, without going through the API (no request is logged).
 func (g *GitHub) AddLabelDirect(repo string, number int, label string) {
+	g.AddLabelBy(repo, number, label, "")
+}
+
+// AddLabelBy adds a label as actor would in the web UI ("" is the
+// repository's owner): the issue's events record who added it.
+func (g *GitHub) AddLabelBy(repo string, number int, label, actor string) {
 	g.st.Lock()
 	defer g.st.Unlock()
 	r := g.repoLocked(repo)
 	it := g.mustItemLocked(repo, number)
-	g.attachLabelLocked(r, it, label)
+	g.attachLabelLocked(r, it, label, cmp.Or(actor, r.owner))
 }
 
 // Labels returns the names of the labels on an issue or pull request, in
@@ -355,7 +372,7 @@ func (g *GitHub) addItemLocked(repo string, s IssueSeed, p *ghPull) *ghItem {
 		g.userLocked(a)
 	}
 	for _, l := range s.Labels {
-		g.attachLabelLocked(r, it, l)
+		g.attachLabelLocked(r, it, l, cmp.Or(s.LabeledBy, r.owner))
 	}
 	r.items = append(r.items, it)
 	return it
@@ -411,14 +428,21 @@ func (g *GitHub) repoLabelLocked(r *ghRepo, name string, create bool) *ghLabel {
 	return l
 }
 
-// attachLabelLocked puts a label on an item; it reports whether it was
-// absent before.
-func (g *GitHub) attachLabelLocked(r *ghRepo, it *ghItem, name string) bool {
+// attachLabelLocked puts a label on an item as actor, with a labeled event;
+// it reports whether it was absent before.
+func (g *GitHub) attachLabelLocked(r *ghRepo, it *ghItem, name, actor string) bool {
 	l := g.repoLabelLocked(r, name, true)
 	if slices.Contains(it.labels, l) {
 		return false
 	}
 	it.labels = append(it.labels, l)
 	it.updated = g.nowLocked()
+	g.eventLocked(it, "labeled", actor, l)
 	return true
+}
+
+// eventLocked records an issue event.
+func (g *GitHub) eventLocked(it *ghItem, event, actor string, l *ghLabel) {
+	g.userLocked(actor)
+	it.events = append(it.events, &ghEvent{id: g.idLocked(), event: event, actor: actor, label: l, created: g.nowLocked()})
 }

@@ -326,7 +326,7 @@ func (g *GitHub) addLabels(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, n := range names {
-		g.attachLabelLocked(repo, it, n)
+		g.attachLabelLocked(repo, it, n, g.BotLogin)
 	}
 	g.reply(w, r, http.StatusOK, g.labelsJSON(r, repo, it.labels))
 }
@@ -344,7 +344,32 @@ func (g *GitHub) removeLabel(w http.ResponseWriter, r *http.Request) {
 		g.failDoc(w, http.StatusNotFound, "Label does not exist", "https://docs.github.com/rest/issues/labels#remove-a-label-from-an-issue")
 		return
 	}
+	l := it.labels[i]
 	it.labels = slices.Delete(it.labels, i, i+1)
 	it.updated = g.nowLocked()
+	g.eventLocked(it, "unlabeled", g.BotLogin, l)
 	g.reply(w, r, http.StatusOK, g.labelsJSON(r, repo, it.labels))
+}
+
+// listEvents answers GET .../issues/{number}/events: the item's label
+// events, oldest first, paginated.
+func (g *GitHub) listEvents(w http.ResponseWriter, r *http.Request) {
+	g.st.Lock()
+	defer g.st.Unlock()
+	repo, it := g.lookupItem(w, r)
+	if it == nil {
+		return
+	}
+	u := ghURLsFor(r)
+	out := []any{}
+	for _, e := range ghPage(w, r, it.events, 0) {
+		out = append(out, map[string]any{
+			"id": e.id, "node_id": ghNodeID("LE", e.id),
+			"url":   ghRepoAPI(u, repo) + "/issues/events/" + strconv.FormatInt(e.id, 10),
+			"actor": g.userJSON(u, e.actor), "event": e.event, "commit_id": nil, "commit_url": nil,
+			"created_at": ghTime(e.created), "performed_via_github_app": nil,
+			"label": map[string]any{"name": e.label.name, "color": e.label.color},
+		})
+	}
+	g.reply(w, r, http.StatusOK, out)
 }

@@ -65,6 +65,7 @@ func (g *GitHub) handler() http.Handler {
 	route("POST /repos/{owner}/{repo}/issues/{number}/comments", g.createComment)
 	route("PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}", g.editComment)
 	route("GET /repos/{owner}/{repo}/issues/{number}/labels", g.listLabels)
+	route("GET /repos/{owner}/{repo}/issues/{number}/events", g.listEvents)
 	route("POST /repos/{owner}/{repo}/issues/{number}/labels", g.addLabels)
 	route("DELETE /repos/{owner}/{repo}/issues/{number}/labels/{name}", g.removeLabel)
 	route("GET /search/issues", g.searchIssues)

@@ -192,6 +192,7 @@ func TestGitHubResponsesMatchOpenAPI(t *testing.T) {
 		{"POST", "/repos/acme/app/issues/" + num + "/comments", `{"body":"hi"}`, "/repos/{owner}/{repo}/issues/{issue_number}/comments", 201},
 		{"POST", "/repos/acme/app/issues/" + num + "/labels", `{"labels":["x"]}`, "/repos/{owner}/{repo}/issues/{issue_number}/labels", 200},
 		{"GET", "/repos/acme/app/issues/" + num + "/labels", "", "/repos/{owner}/{repo}/issues/{issue_number}/labels", 200},
+		{"GET", "/repos/acme/app/issues/" + num + "/events", "", "/repos/{owner}/{repo}/issues/{issue_number}/events", 200},
 		{"PATCH", mine, `{"body":"- [x] step"}`, editTemplate, 200},
 		{"PATCH", onPull, `{"body":"- [x] step"}`, editTemplate, 200},
 		{"PATCH", mine, `{"body":""}`, editTemplate, 422},

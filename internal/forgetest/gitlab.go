@@ -1,6 +1,7 @@
 package forgetest
 
 import (
+	"cmp"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -55,6 +56,9 @@ type IssueSeed struct {
 	Labels    []string
 	State     string // "" means open
 	Assignees []string
+	// LabeledBy is who added Labels: "" is the repository's owner on
+	// GitHub, the project's top-level namespace (its owner) on GitLab.
+	LabeledBy string
 }
 
 // MRSeed describes a merge request to add with AddMR.
@@ -116,6 +120,16 @@ type glItem struct {
 	updated   time.Time
 	closed    time.Time
 	notes     []*glNote
+	events    []*glLabelEvent
+}
+
+// glLabelEvent is a resource label event: a label added or removed.
+type glLabelEvent struct {
+	id      int64
+	action  string // "add" or "remove"
+	user    string
+	label   string
+	created time.Time
 }
 
 type glNote struct {
@@ -185,6 +199,7 @@ func (g *GitLab) AddProject(path string) int {
 		issues: map[int]*glItem{}, mrs: map[int]*glItem{},
 	}
 	g.projects[strings.ToLower(path)] = p
+	g.userID(p.owner()) // listed first among the members
 	return p.id
 }
 
@@ -321,8 +336,46 @@ func (g *GitLab) newItem(p *glProject, kind string, s IssueSeed) *glItem {
 	if it.state != "opened" {
 		it.closed = it.updated
 	}
-	it.setLabels(s.Labels)
+	g.relabel(it, s.Labels, cmp.Or(s.LabeledBy, p.owner()))
 	return it
+}
+
+// owner is the user that owns the project's top-level namespace: the
+// emulator treats it as a member with the Owner role, as GitLab lists a
+// personal namespace's owner.
+func (p *glProject) owner() string { return strings.SplitN(p.path, "/", 2)[0] }
+
+// AddLabelBy adds a label to an issue or merge request as user would in
+// the web UI ("" is the project's owner): a resource label event records
+// who added it.
+func (g *GitLab) AddLabelBy(project, kind string, iid int, label, user string) {
+	g.t.Helper()
+	g.dmu.Lock()
+	defer g.dmu.Unlock()
+	it := g.mustItem(project, kind, iid)
+	g.relabel(it, append(slices.Clone(it.labels), label), cmp.Or(user, it.project.owner()))
+	it.updated = g.stamp()
+}
+
+// relabel sets an item's labels as user, recording an event for each label
+// added or removed.
+func (g *GitLab) relabel(it *glItem, labels []string, user string) {
+	before := it.labels
+	it.setLabels(labels)
+	event := func(action, label string) {
+		g.nextID++
+		it.events = append(it.events, &glLabelEvent{id: g.nextID, action: action, user: user, label: label, created: g.stamp()})
+	}
+	for _, l := range before {
+		if !slices.Contains(it.labels, l) {
+			event("remove", l)
+		}
+	}
+	for _, l := range it.labels {
+		if !slices.Contains(before, l) {
+			event("add", l)
+		}
+	}
 }
 
 func (g *GitLab) addNote(it *glItem, author, body string, system bool) *glNote {

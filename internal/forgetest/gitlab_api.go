@@ -2,6 +2,7 @@ package forgetest
 
 import (
 	"cmp"
+	"hash/crc32"
 	"net/http"
 	"slices"
 	"strconv"
@@ -188,7 +189,7 @@ func updateItem(kind string) glHandler {
 		labels = append(slices.Clone(labels), glSplitLabels(ps["add_labels"])...)
 		remove := glSplitLabels(ps["remove_labels"])
 		labels = slices.DeleteFunc(labels, func(l string) bool { return slices.Contains(remove, l) })
-		it.setLabels(labels)
+		g.relabel(it, labels, g.BotUsername)
 		if v, ok := ps["title"]; ok {
 			it.title = v
 		}
@@ -304,3 +305,28 @@ func glOrder(orderBy, sortDir string, aCreated, aUpdated time.Time, aID int64, b
 	}
 	return c
 }
+
+// listLabelEvents answers GET .../resource_label_events: the item's label
+// events, oldest first, paginated.
+func listLabelEvents(kind string) glHandler {
+	return func(g *GitLab, w http.ResponseWriter, r *http.Request, args []string) {
+		it := g.findItem(w, r, kind, args)
+		if it == nil {
+			return
+		}
+		resource := map[string]string{KindIssue: "Issue", KindMergeRequest: "MergeRequest"}[kind]
+		out := []glObj{}
+		for _, e := range it.events {
+			out = append(out, glObj{
+				"id": e.id, "user": g.userJSON(e.user), "created_at": glTime(e.created),
+				"resource_type": resource, "resource_id": it.id, "action": e.action,
+				"label": glObj{"id": glLabelID(e.label), "name": e.label, "color": "#428BCA", "text_color": "#FFFFFF", "description": nil},
+			})
+		}
+		g.paginate(w, r, out)
+	}
+}
+
+// glLabelID is a label's id: the same for the same name, as a project
+// label's id is.
+func glLabelID(name string) int64 { return int64(crc32.ChecksumIEEE([]byte(name))) }

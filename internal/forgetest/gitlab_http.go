@@ -36,6 +36,8 @@ var glRoutes = []glRoute{
 	{http.MethodPut, []string{"projects", ":id", "issues", ":iid"}, updateItem(KindIssue)},
 	{http.MethodPut, []string{"projects", ":id", "merge_requests", ":iid"}, updateItem(KindMergeRequest)},
 	{http.MethodGet, []string{"projects", ":id", "issues", ":iid", "notes"}, listNotes(KindIssue)},
+	{http.MethodGet, []string{"projects", ":id", "issues", ":iid", "resource_label_events"}, listLabelEvents(KindIssue)},
+	{http.MethodGet, []string{"projects", ":id", "merge_requests", ":iid", "resource_label_events"}, listLabelEvents(KindMergeRequest)},
 	{http.MethodGet, []string{"projects", ":id", "merge_requests", ":iid", "notes"}, listNotes(KindMergeRequest)},
 	{http.MethodPost, []string{"projects", ":id", "issues", ":iid", "notes"}, createNote(KindIssue)},
 	{http.MethodPost, []string{"projects", ":id", "merge_requests", ":iid", "notes"}, createNote(KindMergeRequest)},

@@ -98,8 +98,9 @@ func (g *GitLab) addMember(members map[string]*glMember, username string, level 
 	return members
 }
 
-// allMembers is a project's members/all answer: its direct members and
-// those of every ancestor group, each user once at the highest level.
+// allMembers is a project's members/all answer: the owner of its top-level
+// namespace (Owner), its direct members and those of every ancestor group,
+// each user once at the highest level.
 func (g *GitLab) allMembers(p *glProject) []*glMember {
 	best := map[string]*glMember{}
 	add := func(ms map[string]*glMember) {
@@ -109,6 +110,8 @@ func (g *GitLab) allMembers(p *glProject) []*glMember {
 			}
 		}
 	}
+	owner := p.owner()
+	add(map[string]*glMember{strings.ToLower(owner): {username: owner, level: 50, since: p.created}})
 	add(p.members)
 	for gp := p.group.path; gp != "."; gp = path.Dir(gp) {
 		if gr := g.groups[strings.ToLower(gp)]; gr != nil {

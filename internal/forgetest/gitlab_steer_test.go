@@ -40,8 +40,9 @@ func TestGitLabMembersAll(t *testing.T) {
 		}
 		return out
 	}
-	// Inherited members are listed once, at their highest level.
-	want := map[string]gl.AccessLevelValue{"dev": 30, "both": 40, "sub-rep": 20}
+	// Inherited members are listed once, at their highest level; the
+	// top-level namespace's owner is an Owner.
+	want := map[string]gl.AccessLevelValue{"grp": 50, "dev": 30, "both": 40, "sub-rep": 20}
 	if diff := cmp.Diff(want, list("")); diff != "" {
 		t.Errorf("members/all (-want +got):\n%s", diff)
 	}
@@ -66,12 +67,12 @@ func TestGitLabMembersAllPages(t *testing.T) {
 	c := glClient(t, g)
 	opt := &gl.ListProjectMembersOptions{ListOptions: gl.ListOptions{PerPage: 20, Page: 3}}
 	ms, resp, err := c.ProjectMembers.ListAllProjectMembers("acme/app", opt)
-	if err != nil || len(ms) != 5 || resp.TotalItems != 45 || resp.NextPage != 0 {
+	if err != nil || len(ms) != 6 || resp.TotalItems != 46 || resp.NextPage != 0 {
 		t.Fatalf("page 3: %d members, %+v, %v", len(ms), resp, err)
 	}
-	// Listed in the order they were added.
-	if ms[0].Username != "user40" || ms[4].Username != "user44" {
-		t.Errorf("page 3 from %s to %s", ms[0].Username, ms[4].Username)
+	// Listed in the order they were added, after the namespace's owner.
+	if ms[0].Username != "user39" || ms[5].Username != "user44" {
+		t.Errorf("page 3 from %s to %s", ms[0].Username, ms[5].Username)
 	}
 }
 

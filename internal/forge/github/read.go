@@ -146,3 +146,30 @@ func repoFromURL(u string) string {
 	}
 	return r
 }
+
+// LabeledBy reads every page of the item's events (oldest first) and
+// returns the actor of the last labeled event for label (its name compared
+// as GitHub does, ignoring case).
+func (c *Client) LabeledBy(ctx context.Context, ref task.Ref, label string) (string, error) {
+	owner, name, err := split(ref)
+	if err != nil {
+		return "", err
+	}
+	opts := &gh.ListOptions{PerPage: 100}
+	who := ""
+	for {
+		page, resp, err := c.gh.Issues.ListIssueEvents(ctx, owner, name, ref.Number, opts)
+		if err != nil {
+			return "", wrapErr("reading the events of "+refName(ref), err)
+		}
+		for _, e := range page {
+			if e.GetEvent() == "labeled" && strings.EqualFold(e.GetLabel().GetName(), label) {
+				who = e.GetActor().GetLogin()
+			}
+		}
+		if resp.NextPage == 0 {
+			return who, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}

@@ -323,3 +323,54 @@ func TestCommentCount(t *testing.T) {
 		t.Errorf("after posting: CommentCount %d, %v; want 1", tk.CommentCount, err)
 	}
 }
+
+func TestLabeledByReadsTheNewestLabeledEvent(t *testing.T) {
+	for _, kind := range []task.Kind{task.Issue, task.PullRequest} {
+		t.Run(string(kind), func(t *testing.T) {
+			g := forgetest.NewGitHub(t)
+			seed := forgetest.IssueSeed{Title: "a", Author: "stranger", Labels: []string{"coding agent", "bug"}, LabeledBy: "stranger"}
+			n := g.AddIssue("acme/app", seed)
+			if kind == task.PullRequest {
+				n = g.AddPull("acme/app", forgetest.PullSeed{IssueSeed: seed})
+			}
+			c, _ := newClient(t, g)
+			r := ref(kind, "acme/app", n)
+			who := func(label string) string {
+				t.Helper()
+				got, err := c.LabeledBy(t.Context(), r, label)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
+			}
+			if got := who("coding agent"); got != "stranger" {
+				t.Errorf("labeled by %q, want stranger", got)
+			}
+			// Removed (by the bot) and added again by someone else: the
+			// newest labeled event counts, whatever case the name has.
+			if err := c.RemoveLabel(t.Context(), r, "coding agent"); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 120 { // more than a page of events
+				g.AddLabelBy("acme/app", n, fmt.Sprint("noise ", i), "stranger")
+			}
+			g.AddLabelBy("acme/app", n, "Coding Agent", "maintainer")
+			if got := who("coding agent"); got != "maintainer" {
+				t.Errorf("after relabelling: labeled by %q, want maintainer", got)
+			}
+			if got := who("never set"); got != "" {
+				t.Errorf("a label never added: %q", got)
+			}
+		})
+	}
+}
+
+func TestLabeledByErrors(t *testing.T) {
+	g := forgetest.NewGitHub(t)
+	g.AddRepo("acme/app")
+	c, _ := newClient(t, g)
+	_, err := c.LabeledBy(t.Context(), ref(task.Issue, "acme/app", 9), "coding agent")
+	if !errors.Is(err, forge.ErrNotFound) || !strings.Contains(err.Error(), "events of acme/app#9") {
+		t.Errorf("missing issue: %v", err)
+	}
+}

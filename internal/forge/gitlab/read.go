@@ -302,3 +302,31 @@ func deref(t *time.Time) time.Time {
 	}
 	return *t
 }
+
+// LabeledBy reads every page of the item's resource label events (GitLab
+// lists them oldest first) and returns the user of the newest "add" of
+// label (the highest event id, whatever order a server used).
+func (c *Client) LabeledBy(ctx context.Context, ref task.Ref, label string) (string, error) {
+	action := "reading the label events of " + name(ref)
+	if err := checkRef(ref); err != nil {
+		return "", fmt.Errorf("%s: %w", action, err)
+	}
+	opt := &gl.ListLabelEventsOptions{ListOptions: gl.ListOptions{PerPage: perPage}}
+	events, err := collect(func(page int64) ([]*gl.LabelEvent, *gl.Response, error) {
+		opt.Page = page
+		if ref.Kind == task.MergeRequest {
+			return c.api.ResourceLabelEvents.ListMergeRequestsLabelEvents(ref.Repo, int64(ref.Number), opt, gl.WithContext(ctx))
+		}
+		return c.api.ResourceLabelEvents.ListIssueLabelEvents(ref.Repo, int64(ref.Number), opt, gl.WithContext(ctx))
+	}, nil)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", action, translateErr(err))
+	}
+	who, newest := "", int64(0)
+	for _, e := range events {
+		if e.Action == "add" && e.Label.Name == label && e.ID > newest {
+			who, newest = e.User.Username, e.ID
+		}
+	}
+	return who, nil
+}

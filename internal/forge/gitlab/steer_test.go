@@ -355,3 +355,52 @@ func TestCommentCount(t *testing.T) {
 		t.Errorf("after posting: CommentCount %d, %v; want 1", tk.CommentCount, err)
 	}
 }
+
+func TestLabeledByReadsTheNewestAddEvent(t *testing.T) {
+	for _, kind := range []string{forgetest.KindIssue, forgetest.KindMergeRequest} {
+		t.Run(kind, func(t *testing.T) {
+			g := forgetest.NewGitLab(t)
+			g.AddProject("grp/app")
+			seed := forgetest.IssueSeed{Title: "a", Author: "stranger", Labels: []string{"coding agent", "bug"}, LabeledBy: "stranger"}
+			r := issueRef("grp/app", g.AddIssue("grp/app", seed))
+			if kind == forgetest.KindMergeRequest {
+				r = mrRef("grp/app", g.AddMR("grp/app", forgetest.MRSeed{IssueSeed: seed}))
+			}
+			c, _ := newClient(t, g, nil)
+			who := func(label string) string {
+				t.Helper()
+				got, err := c.LabeledBy(t.Context(), r, label)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
+			}
+			if got := who("coding agent"); got != "stranger" {
+				t.Errorf("labeled by %q, want stranger", got)
+			}
+			if err := c.RemoveLabel(t.Context(), r, "coding agent"); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 120 { // more than a page of events
+				g.AddLabelBy("grp/app", kind, r.Number, fmt.Sprint("noise ", i), "stranger")
+			}
+			g.AddLabelBy("grp/app", kind, r.Number, "coding agent", "maintainer")
+			if got := who("coding agent"); got != "maintainer" {
+				t.Errorf("after relabelling: labeled by %q, want maintainer", got)
+			}
+			if got := who("never set"); got != "" {
+				t.Errorf("a label never added: %q", got)
+			}
+		})
+	}
+}
+
+func TestLabeledByErrors(t *testing.T) {
+	g := forgetest.NewGitLab(t)
+	g.AddProject("grp/app")
+	c, _ := newClient(t, g, nil)
+	_, err := c.LabeledBy(t.Context(), issueRef("grp/app", 9), "coding agent")
+	if !errors.Is(err, forge.ErrNotFound) || !strings.Contains(err.Error(), "label events of grp/app#9") {
+		t.Errorf("missing issue: %v", err)
+	}
+}
