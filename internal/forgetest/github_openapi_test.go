@@ -78,6 +78,7 @@ var ghSpecPaths = []string{
 	"/user", "/repos/{owner}/{repo}/issues", "/repos/{owner}/{repo}/issues/{issue_number}",
 	"/repos/{owner}/{repo}/pulls/{pull_number}", "/repos/{owner}/{repo}/issues/{issue_number}/comments",
 	"/repos/{owner}/{repo}/issues/{issue_number}/labels", "/repos/{owner}/{repo}/issues/{issue_number}/labels/{name}",
+	"/repos/{owner}/{repo}/issues/{issue_number}/events",
 	"/repos/{owner}/{repo}/issues/comments/{comment_id}", "/search/issues",
 	"/repos/{owner}/{repo}/collaborators/{username}/permission",
 	"/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions",
