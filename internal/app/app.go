@@ -318,16 +318,17 @@ func (a *App) newWorker(q *memqueue.Queue, shutdown <-chan struct{}) *worker.Wor
 	if a.cfg.TaskSource == task.GitLab {
 		bot = a.cfg.GitLab.BotName
 	}
-	cd, cv := a.cfg.CommentDetection, a.cfg.Conversation
-	newWatch := func(t task.Task, comments []task.Comment, bot string) engine.Watch {
+	cd, cv, tr := a.cfg.CommentDetection, a.cfg.Conversation, a.cfg.Trust
+	newWatch := func(who *watch.Audience, comments []task.Comment) engine.Watch {
 		return watch.New(watch.Options{Forge: a.forge, Comments: cd.Enabled, Interval: cd.CheckInterval,
-			AllowedUsers: cd.AllowedUsers, Labels: l, Shutdown: shutdown, Posted: a.posts.Count,
-			Logger: a.Log}, t, comments, bot)
+			Labels: l, Shutdown: shutdown, Posted: a.posts.Count, Logger: a.Log}, who, comments)
 	}
 	o := worker.Options{Forge: a.forge, Store: a.store, Agent: a.runner, NewWatch: newWatch,
 		Labels: l,
+		Trust: watch.Trust{Allowed: cd.AllowedUsers, HearAuthor: tr.HearAuthorWithoutAccess,
+			LabelerNeedsWrite: tr.LabelerNeedsWriteAccess},
 		Conversation: worker.Conversation{Enabled: cv.Enabled, AllowCollaborators: cv.AllowCollaborators,
-			AllowedUsers: cd.AllowedUsers, Keywords: cv.CompletionKeywords, Timeout: cv.Timeout(), MaxRounds: cv.MaxRounds},
+			Keywords: cv.CompletionKeywords, Timeout: cv.Timeout(), MaxRounds: cv.MaxRounds},
 		Owner:   store.Owner{Host: host, PID: os.Getpid(), Provider: provider, Model: model},
 		BotName: bot, Workers: a.cfg.Continuous.Consumer.Workers, Shutdown: shutdown, Redact: a.redact, Logger: a.Log}
 	if q != nil {

@@ -73,6 +73,7 @@ type Config struct {
 	Planning         Planning         `yaml:"planning"`            // planning mode
 	CommentDetection CommentDetection `yaml:"comment_detection"`   // reading new comments while a task runs
 	Conversation     Conversation     `yaml:"conversation"`        // the follow-up conversation after a task
+	Trust            Trust            `yaml:"trust"`               // who may start and steer the agent
 }
 
 // GitHub is the github section.
@@ -282,6 +283,24 @@ type Conversation struct {
 	PollSeconds        int      `yaml:"poll_seconds"`        // how often serve checks awaiting tasks; default 30, >= 5
 }
 
+// Trust is the trust section: who may make the agent act. People with
+// write access and comment_detection.allowed_users may always start and
+// steer it; anyone else's comments are counted, never shown to the model.
+type Trust struct {
+	// LabelerNeedsWriteAccess: default true: a task is worked on only when
+	// its bot label was added by someone with write access (GitHub:
+	// write, maintain or admin; GitLab: Developer or higher) or listed in
+	// comment_detection.allowed_users; otherwise the label is removed and
+	// one comment says why. false only for private repositories whose
+	// every reader is trusted.
+	LabelerNeedsWriteAccess bool `yaml:"labeler_needs_write_access"`
+	// HearAuthorWithoutAccess: default true, as the specs ask: the task's
+	// author steers it (comments, replies) even without write access.
+	// false for public repositories: the author is heard only with write
+	// access or on the allow list.
+	HearAuthorWithoutAccess bool `yaml:"hear_author_without_access"`
+}
+
 // defaultCompletionKeywords are the words of a reply that end a conversation
 // when none are configured (Japanese and English thanks and acknowledgements).
 var defaultCompletionKeywords = []string{
@@ -326,6 +345,7 @@ func Default() *Config {
 		Language:         LanguageJapanese,
 		Planning:         defaultPlanning(),
 		CommentDetection: CommentDetection{Enabled: true, CheckInterval: 1},
+		Trust:            Trust{LabelerNeedsWriteAccess: true, HearAuthorWithoutAccess: true},
 		Conversation: Conversation{
 			Enabled:            true,
 			AllowCollaborators: true,

@@ -144,6 +144,7 @@ func TestGitHubOpenAIExample(t *testing.T) {
 				"完了", "OK", "了解", "承知", "thank you", "thanks", "done", "complete"},
 			TimeoutHours: 24, MaxRounds: 10, PollSeconds: 30,
 		},
+		Trust: config.Trust{LabelerNeedsWriteAccess: true, HearAuthorWithoutAccess: true},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)

@@ -152,9 +152,15 @@ func (e *Engine) Now() time.Time { return e.o.Now() }
 
 // Input is one task to run.
 type Input struct {
-	Task     task.Task
+	Task task.Task
+	// Comments are those the model may see (the audience rule applied):
+	// the first prompt shows them.
 	Comments []task.Comment
-	BotName  string
+	// Mark is the newest comment id read, shown or not: a comment after it
+	// is new to the run. Ignored counts the comments read and not shown.
+	Mark    int64
+	Ignored int
+	BotName string
 	Post     Poster
 	// Rounds summarise the earlier rounds of a follow-up conversation,
 	// oldest first.

@@ -149,8 +149,8 @@ func (e *Engine) begin(ctx context.Context, in Input, p Policy) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.st = &checkpoint{Version: checkpointVersion, Mode: p.Mode(), Mark: MarkOf(in.Comments),
-		Counts:   Counts{Started: e.o.Now()},
+	r.st = &checkpoint{Version: checkpointVersion, Mode: p.Mode(), Mark: max(in.Mark, MarkOf(in.Comments)),
+		Counts:   Counts{Started: e.o.Now(), Ignored: in.Ignored},
 		Messages: []llm.Message{{Role: llm.System, Content: p.System()}, {Role: llm.User, Content: first}}}
 	if err := p.Begin(ctx, r, nil); err != nil {
 		return nil, err
@@ -242,8 +242,9 @@ func (r *Run) listen(ctx context.Context) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	changed := s.Message != "" || s.Mark != st.Mark || s.Ignored != st.Ignored
-	st.Mark, st.Ignored = s.Mark, s.Ignored
+	changed := s.Message != "" || s.Mark != st.Mark || s.Ignored != 0
+	st.Mark = s.Mark
+	st.Ignored += s.Ignored
 	if s.Message != "" {
 		r.say(s.Message)
 		r.p.Heard(ctx, s.Applied)

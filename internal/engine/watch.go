@@ -34,8 +34,8 @@ type Steer struct {
 	Mark int64
 	// Applied are the comments Message carries.
 	Applied []Applied
-	// Ignored counts, for the whole run so far, comments from people not
-	// allowed to steer the task.
+	// Ignored counts the comments this check found from people not
+	// allowed to steer the task (never shown to the model).
 	Ignored int
 	// End ends the run at this checkpoint, for Reason: Paused, Stopped or
 	// Interrupted. "" carries on.

@@ -257,6 +257,15 @@ func (g *GitHub) AddLabelBy(repo string, number int, label, actor string) {
 	g.attachLabelLocked(r, it, label, cmp.Or(actor, r.owner))
 }
 
+// RemoveLabelDirect removes a label as the repository's owner in the web
+// UI would (an unlabeled event records it); an absent label is no change.
+func (g *GitHub) RemoveLabelDirect(repo string, number int, label string) {
+	g.st.Lock()
+	defer g.st.Unlock()
+	r := g.repoLocked(repo)
+	g.detachLabelLocked(g.mustItemLocked(repo, number), label, r.owner)
+}
+
 // Labels returns the names of the labels on an issue or pull request, in
 // the order they were added; nil if the item does not exist.
 func (g *GitHub) Labels(repo string, number int) []string {
@@ -438,6 +447,20 @@ func (g *GitHub) attachLabelLocked(r *ghRepo, it *ghItem, name, actor string) bo
 	it.labels = append(it.labels, l)
 	it.updated = g.nowLocked()
 	g.eventLocked(it, "labeled", actor, l)
+	return true
+}
+
+// detachLabelLocked takes a label off an item as actor, with an unlabeled
+// event; it reports whether the label was there.
+func (g *GitHub) detachLabelLocked(it *ghItem, name, actor string) bool {
+	i := slices.IndexFunc(it.labels, func(l *ghLabel) bool { return strings.EqualFold(l.name, name) })
+	if i < 0 {
+		return false
+	}
+	l := it.labels[i]
+	it.labels = slices.Delete(it.labels, i, i+1)
+	it.updated = g.nowLocked()
+	g.eventLocked(it, "unlabeled", actor, l)
 	return true
 }
 

@@ -338,16 +338,10 @@ func (g *GitHub) removeLabel(w http.ResponseWriter, r *http.Request) {
 	if it == nil {
 		return
 	}
-	name := r.PathValue("name")
-	i := slices.IndexFunc(it.labels, func(l *ghLabel) bool { return strings.EqualFold(l.name, name) })
-	if i < 0 {
+	if !g.detachLabelLocked(it, r.PathValue("name"), g.BotLogin) {
 		g.failDoc(w, http.StatusNotFound, "Label does not exist", "https://docs.github.com/rest/issues/labels#remove-a-label-from-an-issue")
 		return
 	}
-	l := it.labels[i]
-	it.labels = slices.Delete(it.labels, i, i+1)
-	it.updated = g.nowLocked()
-	g.eventLocked(it, "unlabeled", g.BotLogin, l)
 	g.reply(w, r, http.StatusOK, g.labelsJSON(r, repo, it.labels))
 }
 

@@ -41,3 +41,9 @@ func Paused(turn int, reason, pausedLabel, botLabel string) (string, error) {
 func Stopped(turn int, reason, botLabel string) (string, error) {
 	return render("stopped.tmpl", map[string]any{"Turn": turn, "Reason": reason, "BotLabel": botLabel})
 }
+
+// Refused is the comment posted when a task's bot label came from someone
+// not trusted to ask for the agent (labeler "" when nobody is on record).
+func Refused(labeler, botLabel string) (string, error) {
+	return render("refused.tmpl", map[string]any{"Labeler": labeler, "BotLabel": botLabel})
+}

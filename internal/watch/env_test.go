@@ -211,11 +211,18 @@ func (e *env) task(t *testing.T) task.Task {
 }
 
 // watcher starts a Watcher on the issue as it is now, with no comments in
-// the agent's context.
-func (e *env) watcher(t *testing.T, o watch.Options) *watch.Watcher {
+// the agent's context, hearing the author, people with write access and
+// allowed.
+func (e *env) watcher(t *testing.T, o watch.Options, allowed ...string) *watch.Watcher {
 	t.Helper()
 	o.Forge = e.f
-	return watch.New(o, e.task(t), nil, e.bot)
+	return watch.New(o, e.audience(e.f, e.task(t), allowed...), nil)
+}
+
+// audience is the default audience rule on tk: the author, people with
+// write access and allowed are heard.
+func (e *env) audience(f watch.Forge, tk task.Task, allowed ...string) *watch.Audience {
+	return &watch.Audience{Forge: f, Task: tk, Bot: e.bot, Trust: watch.Trust{Allowed: allowed, HearAuthor: true}, Writers: true}
 }
 
 // count is how many requests since the last reset match.

@@ -35,8 +35,6 @@ type Options struct {
 	Comments bool
 	// Interval checks at every Interval-th checkpoint; 0 → 1.
 	Interval int
-	// AllowedUsers are heard besides the author and people with write access.
-	AllowedUsers []string
 	// Labels' Paused and Stopped pause and stop the task at a checkpoint.
 	Labels task.Labels
 	// Shutdown is closed when the process shuts down: the run then ends
@@ -80,15 +78,16 @@ type Watcher struct {
 	lastCount   int
 	lastPosted  int       // Options.Posted when lastCount was read
 	since       time.Time // created time of the newest comment seen
-	audience    Audience  // who may steer; remembers the forge's answers for the run
+	audience    *Audience // who may steer; remembers the forge's answers for the run
 	backoff     time.Duration
 	retryAt     time.Time
 	stats       Stats
 }
 
-// New returns a Watcher for t, worked on as bot. comments are the comments
-// the run started with (already in the agent's context).
-func New(o Options, t task.Task, comments []task.Comment, bot string) *Watcher {
+// New returns a Watcher for the task a decides for (a.Task, worked on as
+// a.Bot). comments are the comments the run started with, all of them:
+// those a let into the agent's context and those it left out.
+func New(o Options, a *Audience, comments []task.Comment) *Watcher {
 	if o.Interval <= 0 {
 		o.Interval = 1
 	}
@@ -98,8 +97,8 @@ func New(o Options, t task.Task, comments []task.Comment, bot string) *Watcher {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	w := &Watcher{o: o, ref: t.Ref, bot: bot, task: t, log: o.Logger.With("task", t.Ref.String()),
-		audience: Audience{Forge: o.Forge, Task: t, Bot: bot, Allowed: o.AllowedUsers, Writers: true}}
+	t := a.Task
+	w := &Watcher{o: o, ref: t.Ref, bot: a.Bot, task: t, log: o.Logger.With("task", t.Ref.String()), audience: a}
 	w.lastUpdated, w.lastCount, w.lastPosted = t.UpdatedAt, t.CommentCount, w.posted()
 	for _, c := range comments {
 		if c.CreatedAt.After(w.since) {
@@ -119,12 +118,10 @@ func (w *Watcher) At(ctx context.Context, at engine.Step, mark int64) (engine.St
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if shuttingDown(w.o.Shutdown) {
-		return engine.Steer{Mark: mark, Ignored: w.stats.Ignored, End: engine.Interrupted,
+		return engine.Steer{Mark: mark, End: engine.Interrupted,
 			Reason: "the process is shutting down"}, nil
 	}
-	steer, err := w.at(ctx, at, mark)
-	steer.Ignored = w.stats.Ignored
-	return steer, err
+	return w.at(ctx, at, mark)
 }
 
 func shuttingDown(c <-chan struct{}) bool {
@@ -206,6 +203,7 @@ func (w *Watcher) check(ctx context.Context, at engine.Step, mark int64) (engine
 	if err != nil {
 		return steer, err
 	}
+	steer.Ignored = len(sorted.Ignored)
 	for _, c := range sorted.Ignored {
 		w.stats.Ignored++
 		w.log.Info("comment from someone not allowed to steer ignored", "comment", c.ID, "author", c.Author)

@@ -97,7 +97,7 @@ func TestNewCommentsAreHandedToTheAgentAndAcknowledged(t *testing.T) {
 func TestOnlyPeopleAllowedToSteerAreHeard(t *testing.T) {
 	eachForge(t, setup{}, func(t *testing.T, e *env) {
 		e.grantWrite("carol")
-		w := e.watcher(t, watch.Options{Comments: true, AllowedUsers: []string{"@Dave"}})
+		w := e.watcher(t, watch.Options{Comments: true}, "@Dave")
 		e.reset()
 
 		bot1 := e.addComment(e.bot, "Working on it: 1/3 done")
@@ -143,8 +143,8 @@ func TestOnlyPeopleAllowedToSteerAreHeard(t *testing.T) {
 		if s.Message != single("carol", "And bump the version.") {
 			t.Errorf("second check message:\n%s", s.Message)
 		}
-		if s.Mark != bot2 || s.Ignored != 2 {
-			t.Errorf("second check: mark %d, ignored %d; want the bot's comment %d and 2 ignored", s.Mark, s.Ignored, bot2)
+		if s.Mark != bot2 || s.Ignored != 1 {
+			t.Errorf("second check: mark %d, ignored %d; want the bot's comment %d and 1 ignored", s.Mark, s.Ignored, bot2)
 		}
 		if got := e.reactions(bob2); len(got) != 0 {
 			t.Errorf("the outsider's second comment got reactions %q", got)
@@ -341,7 +341,7 @@ func TestPauseAndStop(t *testing.T) {
 			eachForge(t, setup{assignees: tc.seeded}, func(t *testing.T, e *env) {
 				tk := e.task(t)
 				tk.Assignees = tc.started
-				w := watch.New(watch.Options{Forge: e.f, Comments: true, Labels: task.Labels{Paused: paused, Stopped: stopped}}, tk, nil, e.bot)
+				w := watch.New(watch.Options{Forge: e.f, Comments: true, Labels: task.Labels{Paused: paused, Stopped: stopped}}, e.audience(e.f, tk), nil)
 				if tc.change != nil {
 					tc.change(t, e)
 				}
@@ -507,7 +507,7 @@ func TestGitHubCommentsAreReadSinceTheNewestSeen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := watch.New(watch.Options{Forge: e.f, Comments: true}, e.task(t), initial, e.bot)
+	w := watch.New(watch.Options{Forge: e.f, Comments: true}, e.audience(e.f, e.task(t)), initial)
 	mark := engine.MarkOf(initial)
 	for _, body := range []string{"first", "second"} {
 		e.addComment("alice", body)
@@ -573,7 +573,7 @@ func TestOwnCommentsAreNotRead(t *testing.T) {
 	eachForge(t, setup{}, func(t *testing.T, e *env) {
 		var posts watch.Posts
 		f := posts.Wrap(e.f.(forge.Forge))
-		w := watch.New(watch.Options{Forge: f, Comments: true, Posted: posts.Count}, e.task(t), nil, e.bot)
+		w := watch.New(watch.Options{Forge: f, Comments: true, Posted: posts.Count}, e.audience(f, e.task(t)), nil)
 		post := func(body string) {
 			t.Helper()
 			e.clk.Add(time.Second)

@@ -16,8 +16,7 @@ import (
 // allowed starts a new round with the whole history.
 type Conversation struct {
 	Enabled            bool
-	AllowCollaborators bool     // people with write access may reply, not only the author
-	AllowedUsers       []string // also heard
+	AllowCollaborators bool     // people with write access may reply, not only the author (and Options.Trust's allow list)
 	Keywords           []string // a reply holding one (see watch.IsCompletion) ends it
 	Timeout            time.Duration
 	MaxRounds          int
@@ -174,11 +173,9 @@ func (w *Worker) replies(ctx context.Context, t task.Task, c store.Conversation)
 	if err != nil {
 		return nil, c.Mark, err
 	}
-	cv := w.o.Conversation
-	// The author, listed users, and people with write access when
-	// allow_collaborators is on.
-	who := watch.Audience{Forge: w.o.Forge, Task: t, Bot: bot, Allowed: cv.AllowedUsers, Writers: cv.AllowCollaborators}
-	sorted, err := who.Sort(ctx, comments, c.Mark)
+	// The author (as Options.Trust says), listed users, and people with
+	// write access when allow_collaborators is on.
+	sorted, err := w.audience(t, bot, w.o.Conversation.AllowCollaborators).Sort(ctx, comments, c.Mark)
 	if err != nil {
 		return nil, c.Mark, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/store/sqlite"
 	"github.com/coding-agent/coding-agent/internal/task"
+	"github.com/coding-agent/coding-agent/internal/watch"
 )
 
 // The worker's life cycle against the GitHub emulator, the SQLite store, a
@@ -72,6 +73,7 @@ func newWorld(t *testing.T, conv bool) *world {
 	gh.SetClock(func() time.Time { return wd.now }) // one clock for the forge and the worker
 	wd.w = New(Options{Forge: f, Store: st, Agent: wd.run, Labels: testLabels, BotName: gh.BotLogin,
 		Owner:        store.Owner{Host: "test", PID: 1},
+		Trust:        watch.Trust{HearAuthor: true, LabelerNeedsWrite: true},
 		Conversation: Conversation{Enabled: conv, Keywords: []string{"thanks"}, Timeout: time.Hour, MaxRounds: 2},
 		Now:          func() time.Time { return wd.now }})
 	return wd
@@ -395,4 +397,72 @@ func TestUnknownOutcomeFails(t *testing.T) {
 	wd.run.out = engine.Outcome{}
 	wd.w.Process(t.Context(), wd.ref)
 	wd.want(task.Failed, "bug", testLabels.Failed)
+}
+
+// The bot label counts as a request only from someone trusted (write
+// access, the allow list, or the bot's own user for the operator's
+// commands). An outsider's label is removed and one comment says why;
+// nothing is claimed or recorded, and later passes post nothing more.
+func TestLabelFromAnOutsiderIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		labeler string
+		setup   func(wd *world)
+		trust   *watch.Trust // nil: the defaults
+		refused bool
+	}{
+		{name: "outsider", labeler: "mallory", refused: true},
+		{name: "outsider, trusted repository", labeler: "mallory", trust: &watch.Trust{HearAuthor: true}},
+		{name: "writer", labeler: "carol", setup: func(wd *world) { wd.gh.SetPermission("acme/app", "carol", "write") }},
+		{name: "triage is not write", labeler: "tri", refused: true,
+			setup: func(wd *world) { wd.gh.SetPermission("acme/app", "tri", "triage") }},
+		{name: "allow list", labeler: "dave", trust: &watch.Trust{Allowed: []string{"Dave"}, LabelerNeedsWrite: true}},
+		{name: "owner", labeler: "acme"},
+		{name: "the bot's own user", labeler: "coding-agent-bot"},
+		{name: "the author without access", labeler: "alice", refused: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wd := newWorld(t, false)
+			if tc.setup != nil {
+				tc.setup(wd)
+			}
+			if tc.trust != nil {
+				wd.w.o.Trust = *tc.trust
+			}
+			wd.gh.RemoveLabelDirect(wd.ref.Repo, wd.ref.Number, testLabels.Bot)
+			wd.gh.AddLabelBy(wd.ref.Repo, wd.ref.Number, testLabels.Bot, tc.labeler)
+			n, err := wd.w.Produce(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.refused {
+				if n != 1 {
+					t.Fatalf("%d claimed, want 1", n)
+				}
+				wd.want(task.Queued, "bug", testLabels.Processing)
+				return
+			}
+			if n != 0 {
+				t.Fatalf("%d claimed, want 0", n)
+			}
+			if _, err := wd.st.Get(t.Context(), wd.ref); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("the store holds the refused task: %v", err)
+			}
+			if got := wd.labels(); !slices.Equal(got, []string{"bug"}) {
+				t.Errorf("labels %q, want only bug", got)
+			}
+			for range 2 { // later passes find nothing to refuse again
+				if n, err := wd.w.Produce(t.Context()); err != nil || n != 0 {
+					t.Fatalf("a later pass: %d claimed, %v", n, err)
+				}
+			}
+			cs := wd.comments()
+			if len(cs) != 1 || !strings.Contains(cs[0], "@"+tc.labeler) || !strings.Contains(cs[0], "no write access") {
+				t.Errorf("comments %q, want one saying @%s has no write access", cs, tc.labeler)
+			}
+			if wd.run.runs != 0 {
+				t.Errorf("the agent ran %d times", wd.run.runs)
+			}
+		})
+	}
 }

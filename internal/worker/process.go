@@ -50,7 +50,7 @@ func (w *Worker) Process(ctx context.Context, ref task.Ref) {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	f := ending{ref: ref, post: post, log: log, labels: in.Task.Labels, reason: w.o.Redact(out.Reason), calls: out.Calls,
-		reported: out.Reported, mark: max(out.Mark, engine.MarkOf(in.Comments))}
+		reported: out.Reported, mark: max(out.Mark, in.Mark)}
 	switch {
 	case err != nil && (ctx.Err() != nil || isClosed(w.o.Shutdown)):
 		// Cut off after the shutdown grace, or failing while the process
@@ -96,14 +96,21 @@ func (w *Worker) load(ctx context.Context, ref task.Ref, post *report.Poster) (e
 	if err != nil {
 		return engine.Input{}, false, err
 	}
-	in := engine.Input{Task: t, Comments: comments, BotName: bot, Post: post}
+	// One audience rule for the first prompt, the checkpoints and a later
+	// round's prompt: what others wrote is counted, never shown.
+	who := w.audience(t, bot, true)
+	shown, ignored, err := who.Shown(ctx, comments)
+	if err != nil {
+		return engine.Input{}, false, fmt.Errorf("sorting the comments of %s: %w", ref, err)
+	}
+	in := engine.Input{Task: t, Comments: shown, Mark: engine.MarkOf(comments), Ignored: ignored, BotName: bot, Post: post}
 	if conv, ok, err := w.o.Store.LoadConversation(ctx, ref); err != nil {
 		return engine.Input{}, false, fmt.Errorf("loading the conversation of %s: %w", ref, err)
 	} else if ok {
 		in.Rounds = conv.Summaries
 	}
 	if w.o.NewWatch != nil {
-		in.Watch = w.o.NewWatch(t, comments, bot)
+		in.Watch = w.o.NewWatch(who, comments)
 	}
 	return in, false, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/coding-agent/coding-agent/internal/queue"
+	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
@@ -83,6 +84,11 @@ func (w *Worker) claim(ctx context.Context, ref task.Ref) (bool, error) {
 	if recErr == nil && w.ours(rec) {
 		return false, nil // already queued or running here
 	}
+	if !resuming {
+		if ok, err := w.requested(ctx, t); err != nil || !ok {
+			return false, err
+		}
+	}
 	// Final labels of an earlier round go too, so that a task is never seen
 	// as done while this round works or fails; so does a pause or stop
 	// label left from before: adding the bot label again is the way to
@@ -153,4 +159,40 @@ func (w *Worker) unpaused(ctx context.Context) []task.Ref {
 func (w *Worker) ours(rec store.Record) bool {
 	return (rec.Status == task.Queued || rec.Status == task.Running) &&
 		rec.Host == w.o.Owner.Host && rec.PID == w.o.Owner.PID
+}
+
+// requested reports whether the bot label on t counts as a request: with
+// Trust.LabelerNeedsWrite, only from someone with write access or on the
+// allow list. Otherwise the label is removed first (so the task is not
+// seen again, and a failure to remove it is an error the next pass
+// retries) and then one comment says why.
+func (w *Worker) requested(ctx context.Context, t task.Task) (bool, error) {
+	if !w.o.Trust.LabelerNeedsWrite {
+		return true, nil
+	}
+	log := w.log(t.Ref)
+	labeler, err := w.o.Forge.LabeledBy(ctx, t.Ref, w.o.Labels.Bot)
+	if err != nil {
+		return false, fmt.Errorf("reading who labelled %s: %w", t.Ref, err)
+	}
+	bot, err := w.botName(ctx)
+	if err != nil {
+		return false, err
+	}
+	if ok, err := w.audience(t, bot, true).Trusted(ctx, labeler); err != nil || ok {
+		return ok, err
+	}
+	if err := w.o.Forge.RemoveLabel(ctx, t.Ref, w.o.Labels.Bot); err != nil {
+		return false, fmt.Errorf("removing the label an untrusted user added to %s: %w", t.Ref, err)
+	}
+	log.Warn("the bot label was added by someone without write access; refused and removed", "labeler", labeler)
+	body, err := report.Refused(labeler, w.o.Labels.Bot)
+	if err == nil {
+		post := report.NewPoster(report.PosterOptions{Commenter: w.o.Forge, Ref: t.Ref, Redact: w.o.Redact, Logger: log})
+		err = post.PostAll(ctx, body)
+	}
+	if err != nil {
+		log.Error("posting why the task was refused", "error", err)
+	}
+	return false, nil
 }

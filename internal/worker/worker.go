@@ -16,6 +16,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/queue"
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
+	"github.com/coding-agent/coding-agent/internal/watch"
 )
 
 // Runner runs the agent on one task.
@@ -34,9 +35,13 @@ type Options struct {
 	// BotName is the forge user the agent posts as; empty → learned from
 	// the forge (GET /user).
 	BotName string
-	// NewWatch returns what a run asks at every checkpoint (new comments,
-	// pause, stop); nil watches nothing.
-	NewWatch func(t task.Task, comments []task.Comment, bot string) engine.Watch
+	// Trust is who may make the agent act: who may label a task, whose
+	// comments reach the model on every path.
+	Trust watch.Trust
+	// NewWatch returns what a run asks at every checkpoint (new comments
+	// sorted by a, pause, stop); comments are all those the run started
+	// with. nil watches nothing.
+	NewWatch func(a *watch.Audience, comments []task.Comment) engine.Watch
 	// Conversation is the follow-up conversation after a round.
 	Conversation Conversation
 	// Workers is how many tasks run at once; 0 → 1.
@@ -92,4 +97,10 @@ func (w *Worker) botName(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("learning the bot's user name: %w", err)
 	}
 	return bot, nil
+}
+
+// audience is the audience rule for t, worked on as bot; writers says
+// whether people with write access are heard.
+func (w *Worker) audience(t task.Task, bot string, writers bool) *watch.Audience {
+	return &watch.Audience{Forge: w.o.Forge, Task: t, Bot: bot, Trust: w.o.Trust, Writers: writers}
 }
