@@ -114,12 +114,14 @@ func newEnv(t testing.TB, s setup) *env {
 		e.gh = forgetest.NewGitHub(t)
 		e.gh.AddRepo("acme/app")
 		e.gh.AddComment("acme/app", e.addGitHub(s.kind, seed), "bob", "Please keep it short.")
+		e.gh.SetPermission("acme/app", "bob", "write") // a collaborator: heard
 		cfg.GitHub.APIURL, cfg.GitHub.Token, cfg.GitHub.Repositories = e.gh.URL(), e.gh.Token, []string{"acme/app"}
 	case task.GitLab:
 		e.gl = forgetest.NewGitLab(t)
 		e.gl.AddProject("acme/app")
 		n := e.addGitLab(s.kind, seed)
 		e.gl.AddNote("acme/app", e.glKind(), n, "bob", "Please keep it short.", false)
+		e.gl.AddMember("acme/app", "bob", 30) // a Developer: heard
 		cfg.GitLab.APIURL, cfg.GitLab.Token, cfg.GitLab.Projects = e.gl.URL(), e.gl.Token, []string{"acme/app"}
 	}
 	if err := cfg.Validate(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/coding-agent/coding-agent/internal/sanitize"
 	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/coding-agent/coding-agent/internal/toolhost"
 )
@@ -91,11 +92,15 @@ func TaskPrompt(t task.Task, comments []task.Comment, bot string, rounds []strin
 		Total     int // comments in the thread
 		Omitted   int // of which left out
 		Rounds    []string
+		Branches  string // head → base, fenced; "" for an issue
 	}{Task: t, Kind: kind, Ref: t.Ref.String()}
 	for _, r := range rounds {
-		data.Rounds = append(data.Rounds, Fence("your summary of an earlier round", r))
+		data.Rounds = append(data.Rounds, sanitize.Fence("your summary of an earlier round", r))
 	}
-	data.Title = sanitize(oneLine(t.Title))
+	data.Title = sanitize.Fence("title", sanitize.Line(t.Title))
+	if t.HeadBranch != "" || t.BaseBranch != "" {
+		data.Branches = sanitize.Fence("branch names", sanitize.Line(t.HeadBranch)+" → "+sanitize.Line(t.BaseBranch))
+	}
 	data.Body = FenceCut("description", t.Body, maxBodyChars)
 	if strings.TrimSpace(t.Body) == "" {
 		data.Body = "(empty)"
@@ -142,7 +147,7 @@ func thread(cs []task.Comment) (first, newest []task.Comment, omitted int) {
 	if len(newest) > newestComments {
 		newest = newest[len(newest)-newestComments:]
 	}
-	size := func(c task.Comment) int { return min(utf8.RuneCountInString(sanitize(c.Body)), MaxCommentChars) }
+	size := func(c task.Comment) int { return min(utf8.RuneCountInString(sanitize.Clean(c.Body)), MaxCommentChars) }
 	total := 0
 	for _, c := range first {
 		total += size(c)
@@ -160,10 +165,10 @@ func thread(cs []task.Comment) (first, newest []task.Comment, omitted int) {
 // FenceCut fences s (see Fence), cut to its first limit characters; a note
 // after the fence says how many more were left out.
 func FenceCut(source, s string, limit int) string {
-	s = sanitize(s)
+	s = sanitize.Clean(s)
 	n := utf8.RuneCountInString(s)
 	if n <= limit {
-		return Fence(source, s)
+		return sanitize.Fence(source, s)
 	}
 	cut, left := s, limit
 	for i := range s {
@@ -174,7 +179,7 @@ func FenceCut(source, s string, limit int) string {
 		left--
 	}
 	kept := utf8.RuneCountInString(cut)
-	return Fence(source, cut) + fmt.Sprintf("\n[Cut for you: the text above is %d characters long; its first %d are shown, the other %d were left out.]",
+	return sanitize.Fence(source, cut) + fmt.Sprintf("\n[Cut for you: the text above is %d characters long; its first %d are shown, the other %d were left out.]",
 		n, kept, n-kept)
 }
 
@@ -187,7 +192,7 @@ func resultPrompt(call ToolCall, res toolhost.Result, repeated int) (string, err
 		IsError, Truncated     bool
 		Shown, Bytes, Repeated int
 	}{
-		Prefix: ResultPrefix, Tool: call.Tool, Result: Fence("tool output of "+call.Tool, res.Text),
+		Prefix: ResultPrefix, Tool: call.Tool, Result: sanitize.Fence("tool output of "+call.Tool, res.Text),
 		IsError: res.IsError, Truncated: res.Truncated, Shown: len(res.Text), Bytes: res.Bytes, Repeated: repeated,
 	}
 	return render("result.tmpl", data)

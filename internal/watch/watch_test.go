@@ -18,6 +18,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/forgetest"
+	"github.com/coding-agent/coding-agent/internal/sanitize"
 	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/coding-agent/coding-agent/internal/watch"
 )
@@ -34,13 +35,13 @@ func at(t *testing.T, w *watch.Watcher, mark int64) engine.Steer {
 
 // single is spec 001's message for one new comment.
 func single(author, body string) string {
-	return "[New Comment from @" + author + "]:\n" + engine.Fence("comment by @"+author, body)
+	return "[New Comment from @" + author + "]:\n" + sanitize.Fence("comment by @"+author, body)
 }
 
 // entry is one comment of spec 001's message for several.
 func entry(i int, author string, created time.Time, body string) string {
 	return fmt.Sprintf("\nComment %d from @%s (%s):\n%s", i, author, created.Format(time.RFC3339),
-		engine.Fence("comment by @"+author, body))
+		sanitize.Fence("comment by @"+author, body))
 }
 
 func TestNewCommentsAreHandedToTheAgentAndAcknowledged(t *testing.T) {
