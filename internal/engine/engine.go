@@ -161,7 +161,7 @@ type Input struct {
 	Mark    int64
 	Ignored int
 	BotName string
-	Post     Poster
+	Post    Poster
 	// Rounds summarise the earlier rounds of a follow-up conversation,
 	// oldest first.
 	Rounds []string
