@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"os"
@@ -44,6 +45,7 @@ type env struct {
 	ref       task.Ref
 	native    bool
 	now       func() time.Time // the clock of planned runs; nil → real time
+	head      string           // a pull or merge request's head branch
 
 	mu        sync.Mutex
 	claimedAt []string // labels seen by the model server at the first request
@@ -58,6 +60,10 @@ type setup struct {
 	planning bool                                          // planning mode; false: the plain tool loop
 	// conversation: a finished task awaits a reply; false: it is done.
 	conversation bool
+	// seed changes the task before it is added; head names a pull or
+	// merge request's head branch ("" → feature/greeting).
+	seed func(*forgetest.IssueSeed)
+	head string
 }
 
 func newEnv(t testing.TB, s setup) *env {
@@ -109,6 +115,10 @@ func newEnv(t testing.TB, s setup) *env {
 	cfg.TaskSource = s.forge
 	seed := forgetest.IssueSeed{Title: "Add a greeting file", Body: "Create hello.txt saying hello.", Author: "alice",
 		Labels: []string{"coding agent", "bug"}}
+	if s.seed != nil {
+		s.seed(&seed)
+	}
+	e.head = cmp.Or(s.head, "feature/greeting")
 	switch s.forge {
 	case task.GitHub:
 		e.gh = forgetest.NewGitHub(t)
@@ -134,7 +144,7 @@ func newEnv(t testing.TB, s setup) *env {
 func (e *env) addGitHub(kind task.Kind, seed forgetest.IssueSeed) int {
 	n := 0
 	if kind == task.PullRequest {
-		n = e.gh.AddPull("acme/app", forgetest.PullSeed{IssueSeed: seed, Head: "feature/greeting", Base: "main"})
+		n = e.gh.AddPull("acme/app", forgetest.PullSeed{IssueSeed: seed, Head: e.head, Base: "main"})
 	} else {
 		n = e.gh.AddIssue("acme/app", seed)
 	}
@@ -145,7 +155,7 @@ func (e *env) addGitHub(kind task.Kind, seed forgetest.IssueSeed) int {
 func (e *env) addGitLab(kind task.Kind, seed forgetest.IssueSeed) int {
 	n := 0
 	if kind == task.MergeRequest {
-		n = e.gl.AddMR("acme/app", forgetest.MRSeed{IssueSeed: seed, SourceBranch: "feature/greeting", TargetBranch: "main"})
+		n = e.gl.AddMR("acme/app", forgetest.MRSeed{IssueSeed: seed, SourceBranch: e.head, TargetBranch: "main"})
 	} else {
 		n = e.gl.AddIssue("acme/app", seed)
 	}
