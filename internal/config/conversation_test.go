@@ -389,3 +389,22 @@ func TestValidateCommentDetectionAndConversationOnDefault(t *testing.T) {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }
+
+// The trust section: both settings on by default, each can be turned off,
+// a misspelt key or a wrong type is a problem at its path.
+func TestTrustSection(t *testing.T) {
+	c, warnings := mustParse(t, head+gh, nil)
+	if want := (config.Trust{LabelerNeedsWriteAccess: true, HearAuthorWithoutAccess: true}); c.Trust != want || len(warnings) != 0 {
+		t.Errorf("default trust %+v (warnings %v), want %+v", c.Trust, warnings, want)
+	}
+	c, _ = mustParse(t, head+gh+"trust:\n  labeler_needs_write_access: false\n  hear_author_without_access: false\n", nil)
+	if c.Trust != (config.Trust{}) {
+		t.Errorf("trust %+v, want both off", c.Trust)
+	}
+	checkProblems(t, head+gh, nil, []problemCase{
+		{"trust:\n  hear_author_without_acess: false\n",
+			config.Problems{{Path: "trust.hear_author_without_acess", Msg: `unknown key (did you mean "hear_author_without_access"?)`, Line: 7}}},
+		{"trust:\n  labeler_needs_write_access: maybe\n",
+			config.Problems{{Path: "trust.labeler_needs_write_access", Msg: "expected true or false, got a string", Line: 7}}},
+	})
+}
