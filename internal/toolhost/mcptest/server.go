@@ -18,11 +18,19 @@ import (
 // ServerOptions adds the tools that only make sense in a process of their own.
 // The zero value gives the tools that are safe in memory.
 type ServerOptions struct {
-	// Exit, if set, adds the crash tool, which calls Exit(3) in the middle of a call.
+	// Exit, if set, adds the crash tool, which calls Exit(3) in the middle of
+	// a call, and the add tool, which calls Exit(4) when its arguments do not
+	// match its input schema.
 	Exit func(code int)
 	// IgnoreShutdown, if set, adds the ignore_shutdown tool, which calls it so that
 	// the process ignores SIGTERM and the end of its input.
 	IgnoreShutdown func()
+	// Hang, if set, adds the hang tool, which calls it: from then on the
+	// server answers nothing (the test server stops its own process).
+	Hang func()
+	// Print, if set, adds the print tool, which calls it with a line to write
+	// on stdout, outside the protocol.
+	Print func(line string)
 }
 
 // Tool arguments.
@@ -56,7 +64,8 @@ type (
 var readOnly = &mcp.ToolAnnotations{ReadOnlyHint: true}
 
 // NewServer returns an MCP server with the tools echo, fail, env, sleep, big,
-// write_file and pid, plus crash and ignore_shutdown when opts allows them.
+// write_file and pid, plus crash, add, ignore_shutdown, hang and print when
+// opts allows them.
 func NewServer(opts ServerOptions) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1.0.0"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Annotations: readOnly, Description: "Returns its text."},
@@ -107,6 +116,7 @@ func NewServer(opts ServerOptions) *mcp.Server {
 			return text(strconv.Itoa(os.Getpid())), nil, nil
 		})
 	addProcessTools(s, opts)
+	addFaultTools(s, opts)
 	return s
 }
 

@@ -1,9 +1,13 @@
 // Command testserver is the MCP test server of package mcptest on stdio.
 // Tests get its path from mcptest.Build.
+//
+// With -banner TEXT it first writes TEXT (environment variables expanded)
+// as a line on stdout, as servers that print a banner do.
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -16,6 +20,8 @@ import (
 )
 
 func main() {
+	banner := flag.String("banner", "", "a line to write on stdout before serving")
+	flag.Parse()
 	var stubborn atomic.Bool
 	s := mcptest.NewServer(mcptest.ServerOptions{
 		Exit: os.Exit,
@@ -23,7 +29,12 @@ func main() {
 			signal.Ignore(syscall.SIGTERM)
 			stubborn.Store(true)
 		},
+		Hang:  hang,
+		Print: func(line string) { fmt.Fprintln(os.Stdout, line) },
 	})
+	if *banner != "" {
+		fmt.Fprintln(os.Stdout, os.ExpandEnv(*banner))
+	}
 	fmt.Fprintln(os.Stderr, "mcptest server ready")
 	err := s.Run(context.Background(), &mcp.StdioTransport{})
 	if stubborn.Load() {

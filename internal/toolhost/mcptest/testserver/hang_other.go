@@ -1,0 +1,6 @@
+//go:build !unix
+
+package main
+
+// hang blocks the call for ever.
+func hang() { select {} }
