@@ -1,7 +1,6 @@
 package toolhost
 
 import (
-	"context"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -9,8 +8,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 const (
@@ -117,6 +114,16 @@ func (p *process) lineLocked(b []byte) {
 	p.tail = append(p.tail, line)
 }
 
+// stdoutLine logs a line the server wrote on stdout that is not JSON-RPC
+// (messageLines skips it).
+func (p *process) stdoutLine(b []byte) {
+	line := p.redact.Replace(string(b))
+	if len(line) > maxStderrLine {
+		line = strings.ToValidUTF8(line[:maxStderrLine], "") + "…"
+	}
+	p.log.Warn("MCP server wrote a line on stdout that is not JSON-RPC; skipped it", "server", p.server, "line", line, "bytes", len(b))
+}
+
 // stderrTail returns the last lines the server wrote on stderr.
 func (p *process) stderrTail() []string {
 	if p == nil {
@@ -164,18 +171,4 @@ func (p *process) killGroup() {
 	if proc != nil {
 		killGroup(proc.Pid)
 	}
-}
-
-// procTransport starts a server subprocess and records its handle.
-type procTransport struct {
-	cmd  *mcp.CommandTransport
-	proc *process
-}
-
-func (t *procTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	conn, err := t.cmd.Connect(ctx)
-	if t.cmd.Command.Process != nil {
-		t.proc.started(t.cmd.Command.Process)
-	}
-	return conn, err
 }

@@ -176,7 +176,7 @@ func (h *Host) transport(ctx context.Context, cfg ServerConfig) (mcp.Transport, 
 	}
 	p := newProcess(cfg, h.log)
 	cmd := p.command(cfg)
-	return &procTransport{cmd: &mcp.CommandTransport{Command: cmd, TerminateDuration: h.opts.StopTimeout}, proc: p}, p, nil
+	return &stdioTransport{cmd: cmd, proc: p, stopTimeout: h.opts.StopTimeout}, p, nil
 }
 
 // startError explains a failed start (action, if any, says which step), with
