@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -217,6 +218,51 @@ func TestMCPServerCrashIsSurvived(t *testing.T) {
 	}
 	if l := e.labels(); !slices.Equal(l, []string{"bug", "coding agent done"}) {
 		t.Errorf("final labels %v", l)
+	}
+}
+
+// An MCP server that stops answering (issue 10, item 7): the call times out,
+// the model is told the server was restarted, and the next task of the same
+// process reaches the fresh server instead of timing out too.
+func TestHungMCPServerIsReplacedForTheNextTask(t *testing.T) {
+	const second = "Echo something"
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
+		respond: func(e *env, r llmtest.Received) llmtest.Step {
+			if toolResults(r) > 0 {
+				return done("Finished.")
+			}
+			if strings.Contains(r.Messages[1].Content, second) {
+				return e.call(r, "Echoing.", "t/echo", map[string]any{"text": "fresh server"})
+			}
+			return e.call(r, "Calling the hanging tool.", "t/hang", map[string]any{})
+		}})
+	e.cfg.Tools.CallTimeoutSeconds = 1 // a real wait: the timeout of the code under test
+	e.cfg.MCPServers = append(e.cfg.MCPServers, config.MCPServer{Name: "t", Command: []string{mcptest.Build(t)}})
+	n := e.gh.AddIssue("acme/app", forgetest.IssueSeed{Title: second, Body: "Echo it.", Author: "alice", Labels: []string{"coding agent"}})
+	if err := e.run(context.Background()); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	var first, next string // the tool results each task's model read
+	for _, r := range e.model.Requests() {
+		for _, m := range r.Messages[2:] {
+			if !strings.HasPrefix(m.Content, engine.ResultPrefix) {
+				continue
+			}
+			if strings.Contains(r.Messages[1].Content, second) {
+				next = m.Content
+			} else {
+				first = m.Content
+			}
+		}
+	}
+	if !strings.Contains(first, "t/hang timed out") || !strings.Contains(first, `MCP server "t" was restarted`) {
+		t.Errorf("the first task was not told of the timeout and the restart:\n%s", first)
+	}
+	if !strings.Contains(next, "fresh server") || strings.Contains(next, "reported an error") {
+		t.Errorf("the second task's echo did not reach a working server:\n%s", next)
+	}
+	if l := e.gh.Labels("acme/app", n); !slices.Contains(l, "coding agent done") {
+		t.Errorf("the second task's labels %v", l)
 	}
 }
 

@@ -36,8 +36,7 @@ func (s *server) call(ctx context.Context, tool string, args map[string]any) (Re
 	}
 	switch {
 	case callCtx.Err() != nil:
-		s.h.log.Warn("MCP tool call timed out", "server", s.cfg.Name, "tool", tool, "timeout", s.h.opts.CallTimeout)
-		return s.h.toolError(fmt.Sprintf("The call to %s timed out after %v and was cancelled. It may or may not have taken effect: check before calling it again, or ask for less work in one call.", full, s.h.opts.CallTimeout)), nil
+		return s.timedOut(ctx, c, tool)
 	case isProtocolError(err):
 		return s.h.toolError(fmt.Sprintf("The call to %s failed: %v.", full, err)), nil
 	case !isTransportFailure(err) && !c.hasExited() && s.alive(base, c):
@@ -59,6 +58,24 @@ func (s *server) crashed(ctx context.Context, c *conn, full string, cause error)
 		return s.h.toolError(fmt.Sprintf("MCP server %q crashed during the call to %s, and restarting it failed: %v. The call may or may not have taken effect. The server's tools are unavailable for now; a later call will try to restart it again.", s.cfg.Name, full, err)), nil
 	}
 	return s.h.toolError(fmt.Sprintf("MCP server %q crashed during the call to %s and was restarted. The call may or may not have taken effect: check before calling it again.", s.cfg.Name, full)), nil
+}
+
+// timedOut restarts the server after a call to tool outlived CallTimeout: a
+// server that did not answer in time may answer nothing again, and every
+// later call to it, from this task or another, would time out too. The call
+// is not run again.
+func (s *server) timedOut(ctx context.Context, c *conn, tool string) (Result, error) {
+	full := s.cfg.Name + "/" + tool
+	s.h.log.Warn("MCP tool call timed out; restarting the server", "server", s.cfg.Name, "tool", tool,
+		"timeout", s.h.opts.CallTimeout, "stderr", c.proc.stderrTail())
+	what := fmt.Sprintf("The call to %s timed out after %v and was cancelled", full, s.h.opts.CallTimeout)
+	if err := s.replace(ctx, c); err != nil {
+		if sysErr := s.h.systemError(ctx, full, err); sysErr != nil {
+			return Result{}, sysErr
+		}
+		return s.h.toolError(fmt.Sprintf("%s, and restarting MCP server %q failed: %v. The call may or may not have taken effect. The server's tools are unavailable for now; a later call will try to restart it again.", what, s.cfg.Name, err)), nil
+	}
+	return s.h.toolError(fmt.Sprintf("%s; MCP server %q was restarted, in case it no longer answers. The call may or may not have taken effect: check before calling it again, or ask for less work in one call.", what, s.cfg.Name)), nil
 }
 
 // alive pings the server to tell a broken connection from an odd error.

@@ -1,12 +1,70 @@
 package toolhost
 
 import (
+	"context"
+	"errors"
 	"log/slog"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Tool faults that must not wedge the daemon (issue 10).
+
+// A server that stops answering is replaced after the call that timed out:
+// the model is told so, and the next call, from the same task or a later
+// one, reaches a fresh instance instead of timing out too.
+func TestHungServerIsReplacedAfterATimeout(t *testing.T) {
+	logs := &logRecorder{}
+	// A real timeout of the code under test: kept short, asserted only by its effects.
+	h := start(t, Options{Servers: []ServerConfig{testServer(t, "t")}, CallTimeout: 300 * time.Millisecond, Logger: slog.New(logs)})
+	for task := 1; task <= 2; task++ { // two tasks in turn on the same host
+		hung := pid(t, h)
+		wantToolError(t, call(t, h, "t/hang", nil), "The call to t/hang timed out after 300ms",
+			`MCP server "t" was restarted`, "may or may not have taken effect")
+		if n := h.Restarts("t"); n != task {
+			t.Errorf("task %d: Restarts = %d, want %d", task, n, task)
+		}
+		wantOK(t, call(t, h, "t/echo", map[string]string{"text": "answering"}), "answering")
+		if now := pid(t, h); now == hung {
+			t.Errorf("task %d: the hung process %d still serves the calls", task, hung)
+		}
+		if err := syscall.Kill(hung, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("task %d: hung process %d: kill(0) = %v, want ESRCH (killed and reaped)", task, hung, err)
+		}
+	}
+	if got := logs.find("MCP tool call timed out; restarting the server"); len(got) != 2 || got[0]["tool"] != "hang" {
+		t.Errorf("timeout logs = %v, want two for hang", got)
+	}
+}
+
+// A server that cannot be started again after a timeout: the model is told
+// that too, and a later call tries again.
+func TestFailedRestartAfterATimeoutIsToolError(t *testing.T) {
+	bin := testServer(t, "t").Command[0]
+	allow := make(chan bool, 1)
+	allow <- true
+	connect := func(context.Context, ServerConfig) (mcp.Transport, error) {
+		ok := <-allow
+		allow <- ok
+		if !ok {
+			return nil, errors.New("spawn refused")
+		}
+		return &mcp.CommandTransport{Command: exec.Command(bin), TerminateDuration: 50 * time.Millisecond}, nil
+	}
+	h := start(t, Options{Servers: []ServerConfig{{Name: "t"}}, Connect: connect, CallTimeout: 300 * time.Millisecond})
+	<-allow
+	allow <- false
+	wantToolError(t, call(t, h, "t/hang", nil), "The call to t/hang timed out after 300ms",
+		`restarting MCP server "t" failed`, "spawn refused", "may or may not have taken effect")
+	<-allow
+	allow <- true
+	wantOK(t, call(t, h, "t/echo", map[string]string{"text": "x"}), "x")
+}
 
 // Lines a server writes on stdout that are not JSON-RPC (a banner at start,
 // a stray line later) are logged, secrets redacted, and skipped: the server
