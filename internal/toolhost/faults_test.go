@@ -2,6 +2,7 @@ package toolhost
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os/exec"
@@ -10,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coding-agent/coding-agent/internal/toolhost/mcptest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Tool faults that must not wedge the daemon (issue 10).
+// Tool faults that must not wedge the daemon (issue 10): a hung server, a
+// banner on stdout, arguments of the wrong type.
 
 // A server that stops answering is replaced after the call that timed out:
 // the model is told so, and the next call, from the same task or a later
@@ -94,4 +97,61 @@ func TestNonJSONLinesOnStdoutAreSkipped(t *testing.T) {
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 		t.Errorf("logged lines %q, want %q", lines, want)
 	}
+}
+
+// Arguments that do not match the tool's input schema go back to the model,
+// naming the argument and what was expected, and the server is not called:
+// the add tool trusts its schema and would crash.
+func TestArgumentsAreCheckedAgainstTheInputSchema(t *testing.T) {
+	h := start(t, Options{Servers: []ServerConfig{testServer(t, "t")}})
+	before := pid(t, h)
+	for _, tc := range []struct {
+		args string
+		want []string
+	}{
+		{`{"a": "1", "b": 2}`, []string{`argument "a"`, `has type "string", want "integer"`}},
+		{`{"a": 1.5, "b": 2}`, []string{`argument "a"`, `want "integer"`}},
+		{`{"a": 1}`, []string{`missing properties: ["b"]`}},
+		{`{"a": 1, "b": 2, "c": 3}`, []string{`additional properties ["c"]`}},
+	} {
+		r, err := h.Call(t.Context(), "t/add", json.RawMessage(tc.args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantToolError(t, r, append([]string{"Invalid arguments for t/add", "The tool was not called"}, tc.want...)...)
+	}
+	if n := h.Restarts("t"); n != 0 {
+		t.Errorf("Restarts = %d: the server was called with arguments that crash it", n)
+	}
+	wantOK(t, call(t, h, "t/add", map[string]int{"a": 1, "b": 2}), "3")
+	if after := pid(t, h); after != before {
+		t.Errorf("the server changed from %d to %d", before, after)
+	}
+}
+
+// A schema the validator cannot use (a remote reference) does not keep the
+// server from starting: its calls go unchecked, and a warning says so.
+func TestUnusableSchemaLeavesCallsUnchecked(t *testing.T) {
+	logs := &logRecorder{}
+	connect := func(ctx context.Context, _ ServerConfig) (mcp.Transport, error) {
+		serverT, clientT := mcp.NewInMemoryTransports()
+		s := mcptest.NewServer(mcptest.ServerOptions{})
+		s.AddTool(&mcp.Tool{Name: "remote", InputSchema: json.RawMessage(
+			`{"type": "object", "properties": {"x": {"$ref": "https://example.com/schemas/x.json"}}}`)},
+			func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
+			})
+		if _, err := s.Connect(ctx, serverT, nil); err != nil {
+			return nil, err
+		}
+		return clientT, nil
+	}
+	h := start(t, Options{Servers: []ServerConfig{{Name: "r"}}, Connect: connect, Logger: slog.New(logs)})
+	wantOK(t, call(t, h, "r/remote", map[string]any{"x": 1}), `{"x":1}`)
+	got := logs.find("MCP tool's input schema cannot be checked; its arguments go unchecked")
+	if len(got) != 1 || got[0]["tool"] != "remote" || !strings.Contains(got[0]["error"], "example.com") {
+		t.Errorf("warnings %v, want one for r/remote naming the reference", got)
+	}
+	// The other tools' schemas are checked.
+	wantToolError(t, call(t, h, "r/echo", map[string]any{"text": 3}), `argument "text"`, "The tool was not called")
 }

@@ -1,6 +1,7 @@
 package toolhost
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,7 +16,12 @@ import (
 func TestFilesystemServerFromNPM(t *testing.T) {
 	bin := mcptest.NodeModule(t, ".bin/mcp-server-filesystem")
 	dir := t.TempDir()
-	h := start(t, Options{Servers: []ServerConfig{{Name: "fs", Command: []string{bin, dir}}}})
+	logs := &logRecorder{}
+	h := start(t, Options{Servers: []ServerConfig{{Name: "fs", Command: []string{bin, dir}}}, Logger: slog.New(logs)})
+	// Every input schema of the real server can be checked.
+	if got := logs.find("MCP tool's input schema cannot be checked; its arguments go unchecked"); len(got) != 0 {
+		t.Errorf("schemas that cannot be checked: %v", got)
+	}
 
 	var names []string
 	for _, tool := range h.Tools() {
@@ -43,6 +49,9 @@ func TestFilesystemServerFromNPM(t *testing.T) {
 	if r.IsError || !strings.Contains(r.Text, "hello.txt") {
 		t.Errorf("list_directory = %+v, want it to list hello.txt", r)
 	}
+	// A wrong type deep in the arguments is found before the server is called.
+	r = call(t, h, "fs/edit_file", map[string]any{"path": path, "edits": []any{map[string]any{"oldText": 1, "newText": "x"}}})
+	wantToolError(t, r, `argument "edits[].oldText": type: 1 has type "integer", want "string"`, "The tool was not called")
 	// Outside the allowed directory: the server refuses, as a tool error.
 	wantToolError(t, call(t, h, "fs/read_text_file", map[string]string{"path": "/etc/hostname"}), "denied")
 }

@@ -63,8 +63,8 @@ func TestCallEchoAndToolErrors(t *testing.T) {
 		}
 		wantToolError(t, r, "Invalid arguments for t/echo")
 	}
-	// Arguments the server rejects (wrong type) are a tool error too.
-	wantToolError(t, call(t, h, "t/echo", map[string]any{"text": 3}), `want "string"`)
+	// Arguments that do not match the input schema are a tool error too.
+	wantToolError(t, call(t, h, "t/echo", map[string]any{"text": 3}), `argument "text"`, `want "string"`)
 	// Empty arguments mean {}.
 	r, err := h.Call(t.Context(), "t/pid", nil)
 	if err != nil || r.IsError {

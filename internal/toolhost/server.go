@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -26,6 +27,9 @@ type server struct {
 	cfg   ServerConfig
 	tools []Tool
 	names map[string]bool // the tools offered: callable
+	// schemas are the input schemas of the tools offered, resolved once for
+	// checking arguments; a tool whose schema cannot be used has none.
+	schemas map[string]*jsonschema.Resolved
 	// withheld counts the tools the server listed that its filters withhold.
 	withheld int
 
@@ -77,7 +81,7 @@ func (c *conn) stop(kill bool) error {
 
 // startServer starts cfg for the first time and lists its tools.
 func (h *Host) startServer(ctx context.Context, cfg ServerConfig) (*server, error) {
-	s := &server{h: h, cfg: cfg, names: map[string]bool{}, lock: make(chan struct{}, 1)}
+	s := &server{h: h, cfg: cfg, names: map[string]bool{}, schemas: map[string]*jsonschema.Resolved{}, lock: make(chan struct{}, 1)}
 	c, err := h.launch(ctx, cfg, s.listTools)
 	if err != nil {
 		return nil, err
@@ -107,6 +111,11 @@ func (s *server) listTools(ctx context.Context, sess *mcp.ClientSession) error {
 			return fmt.Errorf("encoding the input schema of tool %q: %w", t.Name, err)
 		}
 		s.names[t.Name] = true
+		if rs, err := resolveSchema(schema); err != nil {
+			s.h.log.Warn("MCP tool's input schema cannot be checked; its arguments go unchecked", "server", s.cfg.Name, "tool", t.Name, "error", err)
+		} else {
+			s.schemas[t.Name] = rs
+		}
 		readOnly := t.Annotations != nil && t.Annotations.ReadOnlyHint
 		s.tools = append(s.tools, Tool{Server: s.cfg.Name, Name: t.Name, Description: t.Description, InputSchema: schema, ReadOnly: readOnly})
 	}

@@ -212,7 +212,8 @@ func (h *Host) Restarts(server string) int {
 // Call calls the tool fullName ("server/tool") with args, a JSON object.
 //
 // Everything that goes wrong with the tool (an error result, an unknown tool or
-// server, bad arguments, a timeout, a crashed server) comes back as a Result
+// server, arguments that are not one JSON object or do not match the tool's
+// input schema, a timeout, a crashed server) comes back as a Result
 // with IsError set and a message for the model, and a nil error. The error is
 // non-nil only when ctx ends (or the host is closed): then stop working.
 func (h *Host) Call(ctx context.Context, fullName string, args json.RawMessage) (Result, error) {
@@ -229,6 +230,11 @@ func (h *Host) Call(ctx context.Context, fullName string, args json.RawMessage) 
 	m, err := parseArgs(args)
 	if err != nil {
 		return h.toolError(fmt.Sprintf("Invalid arguments for %s: %v. Send the arguments as one JSON object that matches the tool's input schema.", fullName, err)), nil
+	}
+	// A server may trust its schema and crash on anything else: it is not
+	// called with arguments that do not match.
+	if problem := checkArgs(s.schemas[tool], args); problem != "" {
+		return h.toolError(fmt.Sprintf("Invalid arguments for %s: %s. The tool was not called: send the arguments again as one JSON object that matches the tool's input schema.", fullName, problem)), nil
 	}
 	return s.call(ctx, tool, m)
 }
