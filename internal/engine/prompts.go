@@ -186,14 +186,15 @@ func FenceCut(source, s string, limit int) string {
 // resultPrompt is the message after a tool call: the tool's name and its
 // result verbatim (cut by the host at its size cap), never the call's
 // arguments, which the conversation holds once already (SPEC-NOTES 17).
-func resultPrompt(call ToolCall, res toolhost.Result, repeated int) (string, error) {
+// rerun adds a note that the call was cut off by a restart and run again.
+func resultPrompt(call ToolCall, res toolhost.Result, repeated int, rerun bool) (string, error) {
 	data := struct {
-		Prefix, Tool, Result   string
-		IsError, Truncated     bool
-		Shown, Bytes, Repeated int
+		Prefix, Tool, Result      string
+		IsError, Truncated, Rerun bool
+		Shown, Bytes, Repeated    int
 	}{
 		Prefix: ResultPrefix, Tool: call.Tool, Result: sanitize.Fence("tool output of "+call.Tool, res.Text),
-		IsError: res.IsError, Truncated: res.Truncated, Shown: len(res.Text), Bytes: res.Bytes, Repeated: repeated,
+		IsError: res.IsError, Truncated: res.Truncated, Rerun: rerun, Shown: len(res.Text), Bytes: res.Bytes, Repeated: repeated,
 	}
 	return render("result.tmpl", data)
 }

@@ -22,7 +22,7 @@ func TestResultMessageDoesNotRepeatTheArguments(t *testing.T) {
 			id = "call_1"
 		}
 		c := ToolCall{ID: id, Tool: "fs/edit_file", Args: args}
-		msg, err := ts.ResultMessage(c, toolhost.Result{Text: "Successfully wrote to /work/big.txt", Bytes: 35}, 0)
+		msg, err := ts.ResultMessage(c, toolhost.Result{Text: "Successfully wrote to /work/big.txt", Bytes: 35}, 0, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +37,7 @@ func TestResultMessageDoesNotRepeatTheArguments(t *testing.T) {
 			t.Errorf("JSON-protocol result message role %q, want user", msg.Role)
 		}
 
-		msg, err = ts.ResultMessage(c, toolhost.Result{Text: "disk full [cut]", IsError: true, Truncated: true, Bytes: 90000}, 3)
+		msg, err = ts.ResultMessage(c, toolhost.Result{Text: "disk full [cut]", IsError: true, Truncated: true, Bytes: 90000}, 3, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,6 +46,17 @@ func TestResultMessageDoesNotRepeatTheArguments(t *testing.T) {
 			if !strings.Contains(msg.Content, want) {
 				t.Errorf("native=%v: error result lacks %q:\n%s", native, want, msg.Content)
 			}
+		}
+		// A call run again after a restart cut it off: the note is ours,
+		// outside the tool's fenced output.
+		msg, err = ts.ResultMessage(c, toolhost.Result{Text: "done", Bytes: 4}, 0, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, fenced, _ := strings.Cut(msg.Content, "<untrusted")
+		if !strings.HasPrefix(head, "Result of fs/edit_file:\n[This call was cut off by a restart") ||
+			!strings.Contains(head, "may or may not have taken effect") || !strings.Contains(fenced, "done") {
+			t.Errorf("native=%v: rerun result message %q", native, msg.Content)
 		}
 		ref := ts.Refusal(c, "only read-only tools may be used in this phase")
 		if ref.Content != "Result of fs/edit_file: not run: only read-only tools may be used in this phase" {

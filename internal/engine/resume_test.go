@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -136,11 +137,24 @@ type model struct {
 	script []string
 	asked  int
 	kill   *kill
+	// cutOff counts the requests that tell the model a tool call was cut
+	// off by a restart.
+	cutOff int
 }
+
+// cutOffNote is how a resumed run's tool result says its call was cut off
+// by the restart, as a server's crash is said: it may or may not have taken
+// effect.
+const cutOffNote = "This call was cut off by a restart of the agent before its result was recorded, and was run again"
 
 func (m *model) Chat(_ context.Context, req llm.Request) (llm.Response, error) {
 	if req.Messages[0].Content == summaryPrompt {
 		return llm.Response{Message: llm.Message{Role: llm.Assistant, Content: "I echoed and looked at the results."}}, nil
+	}
+	if slices.ContainsFunc(req.Messages, func(m llm.Message) bool {
+		return strings.Contains(m.Content, cutOffNote) && strings.Contains(m.Content, "may or may not have taken effect")
+	}) {
+		m.cutOff++
 	}
 	if m.kill != nil {
 		if err := m.kill.now(); err != nil {
@@ -328,7 +342,22 @@ func TestKillAtEveryPointThenResume(t *testing.T) {
 						if m2.asked != len(script)-answered {
 							t.Errorf("the resumed run made %d requests, want %d", m2.asked, len(script)-answered)
 						}
-						if diff := cmp.Diff(ref0.comments, left.comments); diff != "" {
+						// The model is told of the call the kill cut off, and of nothing else.
+						if cut := m2.cutOff > 0; cut != (point == "tool call") {
+							t.Errorf("%d requests say a tool call was cut off by the restart after a kill at a %s", m2.cutOff, point)
+						}
+						if ref0Model := m.cutOff; ref0Model != 0 {
+							t.Errorf("the killed run's %d requests say a call was cut off", ref0Model)
+						}
+						wantComments, gotComments := ref0.comments, left.comments
+						if point == "tool call" && strings.HasSuffix(loop, "compacting") {
+							// The note on the call run again makes the conversation
+							// longer than the one never killed: in a window this
+							// small it may be compacted once more, which the
+							// receipt counts.
+							wantComments, gotComments = maskCompactions(wantComments), maskCompactions(gotComments)
+						}
+						if diff := cmp.Diff(wantComments, gotComments); diff != "" {
 							t.Errorf("comments differ from a run never killed (-want +got):\n%s", diff)
 						}
 						if got, want := left.historyText(t), ref0.historyText(t); got != want {
@@ -339,6 +368,19 @@ func TestKillAtEveryPointThenResume(t *testing.T) {
 			}
 		})
 	}
+}
+
+// compactionCounts are the receipt's counts that include compactions: the
+// model requests (summaries among them) and the compactions and summaries.
+var compactionCounts = regexp.MustCompile(`(LLM calls: |Context compactions: |\(with )\d+`)
+
+// maskCompactions hides compactionCounts in every comment.
+func maskCompactions(comments map[int64]string) map[int64]string {
+	out := make(map[int64]string, len(comments))
+	for id, body := range comments {
+		out[id] = compactionCounts.ReplaceAllString(body, "${1}N")
+	}
+	return out
 }
 
 // toolOf is the tool a scripted command names.

@@ -74,6 +74,10 @@ type Run struct {
 	// a call was taken): the reason a run of refusals ends with.
 	refused string
 	counted map[string]int // token counts of texts, for this run
+	// cutOff is set when the run resumes a step in the middle of its calls:
+	// the call in hand was started by the process that stopped, and whether
+	// it took effect is unknown. The next call run says so.
+	cutOff bool
 }
 
 // Input is the task being run.
@@ -136,6 +140,7 @@ func (e *Engine) begin(ctx context.Context, in Input, p Policy) (*Run, error) {
 			err := p.Begin(ctx, r, st.Policy)
 			if err == nil {
 				r.log.Info("resuming from checkpoint", "calls", st.Calls, "pending", st.Pending != nil)
+				r.cutOff = st.Pending != nil && st.Pending.Posted && st.Pending.Executed < len(st.Pending.Calls)
 				return r, nil
 			}
 			if !errors.Is(err, ErrUnresumable) {
@@ -398,6 +403,8 @@ func (r *Run) act(ctx context.Context) (*Outcome, error) {
 // becomes the model's next input, only a system error ends the run.
 func (r *Run) call(ctx context.Context, a *Act, c ToolCall) error {
 	st, ref := r.st, r.in.Task.Ref
+	rerun := r.cutOff && c.Tool != SearchTool // a search changes nothing outside
+	r.cutOff = false
 	if reason, unusable := r.p.Refuse(c, a); reason != "" {
 		r.refused = ""
 		if unusable {
@@ -411,6 +418,9 @@ func (r *Run) call(ctx context.Context, a *Act, c ToolCall) error {
 		return nil
 	}
 	st.Unusable, r.refused = 0, ""
+	if rerun {
+		r.log.Warn("running again a tool call cut off by a restart", "tool", c.Tool)
+	}
 	res, err := r.run(ctx, c)
 	if err != nil {
 		return fmt.Errorf("calling %s for %s: %w", c.Tool, ref, err)
@@ -422,7 +432,7 @@ func (r *Run) call(ctx context.Context, a *Act, c ToolCall) error {
 	r.p.Called(ctx, c, res)
 	var warn int
 	st.Repeats, warn = st.Repeats.Note(c.Key())
-	msg, err := r.e.ts.ResultMessage(c, res, warn)
+	msg, err := r.e.ts.ResultMessage(c, res, warn, rerun)
 	if err != nil {
 		return err
 	}

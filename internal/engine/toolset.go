@@ -110,9 +110,10 @@ func (ts *Toolset) Refusal(c ToolCall, reason string) llm.Message {
 // ResultMessage is the message that carries a tool's result back to the
 // model: a tool message answering the native call, or a user message in
 // JSON mode. repeated > 0 warns that the same call was made that many times
-// in a row.
-func (ts *Toolset) ResultMessage(c ToolCall, res toolhost.Result, repeated int) (llm.Message, error) {
-	text, err := resultPrompt(c, res, repeated)
+// in a row; rerun says that the call was cut off by a restart before its
+// result was recorded, and was run again, so it may have taken effect twice.
+func (ts *Toolset) ResultMessage(c ToolCall, res toolhost.Result, repeated int, rerun bool) (llm.Message, error) {
+	text, err := resultPrompt(c, res, repeated, rerun)
 	if err != nil {
 		return llm.Message{}, err
 	}
