@@ -1,6 +1,7 @@
 // Package toolhost runs the MCP tool servers the agent uses: it starts each
-// configured server once, lists its tools, calls them with timeouts, restarts a
-// server that dies, and stops them all on Close. Tool failures come back as
+// configured server once, lists its tools, checks a call's arguments against
+// the tool's input schema, calls them with timeouts, restarts a server that
+// dies or does not answer in time, and stops them all on Close. Tool failures come back as
 // results for the model; only the caller's own cancellation is an error.
 package toolhost
 
@@ -67,7 +68,8 @@ func matchAny(globs []string, name string) bool {
 // Options configures Start. Zero values mean defaults.
 type Options struct {
 	Servers []ServerConfig
-	// CallTimeout bounds each tool call; 0 means 2 minutes.
+	// CallTimeout bounds each tool call; 0 means 2 minutes. A call that
+	// outlives it restarts its server.
 	CallTimeout time.Duration
 	// StartTimeout bounds starting a server, its handshake and listing its tools; 0 means 60s.
 	StartTimeout time.Duration
