@@ -28,6 +28,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/plan"
 	"github.com/coding-agent/coding-agent/internal/queue/memqueue"
 	"github.com/coding-agent/coding-agent/internal/report"
+	"github.com/coding-agent/coding-agent/internal/sanitize"
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/store/sqlite"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -68,7 +69,7 @@ type App struct {
 // New builds the logger, the store and the forge adapter. Commands that run
 // the agent also start the MCP servers and the model client (startAgent).
 func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
-	a := &App{cfg: cfg, o: o, redact: obs.Redactor(cfg.Secrets())}
+	a := &App{cfg: cfg, o: o, redact: sanitize.NewRedactor(cfg.Secrets()).Redact}
 	logger, closer, err := obs.NewLogger(obs.LogOptions{
 		File: cfg.Logging.File, Level: cfg.Logging.Level, Stdout: cfg.Logging.Stdout,
 		MaxAgeDays: cfg.Logging.MaxAgeDays, Secrets: cfg.Secrets(),
@@ -352,4 +353,6 @@ func (a *App) Close() error {
 
 // Redact removes the config's secrets from s (for messages printed outside
 // the logger).
-func Redact(cfg *config.Config, s string) string { return obs.Redactor(cfg.Secrets())(s) }
+func Redact(cfg *config.Config, s string) string {
+	return sanitize.NewRedactor(cfg.Secrets()).Redact(s)
+}

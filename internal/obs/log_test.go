@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coding-agent/coding-agent/internal/sanitize"
 )
 
 // clock is a settable time source for the day logic; the test goroutine is
@@ -183,7 +185,7 @@ func TestFileLoggerRedacts(t *testing.T) {
 	log := newTestLogger(t, LogOptions{File: file, Secrets: []string{token}})
 	log.Info("using "+token, "token", token)
 	got := readFile(t, file)
-	if strings.Contains(got, token) || strings.Count(got, Redacted) != 2 {
+	if strings.Contains(got, token) || strings.Count(got, sanitize.Redacted) != 2 {
 		t.Errorf("file:\n%s", got)
 	}
 }
@@ -213,7 +215,7 @@ func TestStdoutOnlyWhenAsked(t *testing.T) {
 	}
 	newTestLogger(t, LogOptions{File: file, Stdout: true, Secrets: []string{apiKey}}).Info("both", "k", apiKey)
 	out := stdout()
-	if !strings.Contains(out, "msg=both") || !strings.Contains(out, "k="+Redacted) {
+	if !strings.Contains(out, "msg=both") || !strings.Contains(out, "k="+sanitize.Redacted) {
 		t.Errorf("stdout with Stdout (text, redacted):\n%s", out)
 	}
 	if got := readFile(t, file); !strings.Contains(got, `"msg":"both"`) {

@@ -5,41 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"sort"
-	"strings"
+
+	"github.com/coding-agent/coding-agent/internal/sanitize"
 )
-
-// Redacted replaces a secret wherever it would have appeared.
-const Redacted = "[REDACTED]"
-
-// minSecretLen is the shortest secret that is redacted; shorter strings would
-// blank out ordinary words.
-const minSecretLen = 4
-
-// Redactor returns a function that replaces every occurrence of any secret in
-// its argument with Redacted. Secrets shorter than 4 bytes are ignored; where
-// secrets overlap the longest wins. With no usable secret it returns its
-// argument unchanged.
-func Redactor(secrets []string) func(string) string {
-	seen := map[string]bool{}
-	var list []string
-	for _, s := range secrets {
-		if len(s) >= minSecretLen && !seen[s] {
-			seen[s] = true
-			list = append(list, s)
-		}
-	}
-	if len(list) == 0 {
-		return func(s string) string { return s }
-	}
-	// strings.Replacer tries the pairs in argument order at each position.
-	sort.Slice(list, func(i, j int) bool { return len(list[i]) > len(list[j]) })
-	pairs := make([]string, 0, 2*len(list))
-	for _, s := range list {
-		pairs = append(pairs, s, Redacted)
-	}
-	return strings.NewReplacer(pairs...).Replace
-}
 
 // RedactHandler is a slog.Handler that removes secrets from a record's message
 // and from every attribute (group names and keys, string values, values in
@@ -52,9 +20,10 @@ type RedactHandler struct {
 
 var _ slog.Handler = (*RedactHandler)(nil)
 
-// NewRedactHandler wraps inner so that secrets never reach it.
+// NewRedactHandler wraps inner so that secrets (in every form
+// sanitize.NewRedactor finds) and credentials of known shapes never reach it.
 func NewRedactHandler(inner slog.Handler, secrets []string) *RedactHandler {
-	return &RedactHandler{inner: inner, redact: Redactor(secrets)}
+	return &RedactHandler{inner: inner, redact: sanitize.NewRedactor(secrets).Redact}
 }
 
 // Enabled defers to the wrapped handler.
