@@ -147,7 +147,7 @@ func (a *App) startAgent(ctx context.Context) error {
 			SystemPrompt: s.SystemPrompt, Allow: s.Tools.Allow, Deny: s.Tools.Deny})
 	}
 	host, err := toolhost.Start(ctx, toolhost.Options{Servers: servers, CallTimeout: c.Tools.CallTimeout(),
-		MaxResultBytes: c.Tools.MaxResultBytes, Logger: a.Log})
+		MaxResultBytes: c.Tools.MaxResultBytes, Logger: a.Log, Redact: a.redact})
 	if err != nil {
 		return err
 	}

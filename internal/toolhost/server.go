@@ -106,9 +106,13 @@ func (s *server) listTools(ctx context.Context, sess *mcp.ClientSession) error {
 		if !s.cfg.offers(t.Name) {
 			continue
 		}
-		schema, err := json.Marshal(t.InputSchema)
+		if s.h.opts.Redact(t.Name) != t.Name {
+			s.h.log.Warn("MCP server names a tool with a secret; withholding it", "server", s.cfg.Name)
+			continue
+		}
+		schema, err := s.schema(t)
 		if err != nil {
-			return fmt.Errorf("encoding the input schema of tool %q: %w", t.Name, err)
+			return err
 		}
 		s.names[t.Name] = true
 		if rs, err := resolveSchema(schema); err != nil {
@@ -117,11 +121,31 @@ func (s *server) listTools(ctx context.Context, sess *mcp.ClientSession) error {
 			s.schemas[t.Name] = rs
 		}
 		readOnly := t.Annotations != nil && t.Annotations.ReadOnlyHint
-		s.tools = append(s.tools, Tool{Server: s.cfg.Name, Name: t.Name, Description: t.Description, InputSchema: schema, ReadOnly: readOnly})
+		s.tools = append(s.tools, Tool{Server: s.cfg.Name, Name: t.Name, Description: s.h.opts.Redact(t.Description),
+			InputSchema: schema, ReadOnly: readOnly})
 	}
 	s.withheld = len(listed) - len(s.tools)
 	s.warnUnmatched(listed)
 	return nil
+}
+
+// schema is t's input schema as JSON, redacted. A redaction that broke the
+// JSON (a secret spread over several strings) leaves a schema that says
+// only that the arguments are an object.
+func (s *server) schema(t *mcp.Tool) (json.RawMessage, error) {
+	raw, err := json.Marshal(t.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the input schema of tool %q: %w", t.Name, err)
+	}
+	red := s.h.opts.Redact(string(raw))
+	if red == string(raw) {
+		return raw, nil
+	}
+	if !json.Valid([]byte(red)) {
+		s.h.log.Warn("MCP tool's input schema held a secret; offering it without its schema", "server", s.cfg.Name, "tool", t.Name)
+		return json.RawMessage(`{"type":"object"}`), nil
+	}
+	return json.RawMessage(red), nil
 }
 
 // warnUnmatched logs each Allow or Deny glob that matches none of the tools

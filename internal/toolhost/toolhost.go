@@ -80,6 +80,14 @@ type Options struct {
 	StopTimeout time.Duration
 	// Logger receives start, restart and stderr logs; nil discards them.
 	Logger *slog.Logger
+	// Redact removes secrets from everything a server says that is passed
+	// on: every result and tool error (before it is cut to MaxResultBytes),
+	// and the tools' descriptions and schemas. A server runs as our user
+	// and may have read a secret from its environment, a file or our
+	// process; this is the one place its words enter the conversation, and
+	// from there the model requests, the checkpoints, the planning history
+	// and the comments. nil passes text on as it is.
+	Redact func(string) string
 	// Connect, if set, replaces running the server's Command (a test seam).
 	Connect func(ctx context.Context, s ServerConfig) (mcp.Transport, error)
 }
@@ -99,6 +107,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Redact == nil {
+		o.Redact = func(s string) string { return s }
 	}
 	return o
 }
@@ -286,16 +297,18 @@ func parseArgs(raw json.RawMessage) (map[string]any, error) {
 	return m, nil
 }
 
-// toolError is a tool error result with message for the model.
+// toolError is a tool error result with message for the model. The
+// message may quote what the server said, so it is redacted too.
 func (h *Host) toolError(msg string) Result {
-	r := truncate(msg, h.opts.MaxResultBytes)
+	r := truncate(h.opts.Redact(msg), h.opts.MaxResultBytes)
 	r.IsError = true
 	return r
 }
 
-// result turns an MCP tool result into a Result.
+// result turns an MCP tool result into a Result, redacted before it is
+// cut (a secret across the cut would leave its first part behind).
 func (h *Host) result(res *mcp.CallToolResult) Result {
-	r := truncate(renderContent(res), h.opts.MaxResultBytes)
+	r := truncate(h.opts.Redact(renderContent(res)), h.opts.MaxResultBytes)
 	r.IsError = res.IsError
 	return r
 }

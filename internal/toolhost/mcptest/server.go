@@ -4,8 +4,11 @@ package mcptest
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -31,6 +34,15 @@ type ServerOptions struct {
 	// Print, if set, adds the print tool, which calls it with a line to write
 	// on stdout, outside the protocol.
 	Print func(line string)
+	// Leaks adds the tools of a server that leaks secrets: parent_env
+	// returns the environment of the process that started this one, read
+	// from /proc/<ppid>/environ as a server running as the same user can;
+	// leak_env returns a variable of its own environment in many encodings
+	// (Encodings).
+	Leaks bool
+	// Banner is added to every tool's description: a server that puts
+	// what it read into its catalog.
+	Banner string
 }
 
 // Tool arguments.
@@ -52,6 +64,10 @@ type (
 		Bytes int    `json:"bytes" jsonschema:"length of the answer in bytes (at least)"`
 		Unit  string `json:"unit,omitempty" jsonschema:"string repeated to build the answer (default x)"`
 	}
+	// LeakArgs are the arguments of leak_env.
+	LeakArgs struct {
+		Name string `json:"name" jsonschema:"name of the environment variable whose value is leaked"`
+	}
 	// WriteFileArgs are the arguments of write_file.
 	WriteFileArgs struct {
 		Path    string `json:"path" jsonschema:"file to write"`
@@ -64,10 +80,13 @@ type (
 var readOnly = &mcp.ToolAnnotations{ReadOnlyHint: true}
 
 // NewServer returns an MCP server with the tools echo, fail, env, sleep, big,
-// write_file and pid, plus crash, add, ignore_shutdown, hang and print when
-// opts allows them.
+// write_file and pid, plus crash, add, ignore_shutdown, hang, print,
+// parent_env and leak_env when opts allows them.
 func NewServer(opts ServerOptions) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1.0.0"}, nil)
+	if opts.Banner != "" {
+		s.AddReceivingMiddleware(banner(opts.Banner))
+	}
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Annotations: readOnly, Description: "Returns its text."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in EchoArgs) (*mcp.CallToolResult, any, error) {
 			return text(in.Text), nil, nil
@@ -121,6 +140,20 @@ func NewServer(opts ServerOptions) *mcp.Server {
 }
 
 func addProcessTools(s *mcp.Server, opts ServerOptions) {
+	if opts.Leaks {
+		mcp.AddTool(s, &mcp.Tool{Name: "parent_env", Annotations: readOnly, Description: "Returns the environment of the parent process."},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", os.Getppid()))
+				if err != nil {
+					return nil, nil, fmt.Errorf("parent_env: %w", err)
+				}
+				return text(strings.ReplaceAll(string(b), "\x00", "\n")), nil, nil
+			})
+		mcp.AddTool(s, &mcp.Tool{Name: "leak_env", Annotations: readOnly, Description: "Returns the value of an environment variable in many encodings."},
+			func(_ context.Context, _ *mcp.CallToolRequest, in LeakArgs) (*mcp.CallToolResult, any, error) {
+				return text(Encodings(os.Getenv(in.Name))), nil, nil
+			})
+	}
 	if opts.Exit != nil {
 		mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Ends the server process in the middle of the call."},
 			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
@@ -135,6 +168,63 @@ func addProcessTools(s *mcp.Server, opts ServerOptions) {
 				return text("ignoring shutdown"), nil, nil
 			})
 	}
+}
+
+// banner adds b to the description of every tool listed.
+func banner(b string) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if list, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				tools := make([]*mcp.Tool, len(list.Tools))
+				for i, t := range list.Tools {
+					c := *t // the server's own; changing it would add b again at the next listing
+					c.Description += " " + b
+					tools[i] = &c
+				}
+				list.Tools = tools
+			}
+			return res, err
+		}
+	}
+}
+
+// Encodings is v as a leaking tool might print it: as it is, upper-cased,
+// less its last character, spaced, in quoted pieces, in base64 (both
+// alphabets, alone and inside longer data at each byte offset, wrapped at
+// 76 columns), in hex (both cases), percent-encoded byte by byte and
+// URL-escaped, one form a line.
+func Encodings(v string) string {
+	raw := []byte(v)
+	var forms []string
+	add := func(name, form string) { forms = append(forms, name+": "+form) }
+	add("plain", v)
+	add("upper", strings.ToUpper(v))
+	if len(v) > 1 {
+		add("truncated", v[:len(v)-1])
+		add("pieces", fmt.Sprintf("%q", []string{v[:len(v)/2], v[len(v)/2:]}))
+	}
+	add("spaced", strings.Join(strings.Split(v, ""), " "))
+	add("base64", base64.StdEncoding.EncodeToString(raw))
+	add("base64url", base64.RawURLEncoding.EncodeToString(raw))
+	for off := 1; off <= 3; off++ {
+		blob := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("#", off) + "export TOKEN=" + v + "\n"))
+		add(fmt.Sprintf("blob%d", off), blob)
+		var wrapped strings.Builder
+		for i := 0; i < len(blob); i += 76 {
+			wrapped.WriteString(blob[i:min(i+76, len(blob))] + "\n")
+		}
+		add(fmt.Sprintf("wrapped%d", off), "\n"+wrapped.String())
+	}
+	add("hex", hex.EncodeToString(raw))
+	add("HEX", strings.ToUpper(hex.EncodeToString(raw)))
+	var pct strings.Builder
+	for _, c := range raw {
+		fmt.Fprintf(&pct, "%%%02X", c)
+	}
+	add("percent", pct.String())
+	add("query", url.QueryEscape(v))
+	return strings.Join(forms, "\n")
 }
 
 func text(s string) *mcp.CallToolResult {

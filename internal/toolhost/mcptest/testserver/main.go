@@ -31,6 +31,8 @@ func main() {
 		},
 		Hang:  hang,
 		Print: func(line string) { fmt.Fprintln(os.Stdout, line) },
+		Leaks:  true,
+		Banner: os.Getenv("MCPTEST_BANNER"),
 	})
 	if *banner != "" {
 		fmt.Fprintln(os.Stdout, os.ExpandEnv(*banner))
