@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,7 +93,8 @@ func buildBinary(t *testing.T) string {
 }
 
 // writeConfig writes the GitHub + OpenAI config of an env as the YAML a user
-// would write, secrets taken from the environment.
+// would write, secrets taken from the environment (CA_TEST_TOKEN and
+// CA_TEST_KEY; an MCP server's env may name them as ${...} too).
 func writeConfig(t *testing.T, c *config.Config) string {
 	t.Helper()
 	q := func(s string) string { return fmt.Sprintf("%q", s) }
@@ -103,6 +105,12 @@ func writeConfig(t *testing.T, c *config.Config) string {
 			args[i] = q(a)
 		}
 		fmt.Fprintf(&mcp, "  - mcp_server_name: %s\n    command: [%s]\n", s.Name, strings.Join(args, ", "))
+		if len(s.Env) > 0 {
+			mcp.WriteString("    env:\n")
+			for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+				fmt.Fprintf(&mcp, "      %s: %s\n", k, q(s.Env[k]))
+			}
+		}
 	}
 	yaml := fmt.Sprintf(`task_source: github
 state_dir: %s
@@ -127,8 +135,11 @@ planning:
     trigger_interval: %d
   history:
     directory: %s
+conversation:
+  enabled: %t
 `, q(c.StateDir), q(c.GitHub.APIURL), strings.Join(c.GitHub.Repositories, ", "), c.LLM.FunctionCalling, q(c.LLM.OpenAI.BaseURL),
-		c.LLM.OpenAI.ContextLength, mcp.String(), q(c.Logging.File), c.Planning.Enabled, c.Planning.Reflection.TriggerInterval, q(c.Planning.History.Directory))
+		c.LLM.OpenAI.ContextLength, mcp.String(), q(c.Logging.File), c.Planning.Enabled, c.Planning.Reflection.TriggerInterval, q(c.Planning.History.Directory),
+		c.Conversation.Enabled)
 	p := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
