@@ -63,7 +63,9 @@ func (s *Store) LoadCheckpoint(ctx context.Context, ref task.Ref) (store.Checkpo
 	return store.Checkpoint{Step: int(step.Int64), Data: data, CreatedAt: t}, true, nil
 }
 
-// ClearCheckpoint deletes the task's checkpoint, if any.
+// ClearCheckpoint deletes the task's checkpoint, if any. secure_delete
+// zeroes it in the database; the WAL still holds the pages written while
+// it lived, so they are copied back and the WAL is truncated.
 func (s *Store) ClearCheckpoint(ctx context.Context, ref task.Ref) error {
 	res, err := s.db.ExecContext(ctx, `DELETE FROM checkpoints WHERE ref = ?`, ref.String())
 	if err == nil {
@@ -76,5 +78,18 @@ func (s *Store) ClearCheckpoint(ctx context.Context, ref task.Ref) error {
 	if err != nil {
 		return fmt.Errorf("clearing checkpoint of %s: %w", ref, err)
 	}
+	s.truncateWAL(ctx)
 	return nil
+}
+
+// truncateWAL checkpoints the WAL into the database and truncates it. It
+// cannot finish while another connection (or process) is reading; then the
+// old frames stay until the next truncation, or until the last connection
+// closes and SQLite removes the WAL.
+func (s *Store) truncateWAL(ctx context.Context) {
+	var busy, frames, moved int
+	err := s.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &frames, &moved)
+	if err != nil || busy != 0 {
+		s.log.Debug("the WAL could not be truncated now", "path", s.path, "error", err)
+	}
 }

@@ -150,13 +150,17 @@ func newStore(dir string, opts Options) (*Store, error) {
 // dsn builds the driver's data source name. The _pragma parameters run on
 // every connection the pool opens (busy_timeout first, the driver sorts it
 // so); _txlock=immediate makes every BeginTx a BEGIN IMMEDIATE, which takes
-// the write lock at once instead of on the first write.
+// the write lock at once instead of on the first write. secure_delete
+// overwrites what a statement deletes or replaces with zeros, in its page
+// and in freed pages: a checkpoint's conversation does not live on in the
+// file after the checkpoint is replaced or cleared.
 func dsn(path string, busy time.Duration) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busy.Milliseconds(), 10)+")")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "secure_delete(1)")
 	q.Set("_txlock", "immediate")
 	return path + "?" + q.Encode()
 }

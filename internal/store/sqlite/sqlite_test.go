@@ -1,9 +1,12 @@
 package sqlite
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -147,7 +150,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 }
 
 // TestConnectionPragmas checks that every pooled connection, not just the
-// first, waits on locks and enforces foreign keys.
+// first, waits on locks, enforces foreign keys and zeroes what it deletes.
 func TestConnectionPragmas(t *testing.T) {
 	s := mustOpen(t, t.TempDir(), Options{BusyTimeout: 7 * time.Second})
 	var mode string
@@ -170,8 +173,12 @@ func TestConnectionPragmas(t *testing.T) {
 		if err := c.QueryRowContext(t.Context(), "PRAGMA foreign_keys").Scan(&fk); err != nil {
 			t.Fatal(err)
 		}
-		if busy != 7000 || fk != 1 {
-			t.Errorf("connection %d: busy_timeout %d foreign_keys %d, want 7000 and 1", i, busy, fk)
+		var secure int
+		if err := c.QueryRowContext(t.Context(), "PRAGMA secure_delete").Scan(&secure); err != nil {
+			t.Fatal(err)
+		}
+		if busy != 7000 || fk != 1 || secure != 1 {
+			t.Errorf("connection %d: busy_timeout %d foreign_keys %d secure_delete %d, want 7000, 1 and 1", i, busy, fk, secure)
 		}
 	}
 }
@@ -230,4 +237,52 @@ func TestOpenCreatesDirectory(t *testing.T) {
 	if s.Path() != filepath.Join(dir, FileName) {
 		t.Errorf("Path() = %s", s.Path())
 	}
+}
+
+// A cleared checkpoint leaves no copy of its text in the store's files:
+// not in the database's pages (secure_delete), nor in the WAL, whether the
+// store is still open or closed. Replaced checkpoints are gone too. The
+// checkpoint is large enough to need overflow pages, which a deletion
+// frees.
+func TestClearedCheckpointLeavesNoTrace(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := storetest.Ref(1)
+	if _, err := s.Claim(t.Context(), ref, storetest.LiveOwner(t, "m")); err != nil {
+		t.Fatal(err)
+	}
+	const marker = "MARKER-sk-proj-0123456789"
+	for i, size := range []int{200, 20000, 300} {
+		data := []byte(fmt.Sprintf("%d %s %s", i, marker, strings.Repeat("x", size)))
+		if err := s.SaveCheckpoint(t.Context(), ref, store.Checkpoint{Step: i, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.ClearCheckpoint(t.Context(), ref); err != nil {
+		t.Fatal(err)
+	}
+	checkNoMarker := func(when string) {
+		t.Helper()
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := bytes.Count(b, []byte(marker)); n > 0 {
+				t.Errorf("%s: %s holds the cleared checkpoint's text %d times", when, e.Name(), n)
+			}
+		}
+	}
+	checkNoMarker("store open")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkNoMarker("store closed")
 }
