@@ -13,6 +13,7 @@ require (
 	github.com/openai/openai-go/v3 v3.96.0
 	github.com/tiktoken-go/tokenizer v0.10.0
 	gitlab.com/gitlab-org/api/client-go/v2 v2.64.0
+	golang.org/x/sys v0.48.0
 	golang.org/x/tools v0.50.0
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1
 	modernc.org/sqlite v1.60.1
@@ -50,7 +51,6 @@ require (
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect

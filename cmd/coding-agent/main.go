@@ -4,12 +4,20 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/coding-agent/coding-agent/internal/app"
 )
 
 func main() {
+	// Before anything reads a secret: the MCP servers we start run as our
+	// user and must not read our environment or memory.
+	if err := app.Harden(); err != nil {
+		fmt.Fprintln(os.Stderr, "coding-agent: warning:", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// After the first signal the task in hand is let finish its step; a
 	// second signal ends the process at once.
