@@ -79,7 +79,8 @@ type Config struct {
 // GitHub is the github section.
 type GitHub struct {
 	APIURL          string   `yaml:"api_url"`          // REST root; a GHE URL ends in /api/v3; default https://api.github.com
-	Token           string   `yaml:"token"`            // personal access or app token; required; secret
+	Token           string   `yaml:"token"`            // personal access or app token; required unless TokenFile; secret
+	TokenFile       string   `yaml:"token_file"`       // file holding the token instead (read by Parse into Token)
 	Owner           string   `yaml:"owner"`            // user or org whose repositories are searched
 	Repositories    []string `yaml:"repositories"`     // "owner/name" each; with Owner, at least one is required
 	Query           string   `yaml:"query"`            // extra search qualifiers appended to the search
@@ -97,7 +98,8 @@ type GitHub struct {
 // GitLab is the gitlab section.
 type GitLab struct {
 	APIURL          string   `yaml:"api_url"`                 // REST root; default https://gitlab.com/api/v4
-	Token           string   `yaml:"token"`                   // personal, project or group access token; required; secret
+	Token           string   `yaml:"token"`                   // personal, project or group access token; required unless TokenFile; secret
+	TokenFile       string   `yaml:"token_file"`              // file holding the token instead (read by Parse into Token)
 	Projects        []string `yaml:"project_id,scalarorlist"` // numeric IDs or "group/project" paths; a scalar or a list in YAML
 	Group           string   `yaml:"group"`                   // group ID or path searched with its subgroups
 	BotName         string   `yaml:"bot_name"`                // the token's username; empty: learned from GET /user
@@ -127,7 +129,8 @@ type LLM struct {
 // OpenAI is llm.openai.
 type OpenAI struct {
 	BaseURL       string `yaml:"base_url"`       // default https://api.openai.com/v1
-	APIKey        string `yaml:"api_key"`        // required; secret
+	APIKey        string `yaml:"api_key"`        // required unless APIKeyFile; secret
+	APIKeyFile    string `yaml:"api_key_file"`   // file holding the key instead (read by Parse into APIKey)
 	Model         string `yaml:"model"`          // required
 	MaxToken      int    `yaml:"max_token"`      // most output tokens per reply; 0: provider default
 	ContextLength int    `yaml:"context_length"` // model context window in tokens; 0: by model family

@@ -28,9 +28,10 @@ func Load(path string) (*Config, []Warning, error) {
 	return c, warnings, nil
 }
 
-// Parse is Load without file I/O: lookupEnv resolves ${VAR} (nil: every
-// variable is unset). On problems it returns a nil Config and *Problems
-// holding all of them, sorted by path.
+// Parse is Load without reading the config file: lookupEnv resolves ${VAR}
+// (nil: every variable is unset). The only files it reads are those that
+// token_file and api_key_file name. On problems it returns a nil Config and
+// *Problems holding all of them, sorted by path.
 func Parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, []Warning, error) {
 	if lookupEnv == nil {
 		lookupEnv = func(string) (string, bool) { return "", false }
@@ -51,10 +52,15 @@ func Parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, []Warni
 		d.decode("", body, reflect.ValueOf(c).Elem())
 	}
 	problems := d.problems
+	fileProblems := c.readSecretFiles()
+	for _, p := range fileProblems {
+		p.Line = d.lines[p.Path]
+		problems = append(problems, p)
+	}
 	var invalid *Problems
 	if errors.As(c.Validate(), &invalid) {
 		for _, p := range *invalid {
-			if coveredBy(d.problems, p.Path) {
+			if coveredBy(d.problems, p.Path) || coveredBy(fileProblems, p.Path+"_file") {
 				continue // already reported where the value was read
 			}
 			p.Line = d.lines[p.Path]

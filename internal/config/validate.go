@@ -115,7 +115,7 @@ func (p *Planning) validate(k *checker) {
 func (g *GitHub) validate(k *checker) {
 	const when = "required when task_source is github"
 	k.url("github.api_url", g.APIURL)
-	k.required("github.token", g.Token, when)
+	k.required("github.token", g.Token, when+" (or github.token_file)")
 	if g.Owner == "" && len(g.Repositories) == 0 {
 		k.add("github", "owner or repositories is required (or both)")
 	}
@@ -140,7 +140,7 @@ func (g *GitHub) validate(k *checker) {
 func (g *GitLab) validate(k *checker) {
 	const when = "required when task_source is gitlab"
 	k.url("gitlab.api_url", g.APIURL)
-	k.required("gitlab.token", g.Token, when)
+	k.required("gitlab.token", g.Token, when+" (or gitlab.token_file)")
 	if len(g.Projects) == 0 && g.Group == "" {
 		k.add("gitlab", "project_id or group is required (or both)")
 	}
@@ -188,7 +188,7 @@ func (l *LLM) validate(k *checker) {
 	case ProviderOpenAI:
 		o := l.OpenAI
 		k.url("llm.openai.base_url", o.BaseURL)
-		k.required("llm.openai.api_key", o.APIKey, when)
+		k.required("llm.openai.api_key", o.APIKey, when+" (or llm.openai.api_key_file)")
 		k.required("llm.openai.model", o.Model, when)
 		k.atLeast("llm.openai.max_token", o.MaxToken, 0)
 		k.atLeast("llm.openai.context_length", o.ContextLength, 0)

@@ -1,0 +1,88 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// maxSecretFile is the largest secret file read: a token or a key is a line.
+const maxSecretFile = 64 << 10
+
+// secretFile is a secret that may be given as a file instead of a value, so
+// that it need not be in the environment.
+type secretFile struct {
+	key   string  // the value's key path, such as github.token; the file's is key + "_file"
+	value *string // where the file's content goes
+	file  string  // the file's path as configured
+}
+
+// secretFiles are the secrets of the task source and the provider in use
+// that may come from a file.
+func (c *Config) secretFiles() []secretFile {
+	var out []secretFile
+	switch c.TaskSource {
+	case task.GitHub:
+		out = append(out, secretFile{"github.token", &c.GitHub.Token, c.GitHub.TokenFile})
+	case task.GitLab:
+		out = append(out, secretFile{"gitlab.token", &c.GitLab.Token, c.GitLab.TokenFile})
+	}
+	if c.LLM.Provider == ProviderOpenAI {
+		out = append(out, secretFile{"llm.openai.api_key", &c.LLM.OpenAI.APIKey, c.LLM.OpenAI.APIKeyFile})
+	}
+	return out
+}
+
+// readSecretFiles reads each secret given as a file (token_file,
+// api_key_file) into its value; a relative path is relative to the working
+// directory. Surrounding whitespace, the file's final newline among it, is
+// dropped. Setting both the value and its file, a file that cannot be read,
+// an empty one, or one of more than one line is a problem at the file's key.
+func (c *Config) readSecretFiles() Problems {
+	var ps Problems
+	for _, s := range c.secretFiles() {
+		if s.file == "" {
+			continue
+		}
+		key := s.key + "_file"
+		if *s.value != "" {
+			ps = append(ps, Problem{Path: key, Msg: "set either " + s.key + " or " + key + ", not both"})
+			continue
+		}
+		v, msg := readSecret(s.file)
+		if msg != "" {
+			ps = append(ps, Problem{Path: key, Msg: msg})
+			continue
+		}
+		*s.value = v
+	}
+	return ps
+}
+
+// readSecret returns the secret in the file at path, or what is wrong with
+// the file. The message never quotes the file's content.
+func readSecret(path string) (string, string) {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return "", "cannot read the file: " + err.Error()
+	case !fi.Mode().IsRegular() && fi.Mode()&os.ModeNamedPipe == 0:
+		return "", "is not a file: " + path
+	case fi.Size() > maxSecretFile:
+		return "", fmt.Sprintf("the file %s holds %d bytes; it should hold the secret alone", path, fi.Size())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", "cannot read the file: " + err.Error()
+	}
+	v := strings.TrimSpace(string(b))
+	switch {
+	case v == "":
+		return "", "the file " + path + " is empty"
+	case strings.ContainsAny(v, "\r\n"):
+		return "", "the file " + path + " holds more than one line; it should hold the secret alone"
+	}
+	return v, ""
+}
