@@ -10,6 +10,7 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/report"
+	"github.com/coding-agent/coding-agent/internal/sanitize"
 	"github.com/coding-agent/coding-agent/internal/toolhost"
 )
 
@@ -90,15 +91,17 @@ func (p *policy) repeated(ctx context.Context, comment string) bool {
 }
 
 // Trouble adds the ⚠️ section for a model call that failed or could not be
-// used.
+// used. The reason says what failed, not the host it failed at (a model
+// server on the LAN).
 func (p *policy) Trouble(ctx context.Context, reason string, retrying bool) {
-	body, err := p.c.o.Lang.LLMError(string(p.st.At.Phase), reason, retrying, p.c.o.Engine.Now())
+	body, err := p.c.o.Lang.LLMError(string(p.st.At.Phase), sanitize.Hosts(reason), retrying, p.c.o.Engine.Now())
 	p.section(ctx, body, err)
 }
 
-// toolError adds the ❌ section for a tool call that ended in an error.
+// toolError adds the ❌ section for a tool call that ended in an error,
+// without the hosts its text may name (the model reads them all).
 func (p *policy) toolError(ctx context.Context, tool string, res toolhost.Result) {
-	body, err := p.c.o.Lang.ToolError(tool, firstLine(res.Text, 500), p.At().Action, p.c.o.Engine.Now())
+	body, err := p.c.o.Lang.ToolError(tool, firstLine(sanitize.Hosts(res.Text), 500), p.At().Action, p.c.o.Engine.Now())
 	p.section(ctx, body, err)
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/report"
+	"github.com/coding-agent/coding-agent/internal/sanitize"
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
@@ -58,7 +59,9 @@ func (w *Worker) Process(ctx context.Context, ref task.Ref) {
 		log.Warn("run ended by an error during shutdown; it resumes on the next run", "error", err)
 		w.move(fctx, f, runInterrupted)
 	case err != nil:
-		f.reason = w.o.Redact(err.Error())
+		// What failed, without the host it failed at (an internal GitHub
+		// Enterprise or model server): the log has the whole error.
+		f.reason = w.o.Redact(sanitize.Hosts(err.Error()))
 		w.move(fctx, f, runBroke)
 	case out.End == engine.Done:
 		w.finishRound(fctx, f, out)
