@@ -23,7 +23,6 @@ import (
 	"cmp"
 	"log/slog"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -434,20 +433,52 @@ func (l Logging) SlogLevel() slog.Level {
 	return slog.LevelInfo
 }
 
-// secretEnvKey matches names of MCP server environment variables whose values
-// are treated as secrets.
-var secretEnvKey = regexp.MustCompile(`(?i)(token|key|secret|password|pass|auth|credential)`)
+// secretEnvKey reports whether the name of an MCP server's environment
+// variable says its value is a secret: one of its words (split at anything
+// but letters and digits) is TOKEN, KEY, SECRET, PASSWORD, PASS, AUTH,
+// CREDENTIAL and the like, or ends in TOKEN, SECRET, PASSWORD or APIKEY
+// (GITHUB_PERSONAL_ACCESS_TOKEN, OPENAI_API_KEY, DB_PASSWORD, AUTHTOKEN).
+// A word that only contains one (KEYRING_BACKEND, AUTHOR, PASSTHROUGH) does
+// not count: its value would be redacted from every tool result.
+func secretEnvKey(name string) bool {
+	for _, w := range strings.FieldsFunc(strings.ToUpper(name), func(r rune) bool {
+		return (r < 'A' || r > 'Z') && (r < '0' || r > '9')
+	}) {
+		switch w {
+		case "TOKEN", "TOKENS", "KEY", "KEYS", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "PASS", "PWD",
+			"AUTH", "CREDENTIAL", "CREDENTIALS", "PAT":
+			return true
+		}
+		for _, end := range []string{"TOKEN", "SECRET", "PASSWORD", "APIKEY"} {
+			if strings.HasSuffix(w, end) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// plainValue reports values no secret has, whatever the variable's name:
+// switches and small numbers. Redacting them would blank out every "true"
+// and "8080" in the tools' output.
+func plainValue(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true", "false", "yes", "no", "on", "off", "none", "null", "enabled", "disabled":
+		return true
+	}
+	return len(v) < 6 && strings.Trim(v, "0123456789") == ""
+}
 
 // Secrets returns every configured secret, for redaction of logs and comments:
 // the forge tokens, the OpenAI API key, MCP server env values whose name
-// looks secret, and passwords in URL fields. Empty values are left out;
+// says they are secrets (unless plainly not one), and passwords in URL fields. Empty values are left out;
 // duplicates appear once; longer values come first so a redactor replacing
 // them in order never leaves part of one behind.
 func (c *Config) Secrets() []string {
 	all := []string{c.GitHub.Token, c.GitLab.Token, c.LLM.OpenAI.APIKey}
 	for _, s := range c.MCPServers {
 		for k, v := range s.Env {
-			if secretEnvKey.MatchString(k) {
+			if secretEnvKey(k) && !plainValue(v) {
 				all = append(all, v)
 			}
 		}

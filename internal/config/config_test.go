@@ -330,10 +330,14 @@ llm:
 mcp_servers:
   - mcp_server_name: a
     command: [a]
-    env: {API_KEY: k1, DB_PASSWORD: pw-long-value, Auth_Header: hdr, HOME: /home/x, EMPTY_TOKEN: "", PASS: p}
+    env: {API_KEY: k1, DB_PASSWORD: pw-long-value, Auth_Header: hdr, HOME: /home/x, EMPTY_TOKEN: "", PASS: p,
+      GITHUB_PERSONAL_ACCESS_TOKEN: ghp_env, slackAuthToken: xoxb-env,
+      KEYRING_BACKEND: file, AUTHOR: someone, PASSTHROUGH: all, MONKEY: banana, AUTH_ENABLED: "true", KEY_PORT: "8080"}
 `, nil)
 	// Longest first (ties in byte order), each once, empty ones left out.
-	want := []string{"pw-long-value", "url-password", "gh-token", "gl-token", "hdr", "k1", "p"}
+	// Names that only contain a secret's word, and switches and small
+	// numbers, are not secrets.
+	want := []string{"pw-long-value", "url-password", "gh-token", "gl-token", "xoxb-env", "ghp_env", "hdr", "k1", "p"}
 	if diff := cmp.Diff(want, c.Secrets()); diff != "" {
 		t.Errorf("Secrets (-want +got):\n%s", diff)
 	}
