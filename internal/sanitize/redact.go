@@ -157,7 +157,7 @@ func (r *Redactor) Redact(s string) string {
 		s = r.exact.Replace(s)
 	}
 	b := scratch.Get().(*buffers)
-	defer scratch.Put(b)
+	defer b.release()
 	b.spans = shapeSpans(s, b.spans[:0])
 	if len(r.passes) > 0 {
 		b.norm, b.pos = b.norm[:0], b.pos[:0]
@@ -186,6 +186,16 @@ type buffers struct {
 }
 
 var scratch = sync.Pool{New: func() any { return new(buffers) }}
+
+// maxPooled is the most folded bytes a pooled buffer keeps: the scratch of
+// a rare huge tool result is left to the collector.
+const maxPooled = 1 << 20
+
+func (b *buffers) release() {
+	if cap(b.norm) <= maxPooled {
+		scratch.Put(b)
+	}
+}
 
 // span is a byte range [start, end) of the text to redact.
 type span struct{ start, end int }
