@@ -29,8 +29,8 @@ func main() {
 			signal.Ignore(syscall.SIGTERM)
 			stubborn.Store(true)
 		},
-		Hang:  hang,
-		Print: func(line string) { fmt.Fprintln(os.Stdout, line) },
+		Hang:   hang,
+		Print:  func(line string) { fmt.Fprintln(os.Stdout, line) },
 		Leaks:  true,
 		Banner: os.Getenv("MCPTEST_BANNER"),
 	})
