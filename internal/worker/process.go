@@ -50,7 +50,7 @@ func (w *Worker) Process(ctx context.Context, ref task.Ref) {
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	f := ending{ref: ref, post: post, log: log, labels: in.Task.Labels, reason: w.o.Redact(out.Reason), calls: out.Calls,
+	f := ending{ref: ref, post: post, log: log, labels: in.Task.Labels, reason: w.o.Redact(sanitize.Hosts(out.Reason)), calls: out.Calls,
 		reported: out.Reported, mark: max(out.Mark, in.Mark)}
 	switch {
 	case err != nil && (ctx.Err() != nil || isClosed(w.o.Shutdown)):
