@@ -6,6 +6,7 @@ package forgetest
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,24 @@ type Fault struct {
 	Header     map[string]string // extra headers, e.g. Retry-After
 	Times      int               // how many requests to fail; 0 means 1, -1 means forever
 	AfterServe bool              // serve the request (side effects happen), then answer Status: an ambiguous failure
+	// Truncate serves the request and answers its own status and headers
+	// (the ETag of the whole answer included) with only the first half of
+	// its body, ending cleanly: a 200 cut short on the way, as a proxy may
+	// pass it on. Status, Body and Header are not used.
+	Truncate bool
+}
+
+// HTMLPage is the body of the fault HTMLFault returns.
+const HTMLPage = `<!DOCTYPE html>
+<html><head><title>502 Bad Gateway</title></head>
+<body><h1>Bad Gateway</h1><p>The upstream server is not responding. Please try again later.</p></body></html>
+`
+
+// HTMLFault answers matching requests with 200 and an HTML page instead of
+// the API's JSON, as a proxy, a captive portal or a login wall does.
+func HTMLFault(method, path string, times int) Fault {
+	return Fault{Method: method, Path: path, Status: http.StatusOK, Body: HTMLPage, Times: times,
+		Header: map[string]string{"Content-Type": "text/html; charset=utf-8"}}
 }
 
 // Request is one request the emulator received.
@@ -194,9 +213,14 @@ func (b *base) wrap(next http.Handler, errBody func(status int) string) http.Han
 			next.ServeHTTP(rec, r)
 			return
 		}
+		if f.Truncate {
+			truncate(rec, r, next)
+			return
+		}
 		if f.AfterServe {
 			next.ServeHTTP(&discardWriter{h: http.Header{}}, r)
 		}
+		rec.Header().Set("Content-Type", "application/json")
 		for k, v := range f.Header {
 			rec.Header().Set(k, v)
 		}
@@ -204,8 +228,22 @@ func (b *base) wrap(next http.Handler, errBody func(status int) string) http.Han
 		if body == "" {
 			body = errBody(f.Status)
 		}
-		rec.Header().Set("Content-Type", "application/json")
 		rec.WriteHeader(f.Status)
 		_, _ = rec.Write([]byte(body))
 	})
+}
+
+// truncate serves r and passes on the first half of the answer's body
+// under its own status and headers, without a Content-Length, so that the
+// answer ends cleanly where it was cut.
+func truncate(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	whole := httptest.NewRecorder()
+	next.ServeHTTP(whole, r)
+	for k, v := range whole.Header() {
+		w.Header()[k] = v
+	}
+	w.Header().Del("Content-Length")
+	w.WriteHeader(whole.Code)
+	body := whole.Body.Bytes()
+	_, _ = w.Write(body[:len(body)/2])
 }

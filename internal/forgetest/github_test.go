@@ -266,6 +266,29 @@ func TestGitHubFaults(t *testing.T) {
 	}
 }
 
+// A 200 whose body is cut short keeps the whole answer's status and ETag;
+// an HTML page comes with 200 too. Each is answered once.
+func TestGitHubBadBodyFaults(t *testing.T) {
+	g := NewGitHub(t)
+	g.AddIssue("acme/app", IssueSeed{Title: "a"})
+	whole, wholeBody := ghCall(t, g, "GET", "/repos/acme/app/issues/1", "")
+	g.Inject(Fault{Method: "GET", Path: "/issues/1", Truncate: true})
+	cut, cutBody := ghCall(t, g, "GET", "/repos/acme/app/issues/1", "")
+	if cut.StatusCode != 200 || cut.Header.Get("ETag") != whole.Header.Get("ETag") || cut.Header.Get("ETag") == "" ||
+		len(cutBody) != len(wholeBody)/2 || !strings.HasPrefix(string(wholeBody), string(cutBody)) || json.Valid(cutBody) {
+		t.Errorf("truncated answer: %d, ETag %q (whole %q), %d of %d bytes: %s", cut.StatusCode, cut.Header.Get("ETag"),
+			whole.Header.Get("ETag"), len(cutBody), len(wholeBody), cutBody)
+	}
+	g.Inject(HTMLFault("GET", "/issues/1", 1))
+	page, pageBody := ghCall(t, g, "GET", "/repos/acme/app/issues/1", "")
+	if page.StatusCode != 200 || !strings.HasPrefix(page.Header.Get("Content-Type"), "text/html") || string(pageBody) != HTMLPage {
+		t.Errorf("HTML page: %d %q %s", page.StatusCode, page.Header.Get("Content-Type"), pageBody)
+	}
+	if again, b := ghCall(t, g, "GET", "/repos/acme/app/issues/1", ""); again.StatusCode != 200 || !json.Valid(b) {
+		t.Errorf("after the faults were used up: %d %s", again.StatusCode, b)
+	}
+}
+
 func TestGitHubPrimaryRateLimitExhausted(t *testing.T) {
 	g := NewGitHub(t)
 	g.SetRateLimit("core", 2)

@@ -1,6 +1,7 @@
 package forgetest_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -347,6 +348,32 @@ func TestGitLabFaultsAndRateHeaders(t *testing.T) {
 	}
 	if !slices.Equal(statuses, []int{200, 200, 429, 502}) {
 		t.Errorf("logged statuses %v", statuses)
+	}
+}
+
+// A 200 whose body is cut short keeps the whole answer's status and ETag;
+// an HTML page comes with 200 too. Each is answered once.
+func TestGitLabBadBodyFaults(t *testing.T) {
+	g := forgetest.NewGitLab(t)
+	g.AddProject("acme/app")
+	g.AddIssue("acme/app", forgetest.IssueSeed{Title: "t"})
+	tok := map[string]string{"PRIVATE-TOKEN": g.Token}
+	const path = "/projects/acme%2Fapp/issues/1"
+	_, wholeHdr, whole := glDo(t, g, "GET", path, tok, nil)
+	g.Inject(forgetest.Fault{Method: "GET", Path: "/issues/1", Truncate: true})
+	status, h, cut := glDo(t, g, "GET", path, tok, nil)
+	if status != 200 || h.Get("ETag") != wholeHdr.Get("ETag") || h.Get("ETag") == "" ||
+		len(cut) != len(whole)/2 || !strings.HasPrefix(whole, cut) || json.Valid([]byte(cut)) {
+		t.Errorf("truncated answer: %d, ETag %q (whole %q), %d of %d bytes: %s", status, h.Get("ETag"), wholeHdr.Get("ETag"),
+			len(cut), len(whole), cut)
+	}
+	g.Inject(forgetest.HTMLFault("GET", "/issues", 1))
+	status, h, page := glDo(t, g, "GET", "/projects/acme%2Fapp/issues", tok, nil)
+	if status != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/html") || page != forgetest.HTMLPage {
+		t.Errorf("HTML page: %d %q %s", status, h.Get("Content-Type"), page)
+	}
+	if status, _, b := glDo(t, g, "GET", "/projects/acme%2Fapp/issues", tok, nil); status != 200 || !json.Valid([]byte(b)) {
+		t.Errorf("after the faults were used up: %d %s", status, b)
 	}
 }
 
