@@ -61,7 +61,9 @@ var keptHeaders = map[string]bool{
 //
 // The server stays the source of truth: the cache never answers without
 // asking it. Only 200 answers to GET that carry a validator are stored,
-// bodies up to 8 MiB; the least recently used entry goes first once
+// bodies up to 8 MiB, and never one that should be JSON and is not (cut
+// short, or an HTML page): a truncated answer can carry the full one's
+// ETag; the least recently used entry goes first once
 // maxEntries (or 64 MiB of bodies) is exceeded. A request that already
 // carries its own conditional or Range header passes through untouched.
 //
@@ -291,6 +293,14 @@ func (c *Cache) store(req *http.Request, key string, resp *http.Response, writes
 		return resp, nil
 	}
 	resp.Body.Close()
+	if want, lines := shouldBeJSON(req, resp); want && checkJSON(resp, body, lines) != nil {
+		// Cut short or not JSON at all: not kept, or its validator would
+		// turn the retry's 304 into the same bad answer. The retry layer
+		// above judges it.
+		c.drop(key)
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		return resp, nil
+	}
 	header := resp.Header.Clone()
 	header.Del(CacheHeader)
 	ent := &cacheEntry{

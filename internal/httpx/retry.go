@@ -1,10 +1,12 @@
 // Package httpx holds the one retry layer every outbound HTTP call goes
 // through: the forges and the model providers. A transient failure (5xx,
-// 429, GitHub's secondary rate limit, a timeout, a reset connection) is
-// retried at most Options.MaxRetries times (3: four attempts in all), waiting
-// no less than Retry-After or the rate-limit reset says. The waiting rules
-// (Sleep, Backoff, RateLimited, ServerWait, RetryAfter) are exported for the
-// forge adapters, which retry their comment POSTs themselves.
+// 429, GitHub's secondary rate limit, a timeout, a reset connection, a
+// success whose body should be JSON but is cut short, stalls or is not JSON
+// at all) is retried at most Options.MaxRetries times (3: four attempts in
+// all), waiting no less than Retry-After or the rate-limit reset says. The
+// waiting rules (Sleep, Backoff, RateLimited, ServerWait, RetryAfter) are
+// exported for the forge adapters, which retry their comment POSTs
+// themselves.
 package httpx
 
 import (
@@ -130,27 +132,50 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// attempt sends one try, with its own timeout if configured.
+// attempt sends one try, with its own timeout if configured. The body of a
+// success that should be JSON is read and checked within the attempt when
+// the request may be retried, so that an answer cut short, stalled
+// mid-body or not JSON at all is retried like a 5xx.
 func (t *transport) attempt(req *http.Request, body []byte) (*http.Response, error) {
 	r := req.Clone(req.Context())
 	if body != nil {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
-	if t.o.AttemptTimeout <= 0 {
-		return t.o.Base.RoundTrip(r)
+	var (
+		ctx    context.Context
+		cancel context.CancelFunc
+	)
+	if t.o.AttemptTimeout > 0 {
+		ctx, cancel = context.WithTimeoutCause(req.Context(), t.o.AttemptTimeout, errAttemptTimeout)
+	} else {
+		ctx, cancel = context.WithCancel(req.Context())
 	}
-	ctx, cancel := context.WithTimeoutCause(req.Context(), t.o.AttemptTimeout, errAttemptTimeout)
 	resp, err := t.o.Base.RoundTrip(r.WithContext(ctx))
 	if err != nil {
 		cancel()
-		if context.Cause(ctx) == errAttemptTimeout && req.Context().Err() == nil {
-			return nil, fmt.Errorf("%w after %s", errAttemptTimeout, t.o.AttemptTimeout)
+		return nil, t.timedOut(ctx, req, err)
+	}
+	if want, lines := shouldBeJSON(req, resp); want && t.retryable(req) {
+		if err := readChecked(resp, lines, cancel); err != nil {
+			return nil, t.timedOut(ctx, req, err)
 		}
-		return nil, err
+		return resp, nil
 	}
 	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
 	return resp, nil
+}
+
+// timedOut names the attempt's own timeout as the cause of err when it
+// was (and not the caller's context).
+func (t *transport) timedOut(ctx context.Context, req *http.Request, err error) error {
+	if context.Cause(ctx) != errAttemptTimeout || req.Context().Err() != nil {
+		return err
+	}
+	if errors.Is(err, errReadBody) {
+		return fmt.Errorf("%w after %s, in the middle of the answer", errAttemptTimeout, t.o.AttemptTimeout)
+	}
+	return fmt.Errorf("%w after %s", errAttemptTimeout, t.o.AttemptTimeout)
 }
 
 var errAttemptTimeout = errors.New("attempt timed out")
@@ -173,10 +198,7 @@ func (t *transport) classify(req *http.Request, resp *http.Response, err error, 
 		return false, 0
 	}
 	backoff := t.backoff(attempt)
-	safe := t.o.RetryUnsafe || req.Context().Value(idempotentKey{}) != nil ||
-		req.Method == http.MethodGet || req.Method == http.MethodHead ||
-		req.Method == http.MethodPut || req.Method == http.MethodDelete || req.Method == http.MethodOptions
-	if !safe {
+	if !t.retryable(req) {
 		// A POST that may have side effects is the caller's to retry (the
 		// forge adapters check whether a comment landed before re-posting).
 		return false, 0
@@ -197,6 +219,14 @@ func (t *transport) classify(req *http.Request, resp *http.Response, err error, 
 	return false, 0
 }
 
+// retryable reports whether req may be sent again: it has no side effects
+// to repeat.
+func (t *transport) retryable(req *http.Request) bool {
+	return t.o.RetryUnsafe || req.Context().Value(idempotentKey{}) != nil ||
+		req.Method == http.MethodGet || req.Method == http.MethodHead ||
+		req.Method == http.MethodPut || req.Method == http.MethodDelete || req.Method == http.MethodOptions
+}
+
 func (t *transport) backoff(attempt int) time.Duration {
 	d := Backoff(attempt, t.o.BaseDelay, t.o.MaxDelay)
 	// Up to 20% jitter so that several workers do not retry in step.
@@ -205,7 +235,8 @@ func (t *transport) backoff(attempt int) time.Duration {
 
 // transient reports whether a transport error is worth retrying.
 func transient(err error) bool {
-	if errors.Is(err, errAttemptTimeout) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+	if errors.Is(err, errAttemptTimeout) || errors.Is(err, ErrBadBody) || errors.Is(err, errReadBody) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		return true
 	}
 	var ne net.Error
