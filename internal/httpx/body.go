@@ -28,9 +28,10 @@ const maxCheckedBody = 32 << 20
 
 // shouldBeJSON reports whether resp's body must be JSON, and whether as one
 // document per line (NDJSON): a success with a body whose Content-Type says
-// JSON, or whose request asked for JSON alone (Accept), whatever the answer
-// says it is, so that an HTML page answered with 200 is caught.
-func shouldBeJSON(req *http.Request, resp *http.Response) (want, lines bool) {
+// JSON, or whose request asked for JSON alone (Accept), or any success when
+// always is set (Options.JSON), whatever the answer says it is, so that an
+// HTML page answered with 200 is caught.
+func shouldBeJSON(req *http.Request, resp *http.Response, always bool) (want, lines bool) {
 	if req.Method == http.MethodHead || resp.StatusCode < 200 || resp.StatusCode > 299 ||
 		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusResetContent {
 		return false, false
@@ -39,12 +40,13 @@ func shouldBeJSON(req *http.Request, resp *http.Response) (want, lines bool) {
 		return true, kind == jsonLines
 	}
 	accepts := strings.Split(req.Header.Get("Accept"), ",")
+	lines = len(accepts) == 1 && jsonKind(accepts[0]) == jsonLines
 	for _, a := range accepts {
 		if jsonKind(a) == notJSON {
-			return false, false
+			return always, lines
 		}
 	}
-	return true, len(accepts) == 1 && jsonKind(accepts[0]) == jsonLines
+	return true, lines
 }
 
 type mediaKind int

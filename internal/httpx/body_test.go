@@ -132,6 +132,20 @@ func TestBadJSONAnswerIsRetried(t *testing.T) {
 	}
 }
 
+// With Options.JSON every success should be JSON: an HTML page answered to
+// a request for a media type that does not say JSON (go-github's preview
+// types) is retried too.
+func TestEverySuccessShouldBeJSON(t *testing.T) {
+	a := &answers{bad: []http.HandlerFunc{answer(200, "text/html", htmlPage)}}
+	srv := httptest.NewServer(a)
+	t.Cleanup(srv.Close)
+	c := NewClient(Options{JSON: true, Sleep: (&sleeps{}).sleep})
+	body, err := get(t, c, srv.URL, "application/vnd.github.squirrel-girl-preview")
+	if err != nil || body != good || a.attempts() != 2 {
+		t.Fatalf("got %q, %v after %d attempts; want the good answer after 2", body, err, a.attempts())
+	}
+}
+
 // Four bad answers in a row spend the retries; the error says what was
 // wrong with the last.
 func TestBadJSONAnswerFourTimesFails(t *testing.T) {

@@ -293,7 +293,7 @@ func (c *Cache) store(req *http.Request, key string, resp *http.Response, writes
 		return resp, nil
 	}
 	resp.Body.Close()
-	if want, lines := shouldBeJSON(req, resp); want && checkJSON(resp, body, lines) != nil {
+	if want, lines := shouldBeJSON(req, resp, false); want && checkJSON(resp, body, lines) != nil {
 		// Cut short or not JSON at all: not kept, or its validator would
 		// turn the retry's 304 into the same bad answer. The retry layer
 		// above judges it.

@@ -41,6 +41,12 @@ type Options struct {
 	// effects (a model completion). Otherwise those are retried only when
 	// the request is marked with Idempotent; the caller retries the rest.
 	RetryUnsafe bool
+	// JSON says that every success should carry JSON, whatever its
+	// Content-Type: the forges' REST APIs and the model servers answer
+	// nothing else, so an HTML page answered 200 (a proxy, a login wall)
+	// is a failure to retry. Without it only answers that say they are
+	// JSON, or whose request asked for JSON alone, are checked.
+	JSON bool
 	// Base is the underlying transport; nil → http.DefaultTransport.
 	Base http.RoundTripper
 	// Logger receives one warning per retry; nil → discard.
@@ -156,7 +162,7 @@ func (t *transport) attempt(req *http.Request, body []byte) (*http.Response, err
 		cancel()
 		return nil, t.timedOut(ctx, req, err)
 	}
-	if want, lines := shouldBeJSON(req, resp); want && t.retryable(req) {
+	if want, lines := shouldBeJSON(req, resp, t.o.JSON); want && t.retryable(req) {
 		if err := readChecked(resp, lines, cancel); err != nil {
 			return nil, t.timedOut(ctx, req, err)
 		}
