@@ -100,10 +100,11 @@ func (a *App) httpClient(timeout time.Duration, retryUnsafe bool) *http.Client {
 }
 
 // httpClientOver is httpClient with its retries sent through base (nil:
-// straight to the network).
+// straight to the network). Every API it talks to answers JSON, so a
+// success that is not JSON (cut short, an HTML page) is retried.
 func (a *App) httpClientOver(base http.RoundTripper, timeout time.Duration, retryUnsafe bool) *http.Client {
 	return httpx.NewClient(httpx.Options{
-		AttemptTimeout: timeout, RetryUnsafe: retryUnsafe, Logger: a.Log, Sleep: a.o.Sleep, Base: base,
+		AttemptTimeout: timeout, RetryUnsafe: retryUnsafe, JSON: true, Logger: a.Log, Sleep: a.o.Sleep, Base: base,
 	})
 }
 

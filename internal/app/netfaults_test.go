@@ -1,0 +1,118 @@
+package app_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/forgetest"
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// Faults that must not wedge the daemon: answers that are not what they
+// should be, and the state store that cannot be written.
+
+// A forge read answered 200 with its body cut short or with an HTML page is
+// retried like a 5xx: a discovery and a task read that get one bad answer
+// each, then good ones, make a run that finishes the task as if nothing
+// had happened.
+func TestBadForgeAnswerIsRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		forge  string
+		faults []forgetest.Fault // each answered once, then the request is asked again
+	}{
+		{"GitHub", task.GitHub, []forgetest.Fault{
+			{Method: "GET", Path: "/repos/acme/app/issues", Truncate: true}, // the discovery
+			forgetest.HTMLFault("GET", "/repos/acme/app/issues/1", 1),       // the task, re-read before the claim
+			{Method: "GET", Path: "/repos/acme/app/issues/1/comments", Truncate: true},
+		}},
+		{"GitLab", task.GitLab, []forgetest.Fault{
+			forgetest.HTMLFault("GET", "/projects/acme%2Fapp/issues", 1),
+			{Method: "GET", Path: "/projects/acme%2Fapp/issues/1", Truncate: true},
+			forgetest.HTMLFault("GET", "/projects/acme%2Fapp/issues/1/notes", 1),
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, setup{forge: tc.forge, kind: task.Issue, provider: config.ProviderOpenAI, native: true})
+			for _, f := range tc.faults {
+				e.inject(f)
+			}
+			if err := e.run(context.Background()); err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			checkDone(t, e, config.ProviderOpenAI, true)
+			for _, f := range tc.faults {
+				if !e.askedAgain(f.Path) {
+					t.Errorf("the bad answer to GET %s was not followed by the same request", f.Path)
+				}
+			}
+		})
+	}
+}
+
+// Four bad answers in a row to the discovery spend its retries: run fails
+// (exit 1) saying what was wrong, and nothing is claimed.
+func TestFourBadAnswersToTheDiscoveryFailTheRun(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
+	e.gh.Inject(forgetest.HTMLFault("GET", "/repos/acme/app/issues", 4))
+	err := e.run(context.Background())
+	if err == nil {
+		t.Fatal("run succeeded on four HTML pages")
+	}
+	for _, want := range []string{"discovering tasks", "not the JSON it should be", "text/html", "<!DOCTYPE html>"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if n := e.gh.Count("GET", "/repos/acme/app/issues"); n != 4 {
+		t.Errorf("%d discovery requests, want 4", n)
+	}
+	if l := e.labels(); !slices.Equal(l, []string{"bug", "coding agent"}) {
+		t.Errorf("labels %v, want the task untouched", l)
+	}
+	if n := len(e.model.Requests()); n != 0 {
+		t.Errorf("%d model requests, want none", n)
+	}
+}
+
+// Four cut answers in a row to a task's comments fail that task with a
+// reason that says so; the run itself went fine.
+func TestFourBadAnswersToATaskReadFailTheTask(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitLab, kind: task.Issue, provider: config.ProviderOpenAI})
+	e.gl.Inject(forgetest.Fault{Method: "GET", Path: "/issues/1/notes", Truncate: true, Times: 4})
+	if err := e.run(context.Background()); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	checkFailed(t, e, "cut short in the middle of its JSON")
+	if n := len(e.model.Requests()); n != 0 {
+		t.Errorf("%d model requests, want none", n)
+	}
+}
+
+func (e *env) inject(f forgetest.Fault) {
+	if e.gh != nil {
+		e.gh.Inject(f)
+	} else {
+		e.gl.Inject(f)
+	}
+}
+
+// askedAgain reports whether the first GET of path (exactly) was followed
+// by the same request, query included.
+func (e *env) askedAgain(path string) bool {
+	var log []forgetest.Request
+	if e.gh != nil {
+		log = e.gh.Requests()
+	} else {
+		log = e.gl.Requests()
+	}
+	prefix := ""
+	if e.gl != nil {
+		prefix = "/api/v4"
+	}
+	i := slices.IndexFunc(log, func(r forgetest.Request) bool { return r.Method == "GET" && r.Path == prefix+path })
+	return i >= 0 && i+1 < len(log) && log[i+1].Method == "GET" && log[i+1].Path == log[i].Path && log[i+1].Query == log[i].Query
+}
