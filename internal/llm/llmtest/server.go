@@ -1,8 +1,8 @@
 // Package llmtest is a scripted model server for tests: one httptest server
 // that speaks OpenAI chat completions (POST /v1/chat/completions) and
 // Ollama's native chat (POST /api/chat), answers each request with the next
-// step of a script (a reply, a fault, garbage, an empty answer or a slow
-// one), and records every request decoded into llm terms.
+// step of a script (a reply, a fault, garbage, an empty answer, a slow one
+// or one that stalls mid-body), and records every request decoded into llm terms.
 //
 // A request that finds the script exhausted (and no Responder) is answered
 // 500 and fails the test, so a test that over-calls the model fails. So does
@@ -233,6 +233,8 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, wf wire, rec Rec
 		wf.empty(w, rec)
 	case Slow:
 		s.slow(w, r, wf, rec, st)
+	case Stall:
+		s.stall(w, r, wf, rec, st)
 	default:
 		s.t.Errorf("llmtest: request %d: unknown step type %T", rec.N, step)
 		writeRaw(w, http.StatusInternalServerError, wf.errorBody("llmtest: unknown step"))
@@ -253,6 +255,33 @@ func (s *Server) slow(w http.ResponseWriter, r *http.Request, wf wire, rec Recei
 			then = Reply{}
 		}
 		s.answer(w, r, wf, rec, then)
+	}
+}
+
+func (s *Server) stall(w http.ResponseWriter, r *http.Request, wf wire, rec Received, st Stall) {
+	then := st.Then
+	if then == nil {
+		then = Reply{}
+	}
+	whole := httptest.NewRecorder()
+	s.answer(whole, r, wf, rec, then)
+	for k, v := range whole.Header() {
+		w.Header()[k] = v
+	}
+	w.Header().Del("Content-Length")
+	w.WriteHeader(whole.Code)
+	body := whole.Body.Bytes()
+	_, _ = w.Write(body[:len(body)/2])
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	if st.Arrived != nil {
+		close(st.Arrived)
+	}
+	select {
+	case <-r.Context().Done():
+	case <-s.done:
+		panic(http.ErrAbortHandler) // the test is over: drop the connection
 	}
 }
 

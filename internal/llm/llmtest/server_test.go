@@ -1,6 +1,7 @@
 package llmtest_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -213,5 +214,39 @@ func TestSlowStepEndsWithTheServer(t *testing.T) {
 	}) // the cleanup must not wait for the client
 	if err := <-done; err == nil {
 		t.Error("the held request got an answer, want the connection closed")
+	}
+}
+
+// A Stall step sends the status, the headers and the first half of the
+// answer, then nothing until the client gives up.
+func TestStallStepSendsHalfAnAnswer(t *testing.T) {
+	for _, path := range []string{"/v1/chat/completions", "/api/chat"} {
+		t.Run(path, func(t *testing.T) {
+			srv := llmtest.NewServer(t, llmtest.Options{})
+			arrived := make(chan struct{})
+			srv.Script(llmtest.Stall{Then: llmtest.Reply{Content: "Writing hello.txt now, as asked."}, Arrived: arrived})
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL()+path,
+				strings.NewReader(`{"model":"m","stream":false,`+userOnly+`}`))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			<-arrived
+			buf := make([]byte, 4096)
+			n, err := resp.Body.Read(buf)
+			head := buf[:n]
+			if err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" ||
+				n == 0 || head[0] != '{' || json.Valid(head) {
+				t.Fatalf("first read: %d %q, %q, %v; want the start of a JSON answer", resp.StatusCode,
+					resp.Header.Get("Content-Type"), head, err)
+			}
+			cancel() // the client gives up
+			if rest, err := io.ReadAll(resp.Body); err == nil {
+				t.Errorf("the rest came (%q), want the read cut", rest)
+			}
+		})
 	}
 }

@@ -5,7 +5,8 @@ import (
 	"fmt"
 )
 
-// Step is one scripted answer: a Reply, a Fault, Garbage, Empty or Slow.
+// Step is one scripted answer: a Reply, a Fault, Garbage, Empty, Slow or
+// Stall.
 type Step interface{ isStep() }
 
 // Reply answers 200 with a model message in the request's wire format.
@@ -68,11 +69,21 @@ type Slow struct {
 	Then    Step
 }
 
+// Stall starts the answer Then would give (nil means an empty Reply): its
+// status, its headers and the first half of its body, and then sends
+// nothing more until the client gives up, as a server that stalls
+// mid-answer. Arrived (when not nil) is closed once the first half is out.
+type Stall struct {
+	Then    Step
+	Arrived chan<- struct{}
+}
+
 func (Reply) isStep()   {}
 func (Fault) isStep()   {}
 func (Garbage) isStep() {}
 func (Empty) isStep()   {}
 func (Slow) isStep()    {}
+func (Stall) isStep()   {}
 
 // argsJSON renders a Call's arguments.
 func argsJSON(args any) (json.RawMessage, error) {
