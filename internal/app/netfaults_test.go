@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/config"
 	"github.com/coding-agent/coding-agent/internal/forgetest"
+	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -89,6 +91,38 @@ func TestFourBadAnswersToATaskReadFailTheTask(t *testing.T) {
 	checkFailed(t, e, "cut short in the middle of its JSON")
 	if n := len(e.model.Requests()); n != 0 {
 		t.Errorf("%d model requests, want none", n)
+	}
+}
+
+// A model answer that stalls mid-body is cut at llm.timeout_seconds and
+// asked again, as a 5xx is: the retry is the same turn (the same request,
+// counted once), and the task finishes.
+func TestStalledModelAnswerIsRetried(t *testing.T) {
+	for _, provider := range []string{config.ProviderOpenAI, config.ProviderOllama} {
+		t.Run(provider, func(t *testing.T) {
+			e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: provider, native: true,
+				respond: func(e *env, r llmtest.Received) llmtest.Step {
+					if r.N == 1 {
+						return llmtest.Stall{Then: writeThenDone(e, r)}
+					}
+					return writeThenDone(e, r)
+				}})
+			e.cfg.LLM.TimeoutSeconds = 1
+			if err := e.run(context.Background()); err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			reqs := e.model.Requests()
+			if len(reqs) != 3 || !bytes.Equal(reqs[0].Body, reqs[1].Body) {
+				t.Fatalf("%d model requests, want 3: the stalled one asked again as it was, then the next turn", len(reqs))
+			}
+			if rec := e.record(); rec.Status != task.Done || rec.Counters.LLMCalls != 2 || rec.Counters.ToolCalls != 1 {
+				t.Errorf("store record %+v, want done after 2 model calls (the retry is not a turn)", rec)
+			}
+			if c := e.botComments(); !slices.Equal(c, []string{"Writing hello.txt.", "Created hello.txt with a greeting."}) {
+				t.Errorf("bot comments %q", c)
+			}
+			e.wantLabels(t, "bug", "coding agent done")
+		})
 	}
 }
 
