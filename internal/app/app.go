@@ -84,7 +84,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		a.Close()
 		return nil, fmt.Errorf("opening the state store in %s: %w", cfg.StateDir, err)
 	}
-	a.store = st
+	// Its failures (not its answers) are marked, so that the worker stops
+	// on them and the command fails with them.
+	a.store = store.MarkFailures(st)
 	a.closers = append(a.closers, st)
 	f, err := a.newForge()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/queue/memqueue"
 	"github.com/coding-agent/coding-agent/internal/task"
+	"github.com/coding-agent/coding-agent/internal/worker"
 )
 
 // shutdownGrace is how long a task in hand may take, after a shutdown
@@ -51,7 +52,8 @@ func (a *App) Run(ctx context.Context) error {
 
 // Serve polls every continuous.producer.interval_minutes and processes what
 // it finds until ctx ends; the tasks in hand then stop at their next
-// checkpoint.
+// checkpoint. A consumer that stops on its own (the store cannot be
+// written) ends the polling too, and Serve returns its error.
 func (a *App) Serve(ctx context.Context) error {
 	if err := a.startAgent(ctx); err != nil {
 		return err
@@ -60,8 +62,7 @@ func (a *App) Serve(ctx context.Context) error {
 	w := a.newWorker(q, ctx.Done())
 	tctx, cancel := taskContext(ctx)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- w.Consume(tctx) }()
+	done, ctx := a.consume(ctx, w, tctx)
 	replies := make(chan struct{})
 	go func() {
 		defer close(replies)
@@ -119,14 +120,30 @@ func (a *App) Consume(ctx context.Context, once bool) error {
 		q.Close()
 		return w.Consume(tctx)
 	}
-	done := make(chan error, 1)
-	go func() { done <- w.Consume(tctx) }()
+	done, ctx := a.consume(ctx, w, tctx)
 	a.poll(ctx, a.cfg.Continuous.Producer.Interval(), func(ctx context.Context) error {
 		_, err := w.Backlog(ctx)
 		return err
 	})
 	q.Close()
 	return <-done
+}
+
+// consume runs w's consumer under tctx in the background; done gets its
+// error once it returns. The context returned is ctx, ended too when the
+// consumer returns an error, so that polling stops with it.
+func (a *App) consume(ctx context.Context, w *worker.Worker, tctx context.Context) (<-chan error, context.Context) {
+	ctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		err := w.Consume(tctx)
+		if err != nil {
+			a.Log.Error("the consumer stopped; polling stops too", "error", err)
+			stop()
+		}
+		done <- err
+	}()
+	return done, ctx
 }
 
 // poll runs pass now and then every interval until ctx ends; a failed pass

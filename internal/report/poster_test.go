@@ -408,13 +408,20 @@ func TestTemplates(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Interrupted: %v", err)
 	}
-	for name, got := range map[string]string{"failed": failed, "interrupted": interrupted} {
+	storeFailed, err := report.StoreFailed(3, "state store: saving checkpoint of github:acme/app#12: disk I/O error (778)")
+	if err != nil {
+		t.Fatalf("StoreFailed: %v", err)
+	}
+	for name, got := range map[string]string{"failed": failed, "interrupted": interrupted, "storefailed": storeFailed} {
 		t.Run(name, func(t *testing.T) { golden.Check(t, name, got) })
 	}
 	for _, want := range []string{"The model server answered 503 four times.", "`coding agent failed`", "add `coding agent`"} {
 		if !strings.Contains(failed, want) {
 			t.Errorf("Failed comment lacks %q:\n%s", want, failed)
 		}
+	}
+	if !strings.Contains(storeFailed, "after step 3 ") || !strings.Contains(storeFailed, "disk I/O error (778)") {
+		t.Errorf("StoreFailed comment lacks the step or the reason:\n%s", storeFailed)
 	}
 	if !strings.Contains(interrupted, "after step 7.") {
 		t.Errorf("Interrupted comment lacks the step number:\n%s", interrupted)

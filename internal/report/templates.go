@@ -24,6 +24,12 @@ func Interrupted(turn int) (string, error) {
 	return render("interrupted.tmpl", map[string]any{"Turn": turn})
 }
 
+// StoreFailed is the comment posted when a task stops because the state
+// store cannot be written.
+func StoreFailed(turn int, reason string) (string, error) {
+	return render("storefailed.tmpl", map[string]any{"Turn": turn, "Reason": reason})
+}
+
 func render(name string, data any) (string, error) {
 	var b bytes.Buffer
 	if err := templates.ExecuteTemplate(&b, name, data); err != nil {

@@ -13,12 +13,18 @@ import (
 // Consume runs Workers goroutines taking jobs until the queue is closed and
 // drained, or ctx ends. Once Options.Shutdown is closed no job is started;
 // their next checkpoint (their state is saved); ctx ending cuts them off.
+// A failure of the store stops every goroutine once its task in hand is
+// left (the jobs not taken stay queued in the store) and is returned.
 func (w *Worker) Consume(ctx context.Context) error {
 	if w.o.Queue == nil {
 		return errors.New("consuming: no queue configured")
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, w.o.Workers)
+	var (
+		wg      sync.WaitGroup
+		stop    sync.Once
+		stopped = make(chan struct{})
+		errs    = make(chan error, w.o.Workers) // each goroutine sends at most once, then returns
+	)
 	for range w.o.Workers {
 		wg.Go(func() {
 			for {
@@ -29,10 +35,17 @@ func (w *Worker) Consume(ctx context.Context) error {
 					}
 					return
 				}
+				if isClosed(stopped) {
+					return
+				}
 				if isClosed(w.o.Shutdown) {
 					continue // leave it queued in the store for the next run
 				}
-				w.Process(ctx, job.Ref)
+				if err := w.Process(ctx, job.Ref); err != nil {
+					stop.Do(func() { close(stopped) })
+					errs <- err
+					return
+				}
 			}
 		})
 	}

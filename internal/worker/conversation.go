@@ -27,33 +27,42 @@ type Conversation struct {
 const awaitFrom = 2 * time.Minute
 
 // finishRound ends a round the run finished done: the task awaits a reply
-// while the conversation goes on, and is done otherwise.
-func (w *Worker) finishRound(ctx context.Context, f ending, out engine.Outcome) {
+// while the conversation goes on, and is done otherwise. Its error is a
+// store write that failed.
+func (w *Worker) finishRound(ctx context.Context, f ending, out engine.Outcome) error {
 	summary := out.Summary
 	if summary == "" {
 		summary = out.Comment
 	}
-	if w.await(ctx, f, summary) {
-		w.move(ctx, f, roundDone)
-		return
+	awaits, err := w.await(ctx, f, summary)
+	if store.IsFailure(err) {
+		f.reason = w.o.Redact(err.Error())
+		w.move(ctx, f, storeFailed)
+		return err
 	}
-	w.move(ctx, f, runDone)
+	ev := runDone
+	if awaits {
+		ev = roundDone
+	}
+	_, err = w.move(ctx, f, ev)
+	return err
 }
 
 // await records a finished round in the conversation, with the newest
 // comment the round's context held (a comment written after the round's
 // last checkpoint, within awaitFrom of the wait, is judged as a reply), and
 // reports whether a reply is awaited: not when the conversation is off or
-// max_rounds replies have been worked on.
-func (w *Worker) await(ctx context.Context, f ending, summary string) bool {
+// max_rounds replies have been worked on. Its error is a store failure:
+// then the round is not finished at all.
+func (w *Worker) await(ctx context.Context, f ending, summary string) (bool, error) {
 	cv := w.o.Conversation
 	if !cv.Enabled || w.o.Labels.Awaiting == "" {
-		return false
+		return false, nil
 	}
 	c, _, err := w.o.Store.LoadConversation(ctx, f.ref)
 	if err != nil {
 		f.log.Error("loading the conversation", "error", err)
-		return false
+		return false, failure(fmt.Errorf("loading the conversation of %s: %w", f.ref, err))
 	}
 	c.Round++
 	c.Summaries = append(c.Summaries, summary)
@@ -61,15 +70,15 @@ func (w *Worker) await(ctx context.Context, f ending, summary string) bool {
 	c.Since = w.o.Now().UTC()
 	if err := w.o.Store.SaveConversation(ctx, f.ref, c); err != nil {
 		f.log.Error("saving the conversation; the task is done instead", "error", err)
-		return false
+		return false, failure(fmt.Errorf("saving the conversation of %s: %w", f.ref, err))
 	}
 	// The first round answers the task; each later one, a reply.
 	if replies := c.Round - 1; replies >= cv.MaxRounds {
 		f.log.Info("conversation reached max_rounds", "replies", replies)
-		return false
+		return false, nil
 	}
 	f.log.Info("round finished; awaiting a reply", "round", c.Round)
-	return true
+	return true, nil
 }
 
 // Replies judges every task awaiting a reply and queues those whose reply
@@ -79,7 +88,7 @@ func (w *Worker) await(ctx context.Context, f ending, summary string) bool {
 // comment id judged is saved, and a new round is claimed before that, so a
 // crash in between leaves a claimed round that the backlog resumes. Only a
 // failure to queue is an error; a task that cannot be judged is logged and
-// judged again on the next pass.
+// judged again on the next pass. A store failure ends the pass with it.
 func (w *Worker) Replies(ctx context.Context) (int, error) {
 	if !w.o.Conversation.Enabled {
 		return 0, nil
@@ -91,7 +100,7 @@ func (w *Worker) Replies(ctx context.Context) (int, error) {
 	recs, err := w.o.Store.List(ctx)
 	if err != nil {
 		w.o.Logger.Error("listing tasks awaiting a reply", "error", err)
-		return 0, nil
+		return 0, failure(fmt.Errorf("listing tasks awaiting a reply: %w", err))
 	}
 	n := 0
 	for _, r := range recs {
@@ -99,6 +108,9 @@ func (w *Worker) Replies(ctx context.Context) (int, error) {
 			continue
 		}
 		start, err := w.judge(ctx, r.Ref)
+		if store.IsFailure(err) {
+			return n, err
+		}
 		if err != nil {
 			w.log(r.Ref).Error("judging replies", "error", err)
 			continue
@@ -190,7 +202,9 @@ func (w *Worker) replies(ctx context.Context, t task.Task, c store.Conversation)
 // the same comments again and ends it again.
 func (w *Worker) endConversation(ctx context.Context, t task.Task, c store.Conversation, why string) error {
 	log := w.log(t.Ref)
-	if !w.move(ctx, ending{ref: t.Ref, log: log, labels: t.Labels}, conversationEnded) {
+	if ok, err := w.move(ctx, ending{ref: t.Ref, log: log, labels: t.Labels}, conversationEnded); store.IsFailure(err) {
+		return err
+	} else if !ok {
 		return fmt.Errorf("setting the done label on %s", t.Ref)
 	}
 	log.Info("conversation ended; task done", "reason", why, "rounds", c.Round)

@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 
@@ -25,6 +27,7 @@ const (
 	runStopped        event = "stopped"            // the run ended at a checkpoint: stopped
 	runInterrupted    event = "interrupted"        // the run ended at a checkpoint: the process shuts down
 	conversationEnded event = "conversation ended" // a completion keyword, the timeout or closing ended it
+	storeFailed       event = "store failed"       // the state store cannot be written: the worker stops
 )
 
 // label names one of the task's labels by its role; task.Labels gives its
@@ -55,6 +58,7 @@ const (
 	pausedNotice
 	stoppedNotice
 	interruptedNotice
+	storeNotice
 )
 
 // transition is one row of the life cycle: from which statuses an event
@@ -99,6 +103,10 @@ var lifecycle = map[event]transition{
 	runInterrupted: {from: []task.Status{task.Running}, to: task.Queued, notice: interruptedNotice},
 	conversationEnded: {from: []task.Status{task.Awaiting}, to: task.Done, add: doneLabel, remove: awaitingLabel,
 		stale: []label{botLabel, failedLabel}, retry: task.Awaiting},
+	// The store is asked once more to say queued; its last record stands
+	// when it cannot (running under a process that ends), and either way
+	// the next run resumes the task from its last checkpoint.
+	storeFailed: {from: []task.Status{task.Queued, task.Running}, to: task.Queued, notice: storeNotice},
 }
 
 // ending is what a transition of one task needs.
@@ -117,31 +125,32 @@ type ending struct {
 
 // move applies ev's row to the task: its labels, its status, its notice,
 // its checkpoint. It reports false when a label change failed and the row
-// says to retry: the task was left for the next pass.
-func (w *Worker) move(ctx context.Context, f ending, ev event) bool {
+// says to retry: the task was left for the next pass. Its error is the
+// first store write that failed (each is logged where it failed).
+func (w *Worker) move(ctx context.Context, f ending, ev event) (bool, error) {
 	tr := lifecycle[ev]
 	if all, err := w.relabel(ctx, f, tr); (err != nil || !all) && tr.retry != "" {
 		f.log.Error("could not set the labels; the next pass tries again", "event", ev, "status", tr.retry)
-		w.setStatus(ctx, f.ref, tr.retry, "")
-		return false
+		return false, w.setStatus(ctx, f.ref, tr.retry, "")
 	}
 	why := ""
 	if tr.to == task.Failed || tr.to == task.Stopped {
 		why = f.reason
 	}
-	w.setStatus(ctx, f.ref, tr.to, why)
+	serr := w.setStatus(ctx, f.ref, tr.to, why)
 	w.notify(ctx, f, tr.notice)
 	if tr.clear {
 		if err := w.o.Store.ClearCheckpoint(ctx, f.ref); err != nil {
 			f.log.Error("clearing checkpoint", "error", err)
+			serr = cmp.Or(serr, fmt.Errorf("clearing the checkpoint of %s: %w", f.ref, err))
 		}
 	}
 	level := slog.LevelInfo
-	if tr.to == task.Failed {
+	if tr.to == task.Failed || ev == storeFailed {
 		level = slog.LevelError
 	}
 	f.log.Log(ctx, level, "task "+string(ev), "status", tr.to, "reason", f.reason)
-	return true
+	return true, serr
 }
 
 // relabel adds the row's label, then removes its remove label and the stale
@@ -193,6 +202,8 @@ func (w *Worker) notify(ctx context.Context, f ending, n notice) {
 		body, err = report.Stopped(f.calls, f.reason, ls.Bot)
 	case interruptedNotice:
 		body, err = report.Interrupted(f.calls)
+	case storeNotice:
+		body, err = report.StoreFailed(f.calls, f.reason)
 	}
 	if err != nil {
 		f.log.Error("rendering a notice", "error", err)
@@ -203,8 +214,11 @@ func (w *Worker) notify(ctx context.Context, f ending, n notice) {
 	}
 }
 
-func (w *Worker) setStatus(ctx context.Context, ref task.Ref, s task.Status, msg string) {
+// setStatus records the task's status; a failure is logged and returned.
+func (w *Worker) setStatus(ctx context.Context, ref task.Ref, s task.Status, msg string) error {
 	if err := w.o.Store.SetStatus(ctx, ref, s, msg); err != nil {
 		w.log(ref).Error("recording task status", "status", s, "error", err)
+		return fmt.Errorf("recording %s as %s: %w", ref, s, err)
 	}
+	return nil
 }

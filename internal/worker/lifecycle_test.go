@@ -129,7 +129,7 @@ var walked = map[event]string{
 	claimed: "TestClaim", replied: "TestConversationTransitions", closedEarly: "TestClosedBeforeWork",
 	runDone: "TestRunEnds", roundDone: "TestConversationTransitions", runFailed: "TestRunEnds", runBroke: "TestRunEnds",
 	runPaused: "TestRunEnds", runStopped: "TestRunEnds", runInterrupted: "TestRunEnds",
-	conversationEnded: "TestConversationTransitions",
+	conversationEnded: "TestConversationTransitions", storeFailed: "TestStoreFailureStopsTheTask",
 }
 
 func TestEveryEventIsWalked(t *testing.T) {

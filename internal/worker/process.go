@@ -19,27 +19,35 @@ const finishTimeout = 2 * time.Minute
 
 // Process runs the agent on one claimed task and leaves it in a final state.
 // Failures are reported on the task and in the store, not returned: one
-// task's failure never stops the others.
-func (w *Worker) Process(ctx context.Context, ref task.Ref) {
+// task's failure never stops the others. What it returns is a failure of
+// the store (store.IsFailure): nothing more is durable, so the worker stops;
+// the task, told so in a comment, keeps its last record and checkpoint for
+// the next run.
+func (w *Worker) Process(ctx context.Context, ref task.Ref) error {
 	if _, busy := w.active.LoadOrStore(ref, struct{}{}); busy {
-		return
+		return nil
 	}
 	defer w.active.Delete(ref)
 	log := w.log(ref)
 	if rec, err := w.o.Store.Get(ctx, ref); err == nil && rec.Status != task.Queued && rec.Status != task.Running {
 		log.Info("job is stale; task is no longer queued", "status", rec.Status)
-		return
+		return nil
 	}
+	post := report.NewPoster(report.PosterOptions{Commenter: w.o.Forge, Ref: ref, Redact: w.o.Redact, Logger: log})
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
 	if _, err := w.o.Store.Claim(ctx, ref, w.o.Owner); err != nil {
 		if !errors.Is(err, store.ErrClaimed) {
 			log.Error("claiming task for work", "error", err)
 		}
-		return
+		if err = failure(err); err != nil {
+			w.move(fctx, ending{ref: ref, post: post, log: log, reason: w.o.Redact(err.Error())}, storeFailed)
+		}
+		return err
 	}
-	post := report.NewPoster(report.PosterOptions{Commenter: w.o.Forge, Ref: ref, Redact: w.o.Redact, Logger: log})
 	in, skip, err := w.load(ctx, ref, post)
 	if skip {
-		return
+		return failure(err)
 	}
 	var out engine.Outcome
 	if err == nil {
@@ -48,38 +56,43 @@ func (w *Worker) Process(ctx context.Context, ref task.Ref) {
 		out, err = w.o.Agent.Run(ctx, in)
 		log.Info("task run ended", "end", out.End, "calls", out.Calls, "duration", w.o.Now().Sub(started).String(), "error", err)
 	}
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
-	defer cancel()
 	f := ending{ref: ref, post: post, log: log, labels: in.Task.Labels, reason: w.o.Redact(sanitize.Hosts(out.Reason)), calls: out.Calls,
 		reported: out.Reported, mark: max(out.Mark, in.Mark)}
+	ev := runFailed
 	switch {
+	case store.IsFailure(err):
+		f.reason = w.o.Redact(err.Error())
+		w.move(fctx, f, storeFailed)
+		return err
 	case err != nil && (ctx.Err() != nil || isClosed(w.o.Shutdown)):
 		// Cut off after the shutdown grace, or failing while the process
 		// shuts down: resumed by the next run, not failed.
 		log.Warn("run ended by an error during shutdown; it resumes on the next run", "error", err)
-		w.move(fctx, f, runInterrupted)
+		ev = runInterrupted
 	case err != nil:
 		// What failed, without the host it failed at (an internal GitHub
 		// Enterprise or model server): the log has the whole error.
 		f.reason = w.o.Redact(sanitize.Hosts(err.Error()))
-		w.move(fctx, f, runBroke)
+		ev = runBroke
 	case out.End == engine.Done:
-		w.finishRound(fctx, f, out)
+		return failure(w.finishRound(fctx, f, out))
 	case out.End == engine.Failed:
-		w.move(fctx, f, runFailed)
+		ev = runFailed
 	case out.End == engine.Paused:
-		w.move(fctx, f, runPaused)
+		ev = runPaused
 	case out.End == engine.Stopped:
-		w.move(fctx, f, runStopped)
+		ev = runStopped
 	case out.End == engine.Interrupted:
-		w.move(fctx, f, runInterrupted)
+		ev = runInterrupted
 	default:
 		f.reason = fmt.Sprintf("the run ended without a known outcome (%q)", out.End)
-		w.move(fctx, f, runFailed)
 	}
+	_, err = w.move(fctx, f, ev)
+	return failure(err)
 }
 
 // load reads the task and its comments and checks it is still ours to run.
+// With skip, the task was closed and moved; err is then the store's.
 func (w *Worker) load(ctx context.Context, ref task.Ref, post *report.Poster) (engine.Input, bool, error) {
 	t, err := w.o.Forge.Get(ctx, ref)
 	if err != nil {
@@ -88,8 +101,8 @@ func (w *Worker) load(ctx context.Context, ref task.Ref, post *report.Poster) (e
 	if t.State != "open" {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 		defer cancel()
-		w.move(fctx, ending{ref: ref, log: w.log(ref), labels: t.Labels, reason: "closed before work started"}, closedEarly)
-		return engine.Input{}, true, nil
+		_, err := w.move(fctx, ending{ref: ref, log: w.log(ref), labels: t.Labels, reason: "closed before work started"}, closedEarly)
+		return engine.Input{}, true, err
 	}
 	comments, err := w.o.Forge.Comments(ctx, ref)
 	if err != nil {

@@ -15,7 +15,8 @@ import (
 // first, atomically, then the labels: processing added, bot removed) and
 // queues it, after the new rounds of conversations (Replies). It returns
 // how many it queued. A task that fails to be claimed is logged and left for
-// the next pass; only a failed discovery or queueing is an error.
+// the next pass; only a failed discovery or queueing, or a failure of the
+// store, is an error.
 func (w *Worker) Produce(ctx context.Context) (int, error) {
 	found, err := w.o.Forge.Discover(ctx, w.o.Labels.Bot)
 	if err != nil {
@@ -35,6 +36,9 @@ func (w *Worker) Produce(ctx context.Context) (int, error) {
 			return n, ctx.Err()
 		}
 		ok, err := w.claim(ctx, ref)
+		if store.IsFailure(err) {
+			return n, err
+		}
 		if err != nil {
 			w.log(ref).Error("claiming task", "error", err)
 			continue
@@ -75,6 +79,9 @@ func (w *Worker) claim(ctx context.Context, ref task.Ref) (bool, error) {
 		return false, fmt.Errorf("re-reading %s before claiming it: %w", ref, err)
 	}
 	rec, recErr := w.o.Store.Get(ctx, ref)
+	if err := failure(recErr); err != nil {
+		return false, fmt.Errorf("reading %s in the store: %w", ref, err)
+	}
 	// A paused task whose paused label is gone resumes without the bot label.
 	resuming := recErr == nil && rec.Status == task.Paused && w.o.Labels.Paused != "" && !t.HasLabel(w.o.Labels.Paused)
 	if t.State != "open" || !(t.HasLabel(w.o.Labels.Bot) || resuming) {

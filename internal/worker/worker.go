@@ -86,6 +86,15 @@ func (w *Worker) log(ref task.Ref) *slog.Logger {
 	return w.o.Logger.With("task", ref.String())
 }
 
+// failure is err when it is a failure of the store (store.IsFailure), which
+// stops the worker; nil otherwise.
+func failure(err error) error {
+	if store.IsFailure(err) {
+		return err
+	}
+	return nil
+}
+
 // botName is the configured bot, else the token's user (the adapters ask
 // the forge once per process).
 func (w *Worker) botName(ctx context.Context) (string, error) {
