@@ -3,13 +3,18 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/coding-agent/coding-agent/internal/app"
 	"github.com/coding-agent/coding-agent/internal/config"
 	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
+	"github.com/coding-agent/coding-agent/internal/store/sqlite"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -124,6 +129,59 @@ func TestStalledModelAnswerIsRetried(t *testing.T) {
 			e.wantLabels(t, "bug", "coding agent done")
 		})
 	}
+}
+
+// `run` whose store cannot be written (here the kernel refuses every write
+// of the process to a file: ulimit -f 0, as a full disk does, while another
+// process keeps the database open) exits 1 saying why, and the task it had
+// queued says so in a comment instead of sitting in processing; once the
+// store can be written, the next run finishes it.
+func TestRunExitsOneWhenTheStoreCannotBeWritten(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
+	a, err := app.New(context.Background(), e.cfg, app.Options{Sleep: noWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Produce(context.Background(), true); err != nil { // claimed and queued, as a producer does
+		t.Fatal(err)
+	}
+	a.Close()
+	holder, err := sqlite.Open(context.Background(), e.cfg.StateDir) // the other process
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+
+	cmd := exec.Command("sh", "-c", `ulimit -f 0 && exec "$0" "$@"`, buildBinary(t), "run", "--config", writeConfig(t, e.cfg))
+	cmd.Env = append(os.Environ(), "CA_TEST_TOKEN="+e.gh.Token, "CA_TEST_KEY="+apiKey)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("run: %v, want exit status 1\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "coding-agent run: state store: ") || !strings.Contains(stderr.String(), "I/O error") {
+		t.Errorf("stderr does not give the store's failure:\n%s", stderr.String())
+	}
+	if l := e.labels(); !slices.Equal(l, []string{"bug", "coding agent processing"}) {
+		t.Errorf("labels %v", l)
+	}
+	if c := e.botComments(); len(c) != 1 || !strings.Contains(c[0], "cannot record its work") || !strings.Contains(c[0], "I/O error") {
+		t.Errorf("bot comments %q, want one saying the store cannot be written and why", c)
+	}
+	if n := len(e.model.Requests()); n != 0 {
+		t.Errorf("%d model requests, want none", n)
+	}
+	holder.Close()
+
+	if err := e.run(context.Background()); err != nil {
+		t.Fatalf("run once the store can be written: %v", err)
+	}
+	if rec := e.record(); rec.Status != task.Done {
+		t.Errorf("record %+v, want done", rec)
+	}
+	e.wantLabels(t, "bug", "coding agent done")
 }
 
 func (e *env) inject(f forgetest.Fault) {
