@@ -58,6 +58,12 @@ func (w *Worker) Process(ctx context.Context, ref task.Ref) error {
 	}
 	f := ending{ref: ref, post: post, log: log, labels: in.Task.Labels, reason: w.o.Redact(sanitize.Hosts(out.Reason)), calls: out.Calls,
 		reported: out.Reported, mark: max(out.Mark, in.Mark)}
+	return w.end(ctx, fctx, f, out, err)
+}
+
+// end moves the task by how its run ended (out, or err); ctx is the run's,
+// fctx the one to finish under. It returns a failure of the store.
+func (w *Worker) end(ctx, fctx context.Context, f ending, out engine.Outcome, err error) error {
 	ev := runFailed
 	switch {
 	case store.IsFailure(err):
@@ -67,7 +73,7 @@ func (w *Worker) Process(ctx context.Context, ref task.Ref) error {
 	case err != nil && (ctx.Err() != nil || isClosed(w.o.Shutdown)):
 		// Cut off after the shutdown grace, or failing while the process
 		// shuts down: resumed by the next run, not failed.
-		log.Warn("run ended by an error during shutdown; it resumes on the next run", "error", err)
+		f.log.Warn("run ended by an error during shutdown; it resumes on the next run", "error", err)
 		ev = runInterrupted
 	case err != nil:
 		// What failed, without the host it failed at (an internal GitHub
