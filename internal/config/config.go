@@ -73,6 +73,12 @@ type Config struct {
 	CommentDetection CommentDetection `yaml:"comment_detection"`   // reading new comments while a task runs
 	Conversation     Conversation     `yaml:"conversation"`        // the follow-up conversation after a task
 	Trust            Trust            `yaml:"trust"`               // who may start and steer the agent
+
+	// ShutdownGraceSeconds is how long, after SIGINT/SIGTERM, a task in
+	// hand may take to reach its next checkpoint before its model request
+	// or tool call is cancelled (that step is done again on resume);
+	// default 5, >= 0.
+	ShutdownGraceSeconds int `yaml:"shutdown_grace_seconds"`
 }
 
 // GitHub is the github section.
@@ -356,6 +362,7 @@ func Default() *Config {
 			MaxRounds:          10,
 			PollSeconds:        30,
 		},
+		ShutdownGraceSeconds: 5,
 	}
 }
 
@@ -403,6 +410,12 @@ func (l LLM) Timeout() time.Duration { return time.Duration(l.TimeoutSeconds) * 
 
 // CallTimeout is the deadline of one tool call.
 func (t Tools) CallTimeout() time.Duration { return time.Duration(t.CallTimeoutSeconds) * time.Second }
+
+// ShutdownGrace is how long a task in hand may take to reach a checkpoint
+// after a shutdown signal before its step is cut.
+func (c *Config) ShutdownGrace() time.Duration {
+	return time.Duration(c.ShutdownGraceSeconds) * time.Second
+}
 
 // Interval is the poll interval of the producer.
 func (p Producer) Interval() time.Duration {

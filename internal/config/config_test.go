@@ -145,6 +145,7 @@ func TestGitHubOpenAIExample(t *testing.T) {
 			TimeoutHours: 24, MaxRounds: 10, PollSeconds: 30,
 		},
 		Trust: config.Trust{LabelerNeedsWriteAccess: true, HearAuthorWithoutAccess: true},
+		ShutdownGraceSeconds: 5,
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
@@ -233,6 +234,20 @@ func TestMinimalConfigTakesEveryDefault(t *testing.T) {
 	want.LLM.LMStudio.Model = "m"
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
+	}
+}
+
+func TestShutdownGrace(t *testing.T) {
+	if c, _ := mustParse(t, minimalGitHub, nil); c.ShutdownGrace() != 5*time.Second {
+		t.Errorf("default grace %v, want 5s", c.ShutdownGrace())
+	}
+	if c, _ := mustParse(t, minimalGitHub+"shutdown_grace_seconds: 0\n", nil); c.ShutdownGrace() != 0 {
+		t.Errorf("grace %v, want 0: the step in hand is cut at once", c.ShutdownGrace())
+	}
+	got := problems(t, minimalGitHub+"shutdown_grace_seconds: -1\n", nil)
+	want := config.Problems{{Path: "shutdown_grace_seconds", Msg: "must be at least 0", Line: 10}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }
 
