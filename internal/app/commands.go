@@ -12,16 +12,16 @@ import (
 	"github.com/coding-agent/coding-agent/internal/worker"
 )
 
-// shutdownGrace is how long a task in hand may take, after a shutdown
-// signal, to reach its next checkpoint before its context is cut.
-const shutdownGrace = 2 * time.Minute
-
-// taskContext is the context tasks run under: it outlives ctx by the grace
-// period, so a task stops at a checkpoint rather than mid-step.
-func taskContext(ctx context.Context) (context.Context, context.CancelFunc) {
+// taskContext is the context tasks run under: it outlives ctx by
+// shutdown_grace_seconds, so that a task in hand may reach its next
+// checkpoint; past that its model request or tool call is cancelled, and
+// the next run does that step again from the checkpoint before it.
+func (a *App) taskContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	grace := a.cfg.ShutdownGrace()
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() {
-		t := time.AfterFunc(shutdownGrace, cancel)
+		a.Log.Info("shutting down: the tasks in hand stop at their next checkpoint, or are cut", "grace", grace.String())
+		t := time.AfterFunc(grace, cancel)
 		context.AfterFunc(tctx, func() { t.Stop() })
 	})
 	return tctx, func() { stop(); cancel() }
@@ -45,7 +45,7 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	a.Log.Info("run: tasks claimed", "count", n)
 	q.Close()
-	tctx, cancel := taskContext(ctx)
+	tctx, cancel := a.taskContext(ctx)
 	defer cancel()
 	return w.Consume(tctx)
 }
@@ -60,7 +60,7 @@ func (a *App) Serve(ctx context.Context) error {
 	}
 	q := memqueue.New(memqueue.Options{})
 	w := a.newWorker(q, ctx.Done())
-	tctx, cancel := taskContext(ctx)
+	tctx, cancel := a.taskContext(ctx)
 	defer cancel()
 	done, ctx := a.consume(ctx, w, tctx)
 	replies := make(chan struct{})
@@ -111,7 +111,7 @@ func (a *App) Consume(ctx context.Context, once bool) error {
 	}
 	q := memqueue.New(memqueue.Options{})
 	w := a.newWorker(q, ctx.Done())
-	tctx, cancel := taskContext(ctx)
+	tctx, cancel := a.taskContext(ctx)
 	defer cancel()
 	if once {
 		if _, err := w.Backlog(ctx); err != nil {
