@@ -43,6 +43,9 @@ type ServerOptions struct {
 	// Banner is added to every tool's description: a server that puts
 	// what it read into its catalog.
 	Banner string
+	// MaxSleep, if more than 0, caps the wait of the sleep tool: a server
+	// started again to redo a call that was cut off answers it at once.
+	MaxSleep time.Duration
 }
 
 // Tool arguments.
@@ -58,6 +61,10 @@ type (
 	// SleepArgs are the arguments of sleep.
 	SleepArgs struct {
 		MS int `json:"ms" jsonschema:"milliseconds to wait"`
+		// Started is a file, a named pipe in tests, that a line is written
+		// to once the wait begins: opening a pipe waits for its reader, so
+		// a test learns without polling that the call is in flight.
+		Started string `json:"started,omitempty" jsonschema:"file (a named pipe) a line is written to once the wait begins"`
 	}
 	// BigArgs are the arguments of big.
 	BigArgs struct {
@@ -105,14 +112,7 @@ func NewServer(opts ServerOptions) *mcp.Server {
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "Waits ms milliseconds, or until cancelled."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in SleepArgs) (*mcp.CallToolResult, any, error) {
-			t := time.NewTimer(time.Duration(in.MS) * time.Millisecond)
-			defer t.Stop()
-			select {
-			case <-t.C:
-				return text(fmt.Sprintf("slept %d ms", in.MS)), nil, nil
-			case <-ctx.Done():
-				return nil, nil, fmt.Errorf("sleep: %w", ctx.Err())
-			}
+			return sleep(ctx, in, opts.MaxSleep)
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "big", Description: "Returns unit repeated to at least bytes bytes."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in BigArgs) (*mcp.CallToolResult, any, error) {
@@ -225,6 +225,26 @@ func Encodings(v string) string {
 	add("percent", pct.String())
 	add("query", url.QueryEscape(v))
 	return strings.Join(forms, "\n")
+}
+
+func sleep(ctx context.Context, in SleepArgs, limit time.Duration) (*mcp.CallToolResult, any, error) {
+	d := time.Duration(in.MS) * time.Millisecond
+	if limit > 0 {
+		d = min(d, limit)
+	}
+	if in.Started != "" {
+		if err := os.WriteFile(in.Started, []byte("sleeping\n"), 0o600); err != nil {
+			return nil, nil, fmt.Errorf("sleep: announcing the start: %w", err)
+		}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return text(fmt.Sprintf("slept %d ms", d.Milliseconds())), nil, nil
+	case <-ctx.Done():
+		return nil, nil, fmt.Errorf("sleep: %w", ctx.Err())
+	}
 }
 
 func text(s string) *mcp.CallToolResult {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -23,8 +24,12 @@ func main() {
 	banner := flag.String("banner", "", "a line to write on stdout before serving")
 	flag.Parse()
 	var stubborn atomic.Bool
+	// MCPTEST_MAX_SLEEP_MS, if more than 0, caps the sleep tool (see
+	// ServerOptions.MaxSleep).
+	maxSleep, _ := strconv.Atoi(os.Getenv("MCPTEST_MAX_SLEEP_MS"))
 	s := mcptest.NewServer(mcptest.ServerOptions{
-		Exit: os.Exit,
+		MaxSleep: time.Duration(maxSleep) * time.Millisecond,
+		Exit:     os.Exit,
 		IgnoreShutdown: func() {
 			signal.Ignore(syscall.SIGTERM)
 			stubborn.Store(true)
