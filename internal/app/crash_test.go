@@ -104,7 +104,7 @@ func writeConfig(t *testing.T, c *config.Config) string {
 		for i, a := range s.Command {
 			args[i] = q(a)
 		}
-		fmt.Fprintf(&mcp, "  - mcp_server_name: %s\n    command: [%s]\n", s.Name, strings.Join(args, ", "))
+		fmt.Fprintf(&mcp, "  - mcp_server_name: %s\n    command: [%s]\n    system_prompt: %s\n", s.Name, strings.Join(args, ", "), q(s.SystemPrompt))
 		if len(s.Env) > 0 {
 			mcp.WriteString("    env:\n")
 			for _, k := range slices.Sorted(maps.Keys(s.Env)) {
@@ -126,9 +126,11 @@ llm:
     api_key: ${CA_TEST_KEY}
     model: gpt-test
     context_length: %d
+    max_token: %d
 mcp_servers:
 %slogging:
   file: %s
+shutdown_grace_seconds: %d
 planning:
   enabled: %t
   reflection:
@@ -138,8 +140,8 @@ planning:
 conversation:
   enabled: %t
 `, q(c.StateDir), q(c.GitHub.APIURL), strings.Join(c.GitHub.Repositories, ", "), c.LLM.FunctionCalling, q(c.LLM.OpenAI.BaseURL),
-		c.LLM.OpenAI.ContextLength, mcp.String(), q(c.Logging.File), c.Planning.Enabled, c.Planning.Reflection.TriggerInterval, q(c.Planning.History.Directory),
-		c.Conversation.Enabled)
+		c.LLM.OpenAI.ContextLength, c.LLM.OpenAI.MaxToken, mcp.String(), q(c.Logging.File), c.ShutdownGraceSeconds, c.Planning.Enabled,
+		c.Planning.Reflection.TriggerInterval, q(c.Planning.History.Directory), c.Conversation.Enabled)
 	p := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
