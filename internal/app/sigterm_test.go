@@ -42,7 +42,7 @@ func TestSIGTERMCutsAHangingModelRequest(t *testing.T) {
 		}})
 	e.cfg.ShutdownGraceSeconds = 1
 	took, stderr := runTerminated(t, e, arrived)
-	t.Logf("run exited %s after SIGTERM (shutdown_grace_seconds: 1)", took.Round(time.Millisecond))
+	t.Logf("run exited %s after SIGTERM (shutdown_grace_seconds: %d)", took.Round(time.Millisecond), e.cfg.ShutdownGraceSeconds)
 	wantLeftToResume(t, e, stderr, 1)
 
 	if err := e.run(context.Background()); err != nil {
@@ -78,7 +78,7 @@ func TestSIGTERMCutsAHangingToolCall(t *testing.T) {
 	e.cfg.ShutdownGraceSeconds = 1
 	first := announced(started)
 	took, stderr := runTerminated(t, e, first.arrived)
-	t.Logf("run exited %s after SIGTERM (shutdown_grace_seconds: 1)", took.Round(time.Millisecond))
+	t.Logf("run exited %s after SIGTERM (shutdown_grace_seconds: %d)", took.Round(time.Millisecond), e.cfg.ShutdownGraceSeconds)
 	wantLeftToResume(t, e, stderr, 1)
 
 	// The server started again redoes the call at once.
