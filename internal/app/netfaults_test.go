@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coding-agent/coding-agent/internal/app"
 	"github.com/coding-agent/coding-agent/internal/config"
@@ -20,6 +21,11 @@ import (
 
 // Faults that must not wedge the daemon: answers that are not what they
 // should be, and the state store that cannot be written.
+
+// exitBound is how long a command may take to exit before the test calls
+// it wedged: far more than shutdown_grace_seconds (1 in these tests) plus
+// the notice and the close, far less than the 120 s a hanging step took.
+const exitBound = 30 * time.Second
 
 // A forge read answered 200 with its body cut short or with an HTML page is
 // retried like a 5xx: a discovery and a task read that get one bad answer
@@ -135,53 +141,85 @@ func TestStalledModelAnswerIsRetried(t *testing.T) {
 // of the process to a file: ulimit -f 0, as a full disk does, while another
 // process keeps the database open) exits 1 saying why, and the task it had
 // queued says so in a comment instead of sitting in processing; once the
-// store can be written, the next run finishes it.
-func TestRunExitsOneWhenTheStoreCannotBeWritten(t *testing.T) {
-	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
-	a, err := app.New(context.Background(), e.cfg, app.Options{Sleep: noWait})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Produce(context.Background(), true); err != nil { // claimed and queued, as a producer does
-		t.Fatal(err)
-	}
-	a.Close()
-	holder, err := sqlite.Open(context.Background(), e.cfg.StateDir) // the other process
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
+// store can be written, the next run finishes it. `serve` stops polling and
+// exits 1 the same way, for its supervisor to restart it.
+func TestStoreThatCannotBeWrittenStopsTheCommand(t *testing.T) {
+	for _, command := range []string{"run", "serve"} {
+		t.Run(command, func(t *testing.T) {
+			e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
+			a, err := app.New(context.Background(), e.cfg, app.Options{Sleep: noWait})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Produce(context.Background(), true); err != nil { // claimed and queued, as a producer does
+				t.Fatal(err)
+			}
+			a.Close()
+			holder, err := sqlite.Open(context.Background(), e.cfg.StateDir) // the other process
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer holder.Close()
 
-	cmd := exec.Command("sh", "-c", `ulimit -f 0 && exec "$0" "$@"`, buildBinary(t), "run", "--config", writeConfig(t, e.cfg))
+			code, stderr := runUnwritable(t, e, command)
+			if code != 1 {
+				t.Fatalf("%s exited %d, want 1\n%s", command, code, stderr)
+			}
+			if !strings.Contains(stderr, "coding-agent "+command+": state store: ") || !strings.Contains(stderr, "I/O error") {
+				t.Errorf("stderr does not give the store's failure:\n%s", stderr)
+			}
+			if l := e.labels(); !slices.Equal(l, []string{"bug", "coding agent processing"}) {
+				t.Errorf("labels %v", l)
+			}
+			if c := e.botComments(); len(c) != 1 || !strings.Contains(c[0], "cannot record its work") || !strings.Contains(c[0], "I/O error") {
+				t.Errorf("bot comments %q, want one saying the store cannot be written and why", c)
+			}
+			if n := len(e.model.Requests()); n != 0 {
+				t.Errorf("%d model requests, want none", n)
+			}
+			holder.Close()
+
+			if err := e.run(context.Background()); err != nil {
+				t.Fatalf("run once the store can be written: %v", err)
+			}
+			if rec := e.record(); rec.Status != task.Done {
+				t.Errorf("record %+v, want done", rec)
+			}
+			e.wantLabels(t, "bug", "coding agent done")
+		})
+	}
+}
+
+// runUnwritable runs `coding-agent command` on e's config in a process that
+// may not write to any file (ulimit -f 0) and returns its exit code and
+// stderr. A process still running after exitBound is killed: the test fails.
+func runUnwritable(t *testing.T, e *env, command string) (int, string) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", `ulimit -f 0 && exec "$0" "$@"`, buildBinary(t), command, "--config", writeConfig(t, e.cfg))
 	cmd.Env = append(os.Environ(), "CA_TEST_TOKEN="+e.gh.Token, "CA_TEST_KEY="+apiKey)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	err = cmd.Run()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-exited:
+	case <-time.After(exitBound):
+		_ = cmd.Process.Kill()
+		<-exited
+		t.Fatalf("%s was still running after %s\n%s", command, exitBound, stderr.String())
+	}
 	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-		t.Fatalf("run: %v, want exit status 1\n%s", err, stderr.String())
+	if errors.As(err, &exit) {
+		return exit.ExitCode(), stderr.String()
 	}
-	if !strings.Contains(stderr.String(), "coding-agent run: state store: ") || !strings.Contains(stderr.String(), "I/O error") {
-		t.Errorf("stderr does not give the store's failure:\n%s", stderr.String())
+	if err != nil {
+		t.Fatalf("%s: %v", command, err)
 	}
-	if l := e.labels(); !slices.Equal(l, []string{"bug", "coding agent processing"}) {
-		t.Errorf("labels %v", l)
-	}
-	if c := e.botComments(); len(c) != 1 || !strings.Contains(c[0], "cannot record its work") || !strings.Contains(c[0], "I/O error") {
-		t.Errorf("bot comments %q, want one saying the store cannot be written and why", c)
-	}
-	if n := len(e.model.Requests()); n != 0 {
-		t.Errorf("%d model requests, want none", n)
-	}
-	holder.Close()
-
-	if err := e.run(context.Background()); err != nil {
-		t.Fatalf("run once the store can be written: %v", err)
-	}
-	if rec := e.record(); rec.Status != task.Done {
-		t.Errorf("record %+v, want done", rec)
-	}
-	e.wantLabels(t, "bug", "coding agent done")
+	return 0, stderr.String()
 }
 
 func (e *env) inject(f forgetest.Fault) {

@@ -21,11 +21,6 @@ import (
 	"github.com/coding-agent/coding-agent/internal/toolhost/mcptest"
 )
 
-// exitBound is how long a `run` may take to exit after SIGTERM before the
-// test calls it wedged: far more than shutdown_grace_seconds (1 in these
-// tests) plus the notice and the close, far less than the 120 s it took.
-const exitBound = 30 * time.Second
-
 // SIGTERM while a model request hangs: the request is cancelled once
 // shutdown_grace_seconds is over, run exits, the task is left queued (it
 // says so on the task), and the next run asks the same request again from
