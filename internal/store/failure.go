@@ -31,9 +31,12 @@ type marked struct{ s Store }
 
 var _ Store = marked{}
 
-func mark(err error) error {
+// mark makes err a Failure unless it is an answer of the port, or the
+// caller's context ended: a statement cut mid-way by the cancellation fails
+// with the database's own error (SQLite: interrupted), not the context's.
+func mark(ctx context.Context, err error) error {
 	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrClaimed) || IsFailure(err) ||
-		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 		return err
 	}
 	return &Failure{Err: err}
@@ -41,47 +44,47 @@ func mark(err error) error {
 
 func (m marked) Claim(ctx context.Context, ref task.Ref, owner Owner) (Record, error) {
 	r, err := m.s.Claim(ctx, ref, owner)
-	return r, mark(err)
+	return r, mark(ctx, err)
 }
 
 func (m marked) SetStatus(ctx context.Context, ref task.Ref, status task.Status, errMsg string) error {
-	return mark(m.s.SetStatus(ctx, ref, status, errMsg))
+	return mark(ctx, m.s.SetStatus(ctx, ref, status, errMsg))
 }
 
 func (m marked) AddCounters(ctx context.Context, ref task.Ref, delta Counters) error {
-	return mark(m.s.AddCounters(ctx, ref, delta))
+	return mark(ctx, m.s.AddCounters(ctx, ref, delta))
 }
 
 func (m marked) SaveCheckpoint(ctx context.Context, ref task.Ref, cp Checkpoint) error {
-	return mark(m.s.SaveCheckpoint(ctx, ref, cp))
+	return mark(ctx, m.s.SaveCheckpoint(ctx, ref, cp))
 }
 
 func (m marked) LoadCheckpoint(ctx context.Context, ref task.Ref) (Checkpoint, bool, error) {
 	cp, ok, err := m.s.LoadCheckpoint(ctx, ref)
-	return cp, ok, mark(err)
+	return cp, ok, mark(ctx, err)
 }
 
 func (m marked) ClearCheckpoint(ctx context.Context, ref task.Ref) error {
-	return mark(m.s.ClearCheckpoint(ctx, ref))
+	return mark(ctx, m.s.ClearCheckpoint(ctx, ref))
 }
 
 func (m marked) SaveConversation(ctx context.Context, ref task.Ref, c Conversation) error {
-	return mark(m.s.SaveConversation(ctx, ref, c))
+	return mark(ctx, m.s.SaveConversation(ctx, ref, c))
 }
 
 func (m marked) LoadConversation(ctx context.Context, ref task.Ref) (Conversation, bool, error) {
 	c, ok, err := m.s.LoadConversation(ctx, ref)
-	return c, ok, mark(err)
+	return c, ok, mark(ctx, err)
 }
 
 func (m marked) Get(ctx context.Context, ref task.Ref) (Record, error) {
 	r, err := m.s.Get(ctx, ref)
-	return r, mark(err)
+	return r, mark(ctx, err)
 }
 
 func (m marked) List(ctx context.Context) ([]Record, error) {
 	rs, err := m.s.List(ctx)
-	return rs, mark(err)
+	return rs, mark(ctx, err)
 }
 
-func (m marked) Close() error { return mark(m.s.Close()) }
+func (m marked) Close() error { return mark(context.Background(), m.s.Close()) }
