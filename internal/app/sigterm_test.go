@@ -65,11 +65,12 @@ func TestSIGTERMCutsAHangingToolCall(t *testing.T) {
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
 		respond: func(e *env, r llmtest.Received) llmtest.Step {
 			if toolResults(r) == 0 {
-				return e.call(r, "Waiting.", "t/sleep", map[string]any{"ms": 600000, "started": started})
+				return e.call(r, "Waiting.", "t/sleep", map[string]any{"ms": 600000})
 			}
 			return done("Waited.")
 		}})
-	e.cfg.MCPServers = append(e.cfg.MCPServers, config.MCPServer{Name: "t", Command: []string{mcptest.Build(t)}})
+	e.cfg.MCPServers = append(e.cfg.MCPServers, config.MCPServer{Name: "t", Command: []string{mcptest.Build(t)},
+		Env: map[string]string{"MCPTEST_SLEEP_STARTED": started}})
 	e.cfg.ShutdownGraceSeconds = 1
 	first := announced(started)
 	took, stderr := runTerminated(t, e, first.arrived)
@@ -77,7 +78,7 @@ func TestSIGTERMCutsAHangingToolCall(t *testing.T) {
 	wantLeftToResume(t, e, stderr, 1)
 
 	// The server started again redoes the call at once.
-	e.cfg.MCPServers[1].Env = map[string]string{"MCPTEST_MAX_SLEEP_MS": "1"}
+	e.cfg.MCPServers[1].Env["MCPTEST_MAX_SLEEP_MS"] = "1"
 	again := announced(started)
 	if err := e.run(context.Background()); err != nil {
 		t.Fatalf("the next run: %v", err)

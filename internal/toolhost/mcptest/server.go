@@ -46,6 +46,12 @@ type ServerOptions struct {
 	// MaxSleep, if more than 0, caps the wait of the sleep tool: a server
 	// started again to redo a call that was cut off answers it at once.
 	MaxSleep time.Duration
+	// SleepStarted, if set, is a file (a named pipe in tests) the sleep
+	// tool writes a line to as each wait begins: opening a pipe waits for
+	// its reader, so a test learns without polling that a call is in
+	// flight. An option of the process, not an argument, so that the
+	// catalog the tests' budgets are measured against stays the same.
+	SleepStarted string
 }
 
 // Tool arguments.
@@ -61,10 +67,6 @@ type (
 	// SleepArgs are the arguments of sleep.
 	SleepArgs struct {
 		MS int `json:"ms" jsonschema:"milliseconds to wait"`
-		// Started is a file, a named pipe in tests, that a line is written
-		// to once the wait begins: opening a pipe waits for its reader, so
-		// a test learns without polling that the call is in flight.
-		Started string `json:"started,omitempty" jsonschema:"file (a named pipe) a line is written to once the wait begins"`
 	}
 	// BigArgs are the arguments of big.
 	BigArgs struct {
@@ -112,7 +114,7 @@ func NewServer(opts ServerOptions) *mcp.Server {
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "Waits ms milliseconds, or until cancelled."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in SleepArgs) (*mcp.CallToolResult, any, error) {
-			return sleep(ctx, in, opts.MaxSleep)
+			return sleep(ctx, in, opts)
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "big", Description: "Returns unit repeated to at least bytes bytes."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in BigArgs) (*mcp.CallToolResult, any, error) {
@@ -227,13 +229,13 @@ func Encodings(v string) string {
 	return strings.Join(forms, "\n")
 }
 
-func sleep(ctx context.Context, in SleepArgs, limit time.Duration) (*mcp.CallToolResult, any, error) {
+func sleep(ctx context.Context, in SleepArgs, opts ServerOptions) (*mcp.CallToolResult, any, error) {
 	d := time.Duration(in.MS) * time.Millisecond
-	if limit > 0 {
-		d = min(d, limit)
+	if opts.MaxSleep > 0 {
+		d = min(d, opts.MaxSleep)
 	}
-	if in.Started != "" {
-		if err := os.WriteFile(in.Started, []byte("sleeping\n"), 0o600); err != nil {
+	if opts.SleepStarted != "" {
+		if err := os.WriteFile(opts.SleepStarted, []byte("sleeping\n"), 0o600); err != nil {
 			return nil, nil, fmt.Errorf("sleep: announcing the start: %w", err)
 		}
 	}

@@ -24,12 +24,14 @@ func main() {
 	banner := flag.String("banner", "", "a line to write on stdout before serving")
 	flag.Parse()
 	var stubborn atomic.Bool
-	// MCPTEST_MAX_SLEEP_MS, if more than 0, caps the sleep tool (see
-	// ServerOptions.MaxSleep).
+	// MCPTEST_MAX_SLEEP_MS, if more than 0, caps the sleep tool, and
+	// MCPTEST_SLEEP_STARTED names the file it announces each wait on (see
+	// ServerOptions.MaxSleep and SleepStarted).
 	maxSleep, _ := strconv.Atoi(os.Getenv("MCPTEST_MAX_SLEEP_MS"))
 	s := mcptest.NewServer(mcptest.ServerOptions{
-		MaxSleep: time.Duration(maxSleep) * time.Millisecond,
-		Exit:     os.Exit,
+		MaxSleep:     time.Duration(maxSleep) * time.Millisecond,
+		SleepStarted: os.Getenv("MCPTEST_SLEEP_STARTED"),
+		Exit:         os.Exit,
 		IgnoreShutdown: func() {
 			signal.Ignore(syscall.SIGTERM)
 			stubborn.Store(true)
