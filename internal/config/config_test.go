@@ -144,7 +144,7 @@ func TestGitHubOpenAIExample(t *testing.T) {
 				"完了", "OK", "了解", "承知", "thank you", "thanks", "done", "complete"},
 			TimeoutHours: 24, MaxRounds: 10, PollSeconds: 30,
 		},
-		Trust: config.Trust{LabelerNeedsWriteAccess: true, HearAuthorWithoutAccess: true},
+		Trust:                config.Trust{LabelerNeedsWriteAccess: true, HearAuthorWithoutAccess: true},
 		ShutdownGraceSeconds: 5,
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
