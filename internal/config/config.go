@@ -73,6 +73,8 @@ type Config struct {
 	CommentDetection CommentDetection `yaml:"comment_detection"`   // reading new comments while a task runs
 	Conversation     Conversation     `yaml:"conversation"`        // the follow-up conversation after a task
 	Trust            Trust            `yaml:"trust"`               // who may start and steer the agent
+	Workspace        Workspace        `yaml:"workspace"`           // a git checkout per task
+	Delivery         Delivery         `yaml:"delivery"`            // the work as a branch and a draft pull/merge request
 
 	// ShutdownGraceSeconds is how long, after SIGINT/SIGTERM, a task in
 	// hand may take to reach its next checkpoint before its model request
@@ -164,7 +166,14 @@ type MCPServer struct {
 	Env          map[string]string `yaml:"env"`             // extra environment of the server process only
 	SystemPrompt string            `yaml:"system_prompt"`   // text added to the system prompt about this server
 	Tools        ToolFilter        `yaml:"tools"`           // which of the server's tools are offered
+	Scope        string            `yaml:"scope"`           // process (default): one server for the process; task: one per task, ${WORKSPACE} expanded
 }
+
+// Values of mcp_servers[].scope.
+const (
+	ScopeProcess = "process"
+	ScopeTask    = "task"
+)
 
 // ToolFilter is mcp_servers[].tools: which of a server's tools the model is
 // offered and may call. Each entry is a glob of tool names (without the
@@ -309,6 +318,44 @@ type Trust struct {
 	HearAuthorWithoutAccess bool `yaml:"hear_author_without_access"`
 }
 
+// Workspace is the workspace section. A task gets a workspace (a git
+// checkout of its repository) when a task-scoped MCP server can reach it:
+// some mcp_servers[] entry has scope: task.
+type Workspace struct {
+	Root string `yaml:"root"` // one folder per task below it; default ./workspaces
+	Keep string `yaml:"keep"` // never, failed or always: which ended tasks' workspaces stay; default failed
+}
+
+// Values of workspace.keep.
+const (
+	KeepNever  = "never"
+	KeepFailed = "failed"
+	KeepAlways = "always"
+)
+
+// Delivery is the delivery section: when a task with a workspace ends done
+// and its workspace has changes, they become one commit pushed to a branch
+// and a pull request (GitHub) or merge request (GitLab) that closes the
+// issue; a pull or merge request task gets the commit on its head branch.
+type Delivery struct {
+	Enabled      bool     `yaml:"enabled"`       // default true (it needs a workspace); false leaves git to your own tools
+	Draft        bool     `yaml:"draft"`         // default true: the pull/merge request is a draft
+	BranchPrefix string   `yaml:"branch_prefix"` // default coding-agent/: an issue's branch is coding-agent/issue-12
+	Author       Identity `yaml:"author"`        // the commits' author and committer
+}
+
+// Identity is a git author.
+type Identity struct {
+	Name  string `yaml:"name"`  // default coding-agent
+	Email string `yaml:"email"` // default coding-agent@users.noreply.example
+}
+
+// TaskWorkspaces reports whether tasks get a workspace: some MCP server is
+// task-scoped.
+func (c *Config) TaskWorkspaces() bool {
+	return slices.ContainsFunc(c.MCPServers, func(s MCPServer) bool { return s.Scope == ScopeTask })
+}
+
 // defaultCompletionKeywords are the words of a reply that end a conversation
 // when none are configured (Japanese and English thanks and acknowledgements).
 var defaultCompletionKeywords = []string{
@@ -354,6 +401,9 @@ func Default() *Config {
 		Planning:         defaultPlanning(),
 		CommentDetection: CommentDetection{Enabled: true, CheckInterval: 1},
 		Trust:            Trust{LabelerNeedsWriteAccess: true, HearAuthorWithoutAccess: true},
+		Workspace:        Workspace{Root: "./workspaces", Keep: KeepFailed},
+		Delivery: Delivery{Enabled: true, Draft: true, BranchPrefix: "coding-agent/",
+			Author: Identity{Name: "coding-agent", Email: "coding-agent@users.noreply.example"}},
 		Conversation: Conversation{
 			Enabled:            true,
 			AllowCollaborators: true,

@@ -408,3 +408,38 @@ func TestTrustSection(t *testing.T) {
 			config.Problems{{Path: "trust.labeler_needs_write_access", Msg: "expected true or false, got a string", Line: 7}}},
 	})
 }
+
+// The workspace and delivery sections: defaults, every key read, and each
+// problem at its path.
+func TestWorkspaceAndDeliverySections(t *testing.T) {
+	c, _ := mustParse(t, head+gh+`workspace:
+  root: /srv/ws
+  keep: always
+delivery:
+  enabled: false
+  draft: false
+  branch_prefix: bots/agent-
+  author: {name: Robo, email: robo@example.com}
+`, nil)
+	if c.Workspace != (config.Workspace{Root: "/srv/ws", Keep: config.KeepAlways}) {
+		t.Errorf("workspace %+v", c.Workspace)
+	}
+	want := config.Delivery{Enabled: false, Draft: false, BranchPrefix: "bots/agent-", Author: config.Identity{Name: "Robo", Email: "robo@example.com"}}
+	if c.Delivery != want {
+		t.Errorf("delivery %+v, want %+v", c.Delivery, want)
+	}
+	if c.TaskWorkspaces() {
+		t.Error("a config without a task-scoped server gives tasks a workspace")
+	}
+	checkProblems(t, head+gh, nil, []problemCase{
+		{"workspace:\n  keep: sometimes\n",
+			config.Problems{{Path: "workspace.keep", Msg: "must be one of: never, failed, always", Line: 7}}},
+		{"workspace:\n  root: \"\"\n", config.Problems{{Path: "workspace.root", Msg: "required: the folder the tasks' workspaces go in", Line: 7}}},
+		{"delivery:\n  branch_prefix: -x\n", config.Problems{{Path: "delivery.branch_prefix",
+			Msg: "must be usable in a git branch name: letters, digits and ._/- , not starting with - or /, without ..", Line: 7}}},
+		{"delivery:\n  branch_prefix: a..b/\n", config.Problems{{Path: "delivery.branch_prefix",
+			Msg: "must be usable in a git branch name: letters, digits and ._/- , not starting with - or /, without ..", Line: 7}}},
+		{"delivery:\n  author: {email: nobody}\n", config.Problems{{Path: "delivery.author.email", Msg: "must be an e-mail address", Line: 7}}},
+		{"delivery:\n  brnach_prefix: x/\n", config.Problems{{Path: "delivery.brnach_prefix", Msg: `unknown key (did you mean "branch_prefix"?)`, Line: 7}}},
+	})
+}

@@ -56,6 +56,7 @@ func (c *Config) Validate() error {
 	c.Planning.validate(&k)
 	c.CommentDetection.validate(&k)
 	c.Conversation.validate(&k)
+	c.validateWorkspace(&k)
 	return k.ps.err()
 }
 
@@ -297,3 +298,22 @@ func (k *checker) url(path, v string) {
 		k.add(path, "must be an absolute http or https URL")
 	}
 }
+
+// validateWorkspace checks the workspace and delivery sections, also when
+// no task gets a workspace.
+func (c *Config) validateWorkspace(k *checker) {
+	k.required("workspace.root", c.Workspace.Root, "required: the folder the tasks' workspaces go in")
+	k.oneOf("workspace.keep", c.Workspace.Keep, KeepNever, KeepFailed, KeepAlways)
+	d := c.Delivery
+	if d.BranchPrefix != "" && (!branchPrefix.MatchString(d.BranchPrefix) || strings.Contains(d.BranchPrefix, "..")) {
+		k.add("delivery.branch_prefix", "must be usable in a git branch name: letters, digits and ._/- , not starting with - or /, without ..")
+	}
+	k.required("delivery.author.name", d.Author.Name, "required: git needs an author")
+	if !strings.Contains(d.Author.Email, "@") {
+		k.add("delivery.author.email", "must be an e-mail address")
+	}
+}
+
+// branchPrefix is what a branch name may start with here (a subset of git's
+// rules that needs no escaping anywhere).
+var branchPrefix = regexp.MustCompile(`^[A-Za-z0-9._][A-Za-z0-9._/-]*$`)
