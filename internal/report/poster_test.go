@@ -432,3 +432,28 @@ func TestTemplates(t *testing.T) {
 		t.Errorf("Failed with template text in the reason = %q, %v; want the reason verbatim", odd, err)
 	}
 }
+
+func TestDeliveryTemplates(t *testing.T) {
+	got := map[string]string{}
+	for name, d := range map[string]report.Delivery{
+		"delivered_opened": {Commit: "0123456789abcdef0123456789abcdef01234567", Branch: "coding-agent/issue-12",
+			Kind: "pull request", ChangeURL: "https://github.com/acme/app/pull/13", Opened: true, Draft: true},
+		"delivered_updated": {Commit: "89abcdef", Branch: "coding-agent/issue-12", Kind: "merge request",
+			ChangeURL: "https://gitlab.com/acme/app/-/merge_requests/4"},
+		"delivered_nothing": {Branch: "feature/x", Kind: "pull request"},
+	} {
+		body, err := report.Delivered(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[name] = body
+	}
+	patch, err := report.Patch("pull request", "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+```b\n+````c\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got["patch"] = patch
+	for name, body := range got {
+		t.Run(name, func(t *testing.T) { golden.Check(t, name, body) })
+	}
+}

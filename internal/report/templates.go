@@ -53,3 +53,34 @@ func Stopped(turn int, reason, botLabel string) (string, error) {
 func Refused(labeler, botLabel string) (string, error) {
 	return render("refused.tmpl", map[string]any{"Labeler": labeler, "BotLabel": botLabel})
 }
+
+// Delivery is what a delivered task's last comment says: the commit pushed
+// (Commit "" when nothing changed), its branch, and the pull or merge
+// request that carries it (Opened: this round opened it).
+type Delivery struct {
+	Commit, Branch string
+	Kind           string // "pull request" or "merge request"
+	ChangeURL      string // "" when none
+	Opened, Draft  bool
+}
+
+// Delivered is the comment that ties a done task to what exists on the
+// forge: the commit and the pull or merge request.
+func Delivered(d Delivery) (string, error) { return render("delivered.tmpl", d) }
+
+// Patch is the comment that offers a fork's pull request the change as a
+// patch; kind is "pull request" or "merge request".
+func Patch(kind, patch string) (string, error) {
+	// The fence is longer than any run of backticks in the patch.
+	longest, run := 0, 0
+	for _, r := range patch {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", max(3, longest+1))
+	return render("patch.tmpl", map[string]any{"Kind": kind, "Patch": strings.TrimRight(patch, "\n"), "Fence": fence})
+}
