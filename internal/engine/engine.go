@@ -29,6 +29,12 @@ type Tools interface {
 	Call(ctx context.Context, fullName string, args json.RawMessage) (toolhost.Result, error)
 }
 
+// Caller calls tools: what a run needs of them once the catalog is set (a
+// task's own servers, started in its workspace, with the process's others).
+type Caller interface {
+	Call(ctx context.Context, fullName string, args json.RawMessage) (toolhost.Result, error)
+}
+
 // Poster posts a comment on the task being worked on.
 type Poster interface {
 	Post(ctx context.Context, body string) error
@@ -167,6 +173,9 @@ type Input struct {
 	Rounds []string
 	// Watch is the checkpoint check; nil checks nothing.
 	Watch Watch
+	// Tools carries out the run's tool calls; nil: Options.Tools. The
+	// catalog is always Options.Tools'.
+	Tools Caller
 }
 
 // End is how a run ended.

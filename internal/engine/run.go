@@ -444,6 +444,9 @@ func (r *Run) call(ctx context.Context, a *Act, c ToolCall) error {
 // run runs a call: the catalog search here, any other tool on its server.
 func (r *Run) run(ctx context.Context, c ToolCall) (toolhost.Result, error) {
 	if c.Tool != SearchTool {
+		if r.in.Tools != nil {
+			return r.in.Tools.Call(ctx, c.Tool, c.Args)
+		}
 		return r.e.o.Tools.Call(ctx, c.Tool, c.Args)
 	}
 	var args struct {

@@ -400,7 +400,7 @@ func TestPosterForgeLimits(t *testing.T) {
 }
 
 func TestTemplates(t *testing.T) {
-	failed, err := report.Failed("The model server answered 503 four times.", "coding agent failed", "coding agent")
+	failed, err := report.Failed("The model server answered 503 four times.", "coding agent failed", "coding agent", "")
 	if err != nil {
 		t.Fatalf("Failed: %v", err)
 	}
@@ -427,7 +427,7 @@ func TestTemplates(t *testing.T) {
 		t.Errorf("Interrupted comment lacks the step number:\n%s", interrupted)
 	}
 	// A reason is data, never a template.
-	odd, err := report.Failed("{{.BotLabel}} <!-- x -->", "F", "B")
+	odd, err := report.Failed("{{.BotLabel}} <!-- x -->", "F", "B", "")
 	if err != nil || !strings.Contains(odd, "{{.BotLabel}} <!-- x -->") {
 		t.Errorf("Failed with template text in the reason = %q, %v; want the reason verbatim", odd, err)
 	}
@@ -448,6 +448,16 @@ func TestDeliveryTemplates(t *testing.T) {
 		}
 		got[name] = body
 	}
+	failedKept, err := report.Failed("The tests fail.", "coding agent failed", "coding agent", "workspaces/github/acme/app/issue-12")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got["failed_kept"] = failedKept
+	kept, err := report.Kept("workspaces/github/acme/app/issue-12")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got["kept"] = kept
 	patch, err := report.Patch("pull request", "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+```b\n+````c\n")
 	if err != nil {
 		t.Fatal(err)

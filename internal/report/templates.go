@@ -14,8 +14,15 @@ var templateFS embed.FS
 var templates = template.Must(template.ParseFS(templateFS, "templates/*.tmpl"))
 
 // Failed is the comment posted when a task ends in failure.
-func Failed(reason, failedLabel, botLabel string) (string, error) {
-	return render("failed.tmpl", map[string]any{"Reason": reason, "FailedLabel": failedLabel, "BotLabel": botLabel})
+// workspace is where the task's workspace is kept ("" when it is not).
+func Failed(reason, failedLabel, botLabel, workspace string) (string, error) {
+	return render("failed.tmpl", map[string]any{"Reason": reason, "FailedLabel": failedLabel, "BotLabel": botLabel, "Workspace": workspace})
+}
+
+// Kept is the comment that says where a failed task's workspace is kept,
+// when the run's own closing comment said why it failed.
+func Kept(workspace string) (string, error) {
+	return render("kept.tmpl", map[string]any{"Workspace": workspace})
 }
 
 // Interrupted is the comment posted when a shutdown stops a task at a

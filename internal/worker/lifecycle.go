@@ -59,6 +59,7 @@ const (
 	stoppedNotice
 	interruptedNotice
 	storeNotice
+	keptNotice // where a failed task's workspace is kept
 )
 
 // transition is one row of the life cycle: from which statuses an event
@@ -78,6 +79,8 @@ type transition struct {
 	// its checkpoint, or still awaiting with the reply unjudged. "": the
 	// transition goes ahead regardless.
 	retry task.Status
+	// ws is what becomes of the task's workspace.
+	ws fate
 }
 
 // unclaimed are the statuses from which the producer claims a task; "" is a
@@ -89,20 +92,20 @@ var lifecycle = map[event]transition{
 	claimed: {from: unclaimed, to: task.Queued, add: processingLabel, remove: botLabel,
 		stale: []label{doneLabel, failedLabel, pausedLabel, stoppedLabel, awaitingLabel}},
 	replied:     {from: []task.Status{task.Awaiting}, to: task.Queued, add: processingLabel, remove: awaitingLabel},
-	closedEarly: {from: []task.Status{task.Running}, to: task.Stopped, remove: processingLabel},
+	closedEarly: {from: []task.Status{task.Running}, to: task.Stopped, remove: processingLabel, ws: wsDone},
 	runDone: {from: []task.Status{task.Running}, to: task.Done, add: doneLabel, remove: processingLabel,
-		stale: []label{botLabel, failedLabel, awaitingLabel}, clear: true, retry: task.Queued},
+		stale: []label{botLabel, failedLabel, awaitingLabel}, clear: true, retry: task.Queued, ws: wsDone},
 	roundDone: {from: []task.Status{task.Running}, to: task.Awaiting, add: awaitingLabel, remove: processingLabel,
 		stale: []label{botLabel, doneLabel}, clear: true, retry: task.Queued},
 	runFailed: {from: []task.Status{task.Running}, to: task.Failed, add: failedLabel, remove: processingLabel,
-		stale: []label{botLabel, doneLabel, awaitingLabel}, notice: failureNotice, clear: true, retry: task.Queued},
+		stale: []label{botLabel, doneLabel, awaitingLabel}, notice: failureNotice, clear: true, retry: task.Queued, ws: wsFailed},
 	runBroke: {from: []task.Status{task.Running}, to: task.Failed, add: failedLabel, remove: processingLabel,
-		stale: []label{botLabel, doneLabel, awaitingLabel}, notice: failureNotice, retry: task.Queued},
+		stale: []label{botLabel, doneLabel, awaitingLabel}, notice: failureNotice, retry: task.Queued, ws: wsFailed},
 	runPaused:      {from: []task.Status{task.Running}, to: task.Paused, remove: processingLabel, notice: pausedNotice},
-	runStopped:     {from: []task.Status{task.Running}, to: task.Stopped, remove: processingLabel, notice: stoppedNotice, clear: true},
+	runStopped:     {from: []task.Status{task.Running}, to: task.Stopped, remove: processingLabel, notice: stoppedNotice, clear: true, ws: wsFailed},
 	runInterrupted: {from: []task.Status{task.Running}, to: task.Queued, notice: interruptedNotice},
 	conversationEnded: {from: []task.Status{task.Awaiting}, to: task.Done, add: doneLabel, remove: awaitingLabel,
-		stale: []label{botLabel, failedLabel}, retry: task.Awaiting},
+		stale: []label{botLabel, failedLabel}, retry: task.Awaiting, ws: wsDone},
 	// The store is asked once more to say queued; its last record stands
 	// when it cannot (running under a process that ends), and either way
 	// the next run resumes the task from its last checkpoint.
@@ -121,6 +124,10 @@ type ending struct {
 	reported bool
 	// mark is the newest comment id the run's context held.
 	mark int64
+	// ws is the run's workspace, nil when it has none open; where is its
+	// folder when a failure keeps it, for the failure comment.
+	ws    Workspace
+	where string
 }
 
 // move applies ev's row to the task: its labels, its status, its notice,
@@ -131,8 +138,13 @@ func (w *Worker) move(ctx context.Context, f ending, ev event) (bool, error) {
 	tr := lifecycle[ev]
 	if all, err := w.relabel(ctx, f, tr); (err != nil || !all) && tr.retry != "" {
 		f.log.Error("could not set the labels; the next pass tries again", "event", ev, "status", tr.retry)
+		w.settle(f, transition{ws: wsKeep}) // the next pass comes back to it
 		return false, w.setStatus(ctx, f.ref, tr.retry, "")
 	}
+	if f.ws != nil && tr.ws == wsFailed && tr.ws.keeps(w.o.Workspaces.Keep()) {
+		f.where = f.ws.Where()
+	}
+	w.settle(f, tr)
 	why := ""
 	if tr.to == task.Failed || tr.to == task.Stopped {
 		why = f.reason
@@ -187,19 +199,29 @@ func (w *Worker) relabel(ctx context.Context, f ending, tr transition) (bool, er
 // notify posts the transition's notice, if any; a notice that cannot be
 // posted is logged.
 func (w *Worker) notify(ctx context.Context, f ending, n notice) {
-	if f.post == nil || n == noNotice || (n == failureNotice && f.reported) {
+	if f.post == nil || n == noNotice {
 		return
+	}
+	if n == failureNotice && f.reported {
+		// The run's own closing comment said why; only where its
+		// workspace is kept is left to say.
+		if f.where == "" {
+			return
+		}
+		n = keptNotice
 	}
 	ls := w.o.Labels
 	var body string
 	var err error
 	switch n {
 	case failureNotice:
-		body, err = report.Failed(f.reason, ls.Failed, ls.Bot)
+		body, err = report.Failed(f.reason, ls.Failed, ls.Bot, f.where)
 	case pausedNotice:
 		body, err = report.Paused(f.calls, f.reason, ls.Paused, ls.Bot)
 	case stoppedNotice:
 		body, err = report.Stopped(f.calls, f.reason, ls.Bot)
+	case keptNotice:
+		body, err = report.Kept(f.where)
 	case interruptedNotice:
 		body, err = report.Interrupted(f.calls)
 	case storeNotice:

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,6 +50,15 @@ func (w *Worker) Process(ctx context.Context, ref task.Ref) error {
 	if skip {
 		return failure(err)
 	}
+	var ws Workspace
+	if err == nil && w.o.Workspaces != nil {
+		if ws, err = w.o.Workspaces.Open(ctx, in.Task); err == nil {
+			defer ws.Close(true) // a no-op once the row closed it
+			in.Tools = ws.Tools()
+		} else {
+			err = fmt.Errorf("preparing the workspace of %s: %w", ref, err)
+		}
+	}
 	var out engine.Outcome
 	if err == nil {
 		log.Info("working on task", "title", in.Task.Title)
@@ -57,7 +67,7 @@ func (w *Worker) Process(ctx context.Context, ref task.Ref) error {
 		log.Info("task run ended", "end", out.End, "calls", out.Calls, "duration", w.o.Now().Sub(started).String(), "error", err)
 	}
 	f := ending{ref: ref, post: post, log: log, labels: in.Task.Labels, reason: w.o.Redact(sanitize.Hosts(out.Reason)), calls: out.Calls,
-		reported: out.Reported, mark: max(out.Mark, in.Mark)}
+		reported: out.Reported, mark: max(out.Mark, in.Mark), ws: ws}
 	return w.end(ctx, fctx, f, out, err)
 }
 
@@ -81,6 +91,12 @@ func (w *Worker) end(ctx, fctx context.Context, f ending, out engine.Outcome, er
 		f.reason = w.o.Redact(sanitize.Hosts(err.Error()))
 		ev = runBroke
 	case out.End == engine.Done:
+		if derr := w.deliver(fctx, f, cmp.Or(out.Comment, out.Summary)); derr != nil {
+			// Done only once the work exists on the forge.
+			f.reason = w.o.Redact(sanitize.Hosts("delivering the work failed: " + derr.Error()))
+			f.reported = false
+			break
+		}
 		return failure(w.finishRound(fctx, f, out))
 	case out.End == engine.Failed:
 		ev = runFailed

@@ -42,6 +42,9 @@ type Options struct {
 	// sorted by a, pause, stop); comments are all those the run started
 	// with. nil watches nothing.
 	NewWatch func(a *watch.Audience, comments []task.Comment) engine.Watch
+	// Workspaces gives each task a checkout and delivers its work; nil:
+	// tasks get no workspace.
+	Workspaces Workspaces
 	// Conversation is the follow-up conversation after a round.
 	Conversation Conversation
 	// Workers is how many tasks run at once; 0 → 1.

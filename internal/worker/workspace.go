@@ -1,0 +1,100 @@
+package worker
+
+import (
+	"context"
+
+	"github.com/coding-agent/coding-agent/internal/engine"
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// Workspaces gives each task the checkout it is worked in (workspace.root)
+// with the tools that work there, and delivers what a done round changed.
+// A nil Workspaces gives tasks none.
+type Workspaces interface {
+	// Open prepares t's workspace, reusing the one a crash, a pause or an
+	// earlier round left, and starts the task's tools in it.
+	Open(ctx context.Context, t task.Task) (Workspace, error)
+	// Remove deletes the workspace of a task no run has open (a
+	// conversation that ended while awaiting a reply).
+	Remove(ref task.Ref) error
+	// Keep says which ended tasks' workspaces stay: "never", "failed" or
+	// "always" (workspace.keep).
+	Keep() string
+}
+
+// Workspace is one task's checkout while a run works in it.
+type Workspace interface {
+	// Tools are the task's tools: its task-scoped servers, started in the
+	// workspace, and the process's others.
+	Tools() engine.Caller
+	// Deliver makes a done round's work exist on the forge: its changes
+	// committed (summary: what the round did) and pushed with a pull or
+	// merge request, or offered as a patch for a fork. It returns the
+	// comment that says what was delivered; "" when delivery is off.
+	Deliver(ctx context.Context, summary string) (string, error)
+	// Where is the workspace's folder, for a comment on a failed task.
+	Where() string
+	// Close stops the task's tools and, unless keep, removes the
+	// workspace.
+	Close(keep bool) error
+}
+
+// fate is what becomes of an open workspace when its run ends: a column of
+// the life-cycle table.
+type fate int
+
+const (
+	wsKeep   fate = iota // the task goes on: a resume or the next round reuses it
+	wsDone               // the task is done: removed unless keep is always
+	wsFailed             // the task failed or stopped: kept for inspection unless keep is never
+)
+
+// keeps reports whether a workspace of that fate stays under keep.
+func (f fate) keeps(keep string) bool {
+	switch f {
+	case wsDone:
+		return keep == "always"
+	case wsFailed:
+		return keep != "never"
+	}
+	return true
+}
+
+// settle does with the run's workspace what the row says: it closes an
+// open one (kept or removed), or removes the workspace of a task no run
+// has open when the row ends it.
+func (w *Worker) settle(f ending, tr transition) {
+	if w.o.Workspaces == nil {
+		return
+	}
+	keep := tr.ws.keeps(w.o.Workspaces.Keep())
+	var err error
+	switch {
+	case f.ws != nil:
+		err = f.ws.Close(keep)
+	case !keep:
+		err = w.o.Workspaces.Remove(f.ref)
+	}
+	if err != nil {
+		f.log.Error("closing the workspace", "error", err)
+	}
+}
+
+// deliver makes a done round's work exist on the forge before the task is
+// called done, and posts what was delivered. A failure is the round's: it
+// fails the task rather than calling done what nothing holds.
+func (w *Worker) deliver(ctx context.Context, f ending, summary string) error {
+	if f.ws == nil {
+		return nil
+	}
+	comment, err := f.ws.Deliver(ctx, summary)
+	if err != nil {
+		return err
+	}
+	if comment != "" && f.post != nil {
+		if err := f.post.PostAll(ctx, comment); err != nil {
+			f.log.Error("posting what was delivered", "error", err)
+		}
+	}
+	return nil
+}
