@@ -15,15 +15,20 @@ import (
 )
 
 // GitHub emulates the parts of the GitHub REST API the agent uses, at the
-// server root and under /api/v3 (GitHub Enterprise style). Seed it with
-// AddRepo, AddIssue, AddPull, AddComment and SetPermission; inspect it with
-// Labels, Comments, Reactions, Requests and Count; move its clock with
-// SetClock; break it with Inject.
+// server root and under /api/v3 (GitHub Enterprise style), and serves each
+// repository over git's smart HTTP at /{owner}/{repo}.git (its clone_url;
+// see GitRepos for the credentials git must send). Seed it with AddRepo,
+// AddIssue, AddPull, AddComment and SetPermission, and its repositories
+// with the GitRepos helpers (CommitFile, CommitRandom); inspect it with
+// Labels, Comments, Reactions, Requests and Count, and its repositories
+// with GitDir, Branches, FileAt and Log; move its clock with SetClock;
+// break it with Inject (git requests too).
 //
 // Token and BotLogin may be changed right after NewGitHub, before the first
 // request.
 type GitHub struct {
 	base
+	*GitRepos
 
 	// Token is the only token accepted, as "Authorization: Bearer <token>"
 	// or "Authorization: token <token>".
@@ -142,7 +147,9 @@ func NewGitHub(t testing.TB) *GitHub {
 			"search": {limit: 30, window: time.Minute},
 		},
 	}
+	g.GitRepos = newGitRepos(t, "GitHub", func() string { return g.Token })
 	g.srv = httptest.NewServer(g.handler())
+	g.GitRepos.url = g.srv.URL
 	t.Cleanup(g.srv.Close)
 	return g
 }
@@ -193,7 +200,8 @@ func (g *GitHub) AddIssue(repo string, s IssueSeed) int {
 	return g.addItemLocked(repo, s, nil).number
 }
 
-// AddPull creates a pull request and returns its number.
+// AddPull creates a pull request and returns its number. Its head branch is
+// made in git (from main, with one commit) when it does not exist.
 func (g *GitHub) AddPull(repo string, s PullSeed) int {
 	g.st.Lock()
 	defer g.st.Unlock()
@@ -204,7 +212,11 @@ func (g *GitHub) AddPull(repo string, s PullSeed) int {
 	if p.base == "" {
 		p.base = "main"
 	}
-	return g.addItemLocked(repo, s.IssueSeed, p).number
+	it := g.addItemLocked(repo, s.IssueSeed, p)
+	if err := g.declare(repo, p.head); err != nil {
+		panic("forgetest: " + err.Error())
+	}
+	return it.number
 }
 
 // AddComment adds a comment by author to an issue or pull request and
@@ -335,6 +347,9 @@ func (g *GitHub) repoLocked(fullName string) *ghRepo {
 	g.userLocked(owner)
 	r := &ghRepo{id: g.idLocked(), owner: owner, name: name, created: g.nowLocked()}
 	g.repos[key] = r
+	if err := g.declare(fullName); err != nil {
+		panic("forgetest: " + err.Error())
+	}
 	return r
 }
 

@@ -75,7 +75,13 @@ func (g *GitHub) handler() http.Handler {
 		g.fail(w, http.StatusNotFound, "Not Found")
 	})
 	inner := g.wrap(g.guard(mux), ghErrorBody)
+	git := g.wrap(g.GitRepos, gitErrBody)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// git at /{owner}/{repo}.git/..., beside the web pages on github.com.
+		if name, _, ok := gitPath(r.URL.Path); ok && strings.Count(name, "/") == 1 {
+			git.ServeHTTP(w, r)
+			return
+		}
 		// Rate-limit headers go on every answer, injected faults included.
 		g.st.Lock()
 		g.rateHeadersLocked(w.Header(), ghResource(r.URL.Path))

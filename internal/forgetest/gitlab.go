@@ -15,12 +15,17 @@ import (
 // GitLab emulates the GitLab REST API v4 (https://gitlab.com/api/v4) for
 // tests: projects in nested groups, issues and merge requests with their own
 // iid spaces, notes, labels and the current user, answered with GitLab's JSON
-// shapes, offset pagination headers, ETags and rate-limit headers. Seed it
-// with AddProject, AddIssue, AddMR, AddNote, AddMember and AddGroupMember;
-// inspect it with Labels, Notes, Awards, Requests and Count; move its clock
-// with SetClock; break it with Inject.
+// shapes, offset pagination headers, ETags and rate-limit headers. Each
+// project is served over git's smart HTTP at /{namespace/path}.git (its
+// http_url_to_repo; see GitRepos for the credentials git must send). Seed it
+// with AddProject, AddIssue, AddMR, AddNote, AddMember and AddGroupMember,
+// and its repositories with the GitRepos helpers (CommitFile,
+// CommitRandom); inspect it with Labels, Notes, Awards, Requests and Count,
+// and its repositories with GitDir, Branches, FileAt and Log; move its
+// clock with SetClock; break it with Inject (git requests too).
 type GitLab struct {
 	base
+	*GitRepos
 
 	// Token is the personal access token the emulator accepts, sent as
 	// PRIVATE-TOKEN or as "Authorization: Bearer". Set it before the first
@@ -158,7 +163,18 @@ func NewGitLab(t testing.TB) *GitLab {
 	}
 	// Not a stamp: a clock set right after NewGitLab may start anywhere.
 	g.born = g.clock().UTC().Truncate(time.Millisecond)
-	g.srv = httptest.NewServer(g.wrap(http.HandlerFunc(g.serve), glErrBody))
+	g.GitRepos = newGitRepos(t, "GitLab", func() string { return g.Token })
+	api := g.wrap(http.HandlerFunc(g.serve), glErrBody)
+	git := g.wrap(g.GitRepos, gitErrBody)
+	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// git at /{namespace/path}.git/..., beside the web pages.
+		if _, _, ok := gitPath(r.URL.Path); ok {
+			git.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	}))
+	g.GitRepos.url = g.srv.URL
 	t.Cleanup(g.srv.Close)
 	return g
 }
@@ -200,6 +216,9 @@ func (g *GitLab) AddProject(path string) int {
 	}
 	g.projects[strings.ToLower(path)] = p
 	g.userID(p.owner()) // listed first among the members
+	if err := g.declare(path); err != nil {
+		g.t.Fatalf("forgetest: %v", err)
+	}
 	return p.id
 }
 
@@ -216,6 +235,8 @@ func (g *GitLab) AddIssue(project string, s IssueSeed) int {
 }
 
 // AddMR adds a merge request to an existing project and returns its iid.
+// Its source branch is made in git (from main, with one commit) when it
+// does not exist.
 func (g *GitLab) AddMR(project string, s MRSeed) int {
 	g.t.Helper()
 	g.dmu.Lock()
@@ -231,6 +252,9 @@ func (g *GitLab) AddMR(project string, s MRSeed) int {
 	}
 	it.iid = len(p.mrs) + 1
 	p.mrs[it.iid] = it
+	if err := g.declare(p.path, it.source); err != nil {
+		g.t.Fatalf("forgetest: %v", err)
+	}
 	return it.iid
 }
 

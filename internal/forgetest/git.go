@@ -1,0 +1,517 @@
+package forgetest
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/subtle"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// GitRepos is a directory of bare git repositories served over git's smart
+// HTTP protocol by the system's git http-backend (through net/http/cgi), with
+// pushes enabled. Both emulators embed one: a repository they know (AddRepo,
+// AddProject, or one created by seeding an issue or a pull/merge request) is
+// served at /<name>.git on the emulator's host. A standalone GitServer
+// embeds one too.
+//
+// Requests need HTTP Basic authentication whose password is the token (any
+// user name: git clients send "x-access-token:<token>" to GitHub and
+// "oauth2:<token>" to GitLab) or "Authorization: Bearer <token>"; anything
+// else is answered 401 with a WWW-Authenticate challenge, so that git with
+// GIT_TERMINAL_PROMPT=0 fails at once.
+//
+// A repository is created on first use (a request or a helper): a bare
+// repository whose default branch main holds one commit adding README.md,
+// so that seeding issues costs no git process. Names are case-insensitive,
+// as on both forges.
+//
+// The helpers (GitDir, Branches, FileAt, Log, CommitFile, CommitRandom,
+// Head) fail the test on a git error; call them from the test's goroutine.
+type GitRepos struct {
+	t       testing.TB
+	dir     string
+	realm   string
+	token   func() string
+	backend string
+	url     string // the server's root, set once it runs
+
+	mu    sync.Mutex // guards repos and the creation of each repository
+	repos map[string]*gitRepo
+}
+
+// GitCommit is one commit as Log lists it.
+type GitCommit struct {
+	SHA         string
+	Subject     string
+	Body        string // the message after the subject line, trimmed
+	AuthorName  string
+	AuthorEmail string
+}
+
+type gitRepo struct {
+	name    string   // as first declared
+	dir     string   // the bare repository
+	ready   bool     // created on disk
+	pending []string // branches to create (from main, one commit) with it
+}
+
+// emulatorAuthor is who the emulator's own seed commits are by.
+const (
+	emulatorAuthor = "Forge Emulator"
+	emulatorEmail  = "emulator@forgetest.invalid"
+)
+
+// newGitRepos makes an empty set of repositories under a temporary
+// directory; token is read at every request, so an emulator's Token may
+// change after it starts.
+func newGitRepos(t testing.TB, realm string, token func() string) *GitRepos {
+	t.Helper()
+	out, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		t.Fatalf("forgetest: git --exec-path: %v (the emulators serve git with the system's git)", err)
+	}
+	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
+	return &GitRepos{
+		t: t, dir: t.TempDir(), realm: realm, token: token, backend: backend,
+		repos: map[string]*gitRepo{},
+	}
+}
+
+// gitKey is where a repository lives, lower-cased: names are
+// case-insensitive.
+func gitKey(name string) string { return strings.ToLower(strings.Trim(name, "/")) }
+
+// declare makes name known, with branches to hold besides main (each made
+// from main with one commit when missing). A repository already on disk
+// gets the missing branches at once.
+func (s *GitRepos) declare(name string, branches ...string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := gitKey(name)
+	r := s.repos[key]
+	if r == nil {
+		r = &gitRepo{name: name, dir: filepath.Join(s.dir, filepath.FromSlash(key)+".git")}
+		s.repos[key] = r
+	}
+	if !r.ready {
+		r.pending = append(r.pending, branches...)
+		return nil
+	}
+	for _, b := range branches {
+		if err := s.seedBranch(r, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensure returns the repository, creating it on disk first if needed; nil
+// when name was never declared.
+func (s *GitRepos) ensure(name string) (*gitRepo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repos[gitKey(name)]
+	if r == nil || r.ready {
+		return r, nil
+	}
+	if err := s.create(r); err != nil {
+		return nil, fmt.Errorf("creating git repository %s: %w", name, err)
+	}
+	r.ready = true
+	for _, b := range r.pending {
+		if err := s.seedBranch(r, b); err != nil {
+			return nil, err
+		}
+	}
+	r.pending = nil
+	return r, nil
+}
+
+func (s *GitRepos) create(r *gitRepo) error {
+	if _, err := s.run("", nil, "init", "--quiet", "--bare", "--initial-branch=main", r.dir); err != nil {
+		return err
+	}
+	if _, err := s.run(r.dir, nil, "config", "http.receivepack", "true"); err != nil {
+		return err
+	}
+	_, err := s.commit(r, "main", "Initial commit", emulatorAuthor, emulatorEmail,
+		map[string][]byte{"README.md": []byte("# " + r.name + "\n")})
+	return err
+}
+
+// seedBranch makes branch from main with one commit, unless it exists.
+func (s *GitRepos) seedBranch(r *gitRepo, branch string) error {
+	if _, ok, err := s.head(r, branch); err != nil || ok {
+		return err
+	}
+	_, err := s.commit(r, branch, "Work on "+branch, emulatorAuthor, emulatorEmail,
+		map[string][]byte{"work/" + strings.ReplaceAll(branch, "/", "-") + ".txt": []byte("work on " + branch + "\n")})
+	return err
+}
+
+// run runs git in dir (the bare repository; "" for none) with stdin, and
+// returns its standard output. The user's and the system's git
+// configuration are left out.
+func (s *GitRepos) run(dir string, stdin []byte, args ...string) ([]byte, error) {
+	if dir != "" {
+		args = append([]string{"--git-dir=" + dir}, args...)
+	}
+	cmd := exec.Command("git", args...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull,
+		"GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	return out, nil
+}
+
+// head resolves a branch to its commit.
+func (s *GitRepos) head(r *gitRepo, branch string) (string, bool, error) {
+	out, err := s.run(r.dir, nil, "for-each-ref", "--format=%(objectname)", "refs/heads/"+branch)
+	if err != nil {
+		return "", false, err
+	}
+	sha := strings.TrimSpace(string(out))
+	return sha, sha != "", nil
+}
+
+// commit adds one commit to branch writing files (path → content), through
+// git fast-import: one process, whatever the size. A missing branch starts
+// from main (or from nothing when main is missing too). It returns the
+// commit's id.
+func (s *GitRepos) commit(r *gitRepo, branch, message, author, email string, files map[string][]byte) (string, error) {
+	parent, ok, err := s.head(r, branch)
+	if err == nil && !ok {
+		parent, _, err = s.head(r, "main")
+	}
+	if err != nil {
+		return "", err
+	}
+	var in bytes.Buffer
+	when := strconv.FormatInt(time.Now().Unix(), 10) + " +0000"
+	fmt.Fprintf(&in, "commit refs/heads/%s\nmark :1\n", branch)
+	fmt.Fprintf(&in, "author %s <%s> %s\ncommitter %s <%s> %s\n", author, email, when, author, email, when)
+	fmt.Fprintf(&in, "data %d\n%s\n", len(message), message)
+	if parent != "" {
+		fmt.Fprintf(&in, "from %s\n", parent)
+	}
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		fmt.Fprintf(&in, "M 100644 inline %s\ndata %d\n", p, len(files[p]))
+		in.Write(files[p])
+		in.WriteString("\n")
+	}
+	in.WriteString("get-mark :1\ndone\n")
+	out, err := s.run(r.dir, in.Bytes(), "fast-import", "--quiet", "--done", "--cat-blob-fd=1")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// must returns the declared repository name, on disk, or fails the test.
+func (s *GitRepos) must(name string) *gitRepo {
+	s.t.Helper()
+	r, err := s.ensure(name)
+	if err != nil {
+		s.t.Fatalf("forgetest: %v", err)
+	}
+	if r == nil {
+		s.t.Fatalf("forgetest: no git repository %q (add the repository or project first)", name)
+	}
+	return r
+}
+
+// GitDir returns the path of the bare repository name, creating it first if
+// it was declared but not used yet.
+func (s *GitRepos) GitDir(name string) string {
+	s.t.Helper()
+	return s.must(name).dir
+}
+
+// RepoURL is the URL git clones name from: the server's root, the name as
+// given, ".git".
+func (s *GitRepos) RepoURL(name string) string { return s.url + "/" + strings.Trim(name, "/") + ".git" }
+
+// Branches returns the repository's branch names, sorted.
+func (s *GitRepos) Branches(name string) []string {
+	s.t.Helper()
+	out, err := s.run(s.must(name).dir, nil, "for-each-ref", "--format=%(refname:lstrip=2)", "refs/heads/")
+	if err != nil {
+		s.t.Fatalf("forgetest: %v", err)
+	}
+	bs := strings.Fields(string(out))
+	slices.Sort(bs)
+	return bs
+}
+
+// Head returns the commit a branch points at; false when it does not exist.
+func (s *GitRepos) Head(name, branch string) (string, bool) {
+	s.t.Helper()
+	sha, ok, err := s.head(s.must(name), branch)
+	if err != nil {
+		s.t.Fatalf("forgetest: %v", err)
+	}
+	return sha, ok
+}
+
+// FileAt returns a file's content on a branch; false when the branch or the
+// file does not exist.
+func (s *GitRepos) FileAt(name, branch, path string) (string, bool) {
+	s.t.Helper()
+	r := s.must(name)
+	if _, ok, err := s.head(r, branch); err != nil || !ok {
+		if err != nil {
+			s.t.Fatalf("forgetest: %v", err)
+		}
+		return "", false
+	}
+	out, err := s.run(r.dir, nil, "cat-file", "blob", "refs/heads/"+branch+":"+path)
+	if err != nil {
+		return "", false
+	}
+	return string(out), true
+}
+
+// Log returns the commits reachable from branch, newest first; nil when the
+// branch does not exist.
+func (s *GitRepos) Log(name, branch string) []GitCommit {
+	s.t.Helper()
+	r := s.must(name)
+	if _, ok, err := s.head(r, branch); err != nil || !ok {
+		if err != nil {
+			s.t.Fatalf("forgetest: %v", err)
+		}
+		return nil
+	}
+	out, err := s.run(r.dir, nil, "log", "--format=%H%x1f%s%x1f%b%x1f%an%x1f%ae%x1e", "refs/heads/"+branch, "--")
+	if err != nil {
+		s.t.Fatalf("forgetest: %v", err)
+	}
+	var cs []GitCommit
+	for rec := range strings.SplitSeq(string(out), "\x1e") {
+		f := strings.Split(strings.TrimLeft(rec, "\n"), "\x1f")
+		if len(f) != 5 {
+			continue
+		}
+		cs = append(cs, GitCommit{SHA: f[0], Subject: f[1], Body: strings.TrimSpace(f[2]), AuthorName: f[3], AuthorEmail: f[4]})
+	}
+	return cs
+}
+
+// CommitFile commits one file to branch (made from main when missing) as
+// the emulator's author, and returns the commit's id.
+func (s *GitRepos) CommitFile(name, branch, path, content, message string) string {
+	s.t.Helper()
+	sha, err := s.commit(s.must(name), branch, message, emulatorAuthor, emulatorEmail, map[string][]byte{path: []byte(content)})
+	if err != nil {
+		s.t.Fatalf("forgetest: %v", err)
+	}
+	return sha
+}
+
+// CommitRandom commits mb MiB of random bytes to branch (made from main when
+// missing), one MiB a file under random/, which git cannot compress: a large
+// repository for measurements. It returns the commit's id.
+func (s *GitRepos) CommitRandom(name, branch string, mb int) string {
+	s.t.Helper()
+	files := make(map[string][]byte, mb)
+	for i := range mb {
+		b := make([]byte, 1<<20)
+		_, _ = rand.Read(b)
+		files[fmt.Sprintf("random/%04d.bin", i)] = b
+	}
+	sha, err := s.commit(s.must(name), branch, fmt.Sprintf("Add %d MiB of random data", mb), emulatorAuthor, emulatorEmail, files)
+	if err != nil {
+		s.t.Fatalf("forgetest: %v", err)
+	}
+	return sha
+}
+
+// gitServices are what follows "<name>.git" in the paths of git's HTTP
+// protocols.
+var gitServices = []string{"/info/refs", "/git-upload-pack", "/git-receive-pack", "/HEAD", "/objects/"}
+
+// gitPath splits a URL path such as /acme/app.git/info/refs into the
+// repository name ("acme/app") and what follows; ok is false for a path
+// that is not git's.
+func gitPath(p string) (name, rest string, ok bool) {
+	i := strings.Index(p, ".git/")
+	for i >= 0 {
+		name, rest = p[:i], p[i+len(".git"):]
+		if strings.HasPrefix(name, "/") && len(name) > 1 && slices.ContainsFunc(gitServices, func(s string) bool { return strings.HasPrefix(rest, s) }) {
+			return name[1:], rest, true
+		}
+		j := strings.Index(p[i+1:], ".git/")
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return "", "", false
+}
+
+// authorized checks the request's credential against the token.
+func (s *GitRepos) authorized(r *http.Request) (user string, ok bool) {
+	tok := s.token()
+	if tok == "" {
+		return "", false
+	}
+	same := func(v string) bool { return subtle.ConstantTimeCompare([]byte(v), []byte(tok)) == 1 }
+	if u, pw, basic := r.BasicAuth(); basic {
+		return u, same(pw)
+	}
+	if b, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); bearer {
+		return "token", same(b)
+	}
+	return "", false
+}
+
+// ServeHTTP serves git's smart HTTP protocol (and the dumb one) for the
+// repositories declared: clone, fetch and push.
+func (s *GitRepos) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	name, rest, ok := gitPath(r.URL.Path)
+	if !ok {
+		http.Error(w, "Not Found", http.StatusNotFound)
+		return
+	}
+	user, ok := s.authorized(r)
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Basic realm="`+s.realm+`"`)
+		http.Error(w, "Invalid username or token. Password authentication is not supported for Git operations.", http.StatusUnauthorized)
+		return
+	}
+	repo, err := s.ensure(name)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if repo == nil {
+		http.Error(w, "Repository not found.", http.StatusNotFound)
+		return
+	}
+	// The repository lives under its lower-cased name.
+	r2 := r.Clone(r.Context())
+	r2.URL.Path = "/" + gitKey(name) + ".git" + rest
+	r2.URL.RawPath = ""
+	// CGI has no chunked request bodies (net/http/cgi answers 400), and git
+	// sends a pack larger than its http.postBuffer chunked: read it whole
+	// and pass it on with its length.
+	if slices.Contains(r.TransferEncoding, "chunked") {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		r2.Body, r2.ContentLength, r2.TransferEncoding = io.NopCloser(bytes.NewReader(body)), int64(len(body)), nil
+	}
+	h := &cgi.Handler{
+		Path: s.backend,
+		Root: "/",
+		Dir:  s.dir,
+		Env: []string{
+			"GIT_PROJECT_ROOT=" + s.dir, "GIT_HTTP_EXPORT_ALL=1", "REMOTE_USER=" + user,
+			"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + os.DevNull, "HOME=" + s.dir,
+		},
+	}
+	h.ServeHTTP(w, r2)
+}
+
+// GitServer serves bare repositories over smart HTTP on its own test
+// server, for tests that need git without a forge. Create repositories with
+// InitRepo; inspect and seed them with the GitRepos helpers; count requests
+// with GitFetches, GitPushes, Requests and Count; break it with Inject.
+type GitServer struct {
+	base
+	*GitRepos
+
+	// Token is the only credential accepted (see GitRepos). Change it before
+	// the first request if the default does not suit.
+	Token string
+
+	srv *httptest.Server
+}
+
+// NewGitServer starts a git server that is closed when the test ends.
+func NewGitServer(t testing.TB) *GitServer {
+	t.Helper()
+	var raw [16]byte
+	_, _ = rand.Read(raw[:])
+	s := &GitServer{Token: "git-test-" + fmt.Sprintf("%x", raw[:])}
+	s.GitRepos = newGitRepos(t, "Git", func() string { return s.Token })
+	s.srv = httptest.NewServer(s.wrap(s.GitRepos, gitErrBody))
+	s.url = s.srv.URL
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// URL is the server's root; a repository is at URL()+"/"+name+".git".
+func (s *GitServer) URL() string { return s.srv.URL }
+
+// InitRepo creates the bare repository name (such as "acme/app"), its main
+// branch holding a README.md, and returns its directory. Creating it again
+// does nothing.
+func (s *GitServer) InitRepo(name string) string {
+	s.t.Helper()
+	if err := s.declare(name); err != nil {
+		s.t.Fatalf("forgetest: %v", err)
+	}
+	return s.GitDir(name)
+}
+
+// GitFetches counts the clones, fetches and ls-remotes of the repository
+// name that were answered: each begins with a GET of
+// <name>.git/info/refs?service=git-upload-pack answered 200 (protocol v2
+// then sends one or more POSTs to git-upload-pack, v0 one).
+func (b *base) GitFetches(name string) int {
+	return b.gitCount(name, http.MethodGet, "/info/refs", "service=git-upload-pack")
+}
+
+// GitPushes counts the pushes to the repository name that were answered:
+// each begins with a GET of <name>.git/info/refs?service=git-receive-pack
+// answered 200, a push with nothing to send ("Everything up-to-date")
+// too. Whether the update then went through is for Branches or Head to
+// say: a large push first probes with a small POST to git-receive-pack, and
+// a refused update is reported inside a 200.
+func (b *base) GitPushes(name string) int {
+	return b.gitCount(name, http.MethodGet, "/info/refs", "service=git-receive-pack")
+}
+
+func (b *base) gitCount(name, method, service, query string) int {
+	n := 0
+	for _, r := range b.Requests() {
+		repo, rest, ok := gitPath(r.Path)
+		if ok && r.Method == method && r.Status == http.StatusOK && gitKey(repo) == gitKey(name) &&
+			rest == service && strings.Contains(r.Query, query) {
+			n++
+		}
+	}
+	return n
+}
+
+// gitErrBody is the body of a fault injected on a git request: git prints
+// the status, not the body.
+func gitErrBody(status int) string { return http.StatusText(status) + "\n" }
