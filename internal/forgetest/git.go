@@ -232,6 +232,42 @@ func (s *GitRepos) commit(r *gitRepo, branch, message, author, email string, fil
 	return strings.TrimSpace(string(out)), nil
 }
 
+// compare counts the commits of branch head in repository headName that
+// branch base of repository baseName lacks, as a pull or merge request
+// from head into base would carry; baseOK and headOK say whether each
+// branch exists (ahead is 0 unless both do). A head in another repository
+// (a fork) is fetched into baseName first, under refs/forks/.
+func (s *GitRepos) compare(baseName, base, headName, head string) (ahead int, baseOK, headOK bool, err error) {
+	rb, err := s.ensure(baseName)
+	if err != nil || rb == nil {
+		return 0, false, false, err
+	}
+	rh, err := s.ensure(headName)
+	if err != nil || rh == nil {
+		return 0, false, false, err
+	}
+	baseSHA, baseOK, err := s.head(rb, base)
+	if err != nil {
+		return 0, false, false, err
+	}
+	headSHA, headOK, err := s.head(rh, head)
+	if err != nil || !baseOK || !headOK {
+		return 0, baseOK, headOK, err
+	}
+	if rh != rb {
+		ref := "refs/forks/" + gitKey(headName) + "/" + head
+		if _, err := s.run(rb.dir, nil, "fetch", "--quiet", "--no-tags", rh.dir, "+refs/heads/"+head+":"+ref); err != nil {
+			return 0, true, true, err
+		}
+	}
+	out, err := s.run(rb.dir, nil, "rev-list", "--count", baseSHA+".."+headSHA)
+	if err != nil {
+		return 0, true, true, err
+	}
+	ahead, err = strconv.Atoi(strings.TrimSpace(string(out)))
+	return ahead, true, true, err
+}
+
 // must returns the declared repository name, on disk, or fails the test.
 func (s *GitRepos) must(name string) *gitRepo {
 	s.t.Helper()

@@ -50,8 +50,13 @@ type GitHub struct {
 // number space, as on GitHub.
 type PullSeed struct {
 	IssueSeed
-	Head string // head branch; "" means "feature"
-	Base string // base branch; "" means "main"
+	Head  string // head branch; "" means "feature"
+	Base  string // base branch; "" means "main"
+	Draft bool
+	// HeadRepo is the repository ("owner/name") the head branch is in,
+	// for a pull request from a fork; "" means the pull request's own
+	// repository. A missing one is created as a fork of it.
+	HeadRepo string
 }
 
 // Comment is an issue comment as stored by the emulator. UpdatedAt moves
@@ -80,6 +85,7 @@ type ghRepo struct {
 	id      int64
 	owner   string
 	name    string
+	parent  *ghRepo // the repository it is a fork of; nil for none
 	created time.Time
 	labels  []*ghLabel
 	items   []*ghItem         // index number-1
@@ -114,6 +120,8 @@ type ghEvent struct {
 
 type ghPull struct {
 	head, base string
+	headRepo   *ghRepo // where head is; the pull request's own repository unless a fork's
+	draft      bool
 }
 
 type ghComment struct {
@@ -205,15 +213,16 @@ func (g *GitHub) AddIssue(repo string, s IssueSeed) int {
 func (g *GitHub) AddPull(repo string, s PullSeed) int {
 	g.st.Lock()
 	defer g.st.Unlock()
-	p := &ghPull{head: s.Head, base: s.Base}
-	if p.head == "" {
-		p.head = "feature"
-	}
-	if p.base == "" {
-		p.base = "main"
+	p := &ghPull{head: cmp.Or(s.Head, "feature"), base: cmp.Or(s.Base, "main"), draft: s.Draft}
+	p.headRepo = g.repoLocked(repo)
+	if s.HeadRepo != "" && !strings.EqualFold(s.HeadRepo, repo) {
+		p.headRepo = g.repoLocked(s.HeadRepo)
+		if p.headRepo.parent == nil {
+			p.headRepo.parent = g.repoLocked(repo)
+		}
 	}
 	it := g.addItemLocked(repo, s.IssueSeed, p)
-	if err := g.declare(repo, p.head); err != nil {
+	if err := g.declare(p.headRepo.fullName(), p.head); err != nil {
 		panic("forgetest: " + err.Error())
 	}
 	return it.number
@@ -352,6 +361,8 @@ func (g *GitHub) repoLocked(fullName string) *ghRepo {
 	}
 	return r
 }
+
+func (r *ghRepo) fullName() string { return r.owner + "/" + r.name }
 
 // findRepoLocked returns the repository or nil; it never creates one.
 func (g *GitHub) findRepoLocked(owner, name string) *ghRepo {

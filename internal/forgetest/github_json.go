@@ -121,7 +121,7 @@ func (g *GitHub) issueJSON(u ghURLs, r *ghRepo, it *ghItem) map[string]any {
 		prHTML := u.html + "/" + r.owner + "/" + r.name + "/pull/" + strconv.Itoa(it.number)
 		v["html_url"] = prHTML
 		v["node_id"] = ghNodeID("PR", it.id)
-		v["draft"] = false
+		v["draft"] = it.pull.draft
 		v["pull_request"] = map[string]any{
 			"url": pulls, "html_url": prHTML, "diff_url": prHTML + ".diff", "patch_url": prHTML + ".patch", "merged_at": nil,
 		}
@@ -154,7 +154,7 @@ func (g *GitHub) repoJSON(u ghURLs, r *ghRepo) map[string]any {
 	v := map[string]any{
 		"id": r.id, "node_id": ghNodeID("R", r.id), "name": r.name, "full_name": r.owner + "/" + r.name,
 		"owner": g.userJSON(u, r.owner), "private": false, "html_url": html, "description": nil,
-		"fork": false, "url": api, "homepage": nil, "language": nil, "mirror_url": nil, "license": nil,
+		"fork": r.parent != nil, "url": api, "homepage": nil, "language": nil, "mirror_url": nil, "license": nil,
 		"clone_url": html + ".git", "git_url": strings.Replace(html, "http://", "git://", 1) + ".git",
 		"ssh_url": "git@" + strings.TrimPrefix(u.html, "http://") + ":" + r.owner + "/" + r.name + ".git",
 		"svn_url": html, "default_branch": "main", "size": 0, "archived": false, "disabled": false,
@@ -185,6 +185,35 @@ func (g *GitHub) repoJSON(u ghURLs, r *ghRepo) map[string]any {
 	return v
 }
 
+// fullRepoJSON is GET /repos/{owner}/{repo}: the repository with the
+// fields only that answer carries, and for a fork its parent and source.
+func (g *GitHub) fullRepoJSON(u ghURLs, r *ghRepo) map[string]any {
+	v := g.repoJSON(u, r)
+	open := 0
+	for _, it := range r.items {
+		if it.state == "open" {
+			open++
+		}
+	}
+	for k, x := range map[string]any{
+		"open_issues": open, "open_issues_count": open, "has_discussions": false,
+		"network_count": 0, "subscribers_count": 0, "visibility": "public", "topics": []any{},
+		"is_template": false, "allow_forking": true, "web_commit_signoff_required": false,
+		"temp_clone_token": nil,
+		"permissions":      map[string]any{"admin": false, "maintain": false, "push": true, "triage": true, "pull": true},
+	} {
+		v[k] = x
+	}
+	if r.parent != nil {
+		root := r.parent
+		for root.parent != nil {
+			root = root.parent
+		}
+		v["parent"], v["source"] = g.repoJSON(u, r.parent), g.repoJSON(u, root)
+	}
+	return v
+}
+
 func ghSHA(parts ...string) string {
 	s := sha1.Sum([]byte(strings.Join(parts, "\x00")))
 	return hex.EncodeToString(s[:])
@@ -195,10 +224,10 @@ func (g *GitHub) pullJSON(u ghURLs, r *ghRepo, it *ghItem) map[string]any {
 	n := strconv.Itoa(it.number)
 	api := ghRepoAPI(u, r) + "/pulls/" + n
 	html := iss["html_url"].(string)
-	branch := func(ref string) map[string]any {
+	branch := func(in *ghRepo, ref string) map[string]any {
 		return map[string]any{
-			"label": r.owner + ":" + ref, "ref": ref, "sha": ghSHA(r.owner, r.name, ref, n),
-			"user": g.userJSON(u, r.owner), "repo": g.repoJSON(u, r),
+			"label": in.owner + ":" + ref, "ref": ref, "sha": ghSHA(in.owner, in.name, ref, n),
+			"user": g.userJSON(u, in.owner), "repo": g.repoJSON(u, in),
 		}
 	}
 	href := func(s string) map[string]any { return map[string]any{"href": s} }
@@ -213,14 +242,14 @@ func (g *GitHub) pullJSON(u ghURLs, r *ghRepo, it *ghItem) map[string]any {
 		"created_at": iss["created_at"], "updated_at": iss["updated_at"], "closed_at": iss["closed_at"],
 		"merged_at": nil, "merge_commit_sha": nil, "assignee": iss["assignee"], "assignees": iss["assignees"],
 		"requested_reviewers": []any{}, "requested_teams": []any{},
-		"head": branch(it.pull.head), "base": branch(it.pull.base),
+		"head": branch(it.pull.headRepo, it.pull.head), "base": branch(r, it.pull.base),
 		"_links": map[string]any{
 			"self": href(api), "html": href(html), "issue": href(iss["url"].(string)),
 			"comments": href(iss["comments_url"].(string)), "review_comments": href(api + "/comments"),
 			"review_comment": href(ghRepoAPI(u, r) + "/pulls/comments{/number}"), "commits": href(api + "/commits"),
 			"statuses": href(ghRepoAPI(u, r) + "/statuses/" + ghSHA(r.owner, r.name, it.pull.head, n)),
 		},
-		"author_association": iss["author_association"], "auto_merge": nil, "draft": false,
+		"author_association": iss["author_association"], "auto_merge": nil, "draft": it.pull.draft,
 		"merged": false, "mergeable": true, "rebaseable": true, "mergeable_state": "clean",
 		"merged_by": nil, "comments": len(it.comments), "review_comments": 0,
 		"maintainer_can_modify": false, "commits": 1, "additions": 0, "deletions": 0, "changed_files": 0,

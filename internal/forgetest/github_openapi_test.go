@@ -82,6 +82,7 @@ var ghSpecPaths = []string{
 	"/repos/{owner}/{repo}/issues/comments/{comment_id}", "/search/issues",
 	"/repos/{owner}/{repo}/collaborators/{username}/permission",
 	"/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions",
+	"/repos/{owner}/{repo}", "/repos/{owner}/{repo}/pulls",
 }
 
 // ghTrimSpec keeps only the given paths and the components they reach:
@@ -176,6 +177,11 @@ func TestGitHubResponsesMatchOpenAPI(t *testing.T) {
 	mine := "/repos/acme/app/issues/comments/" + strconv.FormatInt(g.AddComment("acme/app", n, g.BotLogin, "- [ ] step"), 10)
 	onPull := "/repos/acme/app/issues/comments/" + strconv.FormatInt(g.AddComment("acme/app", p, g.BotLogin, "- [ ] step"), 10)
 	g.SetPermission("acme/app", "max", "maintain")
+	g.AddPull("acme/app", PullSeed{IssueSeed: IssueSeed{Title: "from a fork"}, Head: "fix", HeadRepo: "forker/app", Draft: true})
+	g.CommitFile("acme/app", "agent/1", "a.txt", "a\n", "Add a")
+	const create = `{"title":"Work","body":"Closes #1","head":"agent/1","base":"main","draft":true}`
+	const pullsTemplate = "/repos/{owner}/{repo}/pulls"
+	const pullTemplate = "/repos/{owner}/{repo}/pulls/{pull_number}"
 	const editTemplate = "/repos/{owner}/{repo}/issues/comments/{comment_id}"
 	const permTemplate = "/repos/{owner}/{repo}/collaborators/{username}/permission"
 	const reactTemplate = "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions"
@@ -210,6 +216,18 @@ func TestGitHubResponsesMatchOpenAPI(t *testing.T) {
 		{"POST", mine + "/reactions", `{"content":"eyes"}`, reactTemplate, 200},
 		{"POST", onPull + "/reactions", `{"content":"+1"}`, reactTemplate, 201},
 		{"POST", mine + "/reactions", `{"content":"smile"}`, reactTemplate, 422},
+		{"GET", "/repos/acme/app", "", "/repos/{owner}/{repo}", 200},
+		{"GET", "/repos/forker/app", "", "/repos/{owner}/{repo}", 200},
+		{"GET", "/repos/acme/nothing", "", "/repos/{owner}/{repo}", 404},
+		{"POST", "/repos/acme/app/pulls", create, pullsTemplate, 201},
+		{"POST", "/repos/acme/app/pulls", create, pullsTemplate, 422},
+		{"POST", "/repos/acme/app/pulls", `{"title":"t","head":"main","base":"main"}`, pullsTemplate, 422},
+		{"POST", "/repos/acme/app/pulls", `{"title":"t","base":"main"}`, pullsTemplate, 422},
+		{"GET", "/repos/acme/app/pulls?state=all", "", pullsTemplate, 200},
+		{"GET", "/repos/acme/app/pulls?head=acme:agent/1&state=open", "", pullsTemplate, 200},
+		{"GET", "/repos/acme/app/pulls?state=bogus", "", pullsTemplate, 422},
+		{"PATCH", "/repos/acme/app/pulls/" + strconv.Itoa(p), `{"title":"new","body":"text"}`, pullTemplate, 200},
+		{"PATCH", "/repos/acme/app/pulls/" + strconv.Itoa(p), `{"state":"bogus"}`, pullTemplate, 422},
 	} {
 		resp, b := ghCall(t, g, tc.method, tc.path, tc.body)
 		if resp.StatusCode != tc.status {
