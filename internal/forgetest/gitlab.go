@@ -71,6 +71,10 @@ type MRSeed struct {
 	IssueSeed
 	SourceBranch string // "feature" when empty
 	TargetBranch string // "main" when empty
+	// SourceProject is the project ("grp/app") the source branch is in,
+	// for a merge request from a fork; "" means the merge request's own
+	// project. A missing one is added.
+	SourceProject string
 }
 
 // Note is a note on an issue or merge request, as the emulator holds it.
@@ -121,6 +125,7 @@ type glItem struct {
 	assignees []string
 	source    string
 	target    string
+	sourceP   *glProject // the project source is in; nil means project
 	created   time.Time
 	updated   time.Time
 	closed    time.Time
@@ -192,8 +197,13 @@ func (g *GitLab) AddProject(path string) int {
 	g.t.Helper()
 	g.dmu.Lock()
 	defer g.dmu.Unlock()
+	return g.addProject(path).id
+}
+
+func (g *GitLab) addProject(path string) *glProject {
+	g.t.Helper()
 	if p := g.projects[strings.ToLower(path)]; p != nil {
-		return p.id
+		return p
 	}
 	parts := strings.Split(path, "/")
 	if len(parts) < 2 || slices.Contains(parts, "") {
@@ -219,7 +229,7 @@ func (g *GitLab) AddProject(path string) int {
 	if err := g.declare(path); err != nil {
 		g.t.Fatalf("forgetest: %v", err)
 	}
-	return p.id
+	return p
 }
 
 // AddIssue adds an issue to an existing project and returns its iid.
@@ -243,16 +253,15 @@ func (g *GitLab) AddMR(project string, s MRSeed) int {
 	defer g.dmu.Unlock()
 	p := g.mustProject(project)
 	it := g.newItem(p, KindMergeRequest, s.IssueSeed)
-	it.source, it.target = s.SourceBranch, s.TargetBranch
-	if it.source == "" {
-		it.source = "feature"
-	}
-	if it.target == "" {
-		it.target = "main"
+	it.source, it.target = cmp.Or(s.SourceBranch, "feature"), cmp.Or(s.TargetBranch, "main")
+	src := p
+	if s.SourceProject != "" && !strings.EqualFold(s.SourceProject, p.path) {
+		src = g.addProject(s.SourceProject)
+		it.sourceP = src
 	}
 	it.iid = len(p.mrs) + 1
 	p.mrs[it.iid] = it
-	if err := g.declare(p.path, it.source); err != nil {
+	if err := g.declare(src.path, it.source); err != nil {
 		g.t.Fatalf("forgetest: %v", err)
 	}
 	return it.iid

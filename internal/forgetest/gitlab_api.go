@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"hash/crc32"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,7 +92,7 @@ func (g *GitLab) listItems(w http.ResponseWriter, r *http.Request, kind string, 
 			all = p.mrs
 		}
 		for _, it := range all {
-			if (state == "all" || it.state == state) && glLabelsMatch(it.labels, want) {
+			if (state == "all" || it.state == state) && glLabelsMatch(it.labels, want) && glBranchesMatch(it, q) {
 				items = append(items, it)
 			}
 		}
@@ -104,6 +105,19 @@ func (g *GitLab) listItems(w http.ResponseWriter, r *http.Request, kind string, 
 		out = append(out, g.itemJSON(it, false))
 	}
 	g.paginate(w, r, out)
+}
+
+// glBranchesMatch applies the source_branch and target_branch filters of
+// a merge request list.
+func glBranchesMatch(it *glItem, q url.Values) bool {
+	if it.kind != KindMergeRequest {
+		return true
+	}
+	if b := q.Get("source_branch"); b != "" && it.source != b {
+		return false
+	}
+	b := q.Get("target_branch")
+	return b == "" || it.target == b
 }
 
 // glLabelsMatch applies a labels filter: every label named, or "None" (no

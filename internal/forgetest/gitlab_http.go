@@ -29,6 +29,7 @@ var glRoutes = []glRoute{
 	{http.MethodGet, []string{"projects", ":id"}, (*GitLab).getProject},
 	{http.MethodGet, []string{"projects", ":id", "issues"}, listProjectItems(KindIssue)},
 	{http.MethodGet, []string{"projects", ":id", "merge_requests"}, listProjectItems(KindMergeRequest)},
+	{http.MethodPost, []string{"projects", ":id", "merge_requests"}, createMR},
 	{http.MethodGet, []string{"groups", ":id", "issues"}, listGroupItems(KindIssue)},
 	{http.MethodGet, []string{"groups", ":id", "merge_requests"}, listGroupItems(KindMergeRequest)},
 	{http.MethodGet, []string{"projects", ":id", "issues", ":iid"}, getItem(KindIssue)},

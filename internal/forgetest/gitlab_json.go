@@ -154,10 +154,13 @@ func (g *GitLab) mrFields(o glObj, it *glItem, full bool) {
 	o["target_branch"] = it.target
 	o["source_branch"] = it.source
 	o["source_project_id"] = p.id
+	if it.sourceP != nil {
+		o["source_project_id"] = it.sourceP.id
+	}
 	o["target_project_id"] = p.id
 	o["reviewers"] = []glObj{}
-	o["draft"] = false
-	o["work_in_progress"] = false
+	o["draft"] = glDraft(it.title)
+	o["work_in_progress"] = o["draft"]
 	o["merge_when_pipeline_succeeds"] = false
 	o["merge_status"] = "can_be_merged"
 	o["detailed_merge_status"] = "mergeable"
