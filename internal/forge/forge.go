@@ -85,8 +85,49 @@ type Identity interface {
 	BotUser(ctx context.Context) (string, error)
 }
 
+// Repo is how to reach a task's repository with git.
+type Repo struct {
+	// CloneURL is the repository's HTTPS URL (GitHub's clone_url,
+	// GitLab's http_url_to_repo), without credentials.
+	CloneURL      string
+	DefaultBranch string
+}
+
+// Change is a pull request (GitHub) or merge request (GitLab) that carries
+// work.
+type Change struct {
+	Number int    // the pull request's number, the merge request's iid
+	URL    string // its web page
+	Draft  bool
+	Head   string // the branch it proposes (in the task's repository)
+	Base   string // the branch it proposes to merge into
+}
+
+// NewChange is a change to open: Head into Base of the task's repository.
+type NewChange struct {
+	Head, Base, Title, Body string
+	Draft                   bool
+}
+
+// Delivery opens and finds the pull or merge request for a branch of the
+// task's repository. The changes it deals in have their head in that very
+// repository, never in a fork.
+type Delivery interface {
+	Repository(ctx context.Context, ref task.Ref) (Repo, error)
+	// FindChange returns the open change whose head is branch; false
+	// when there is none.
+	FindChange(ctx context.Context, ref task.Ref, branch string) (Change, bool, error)
+	// OpenChange opens a change, once: after an ambiguous failure (a 5xx,
+	// a timeout) it looks for the change before asking again, and when
+	// the forge refuses it because an open change for Head into Base
+	// already exists, that one is returned (its title, body and draft
+	// state as they are, not as c says).
+	OpenChange(ctx context.Context, ref task.Ref, c NewChange) (Change, error)
+}
+
 // Forge is everything the core needs of a task source.
 type Forge interface {
+	Delivery
 	Discoverer
 	Reader
 	Commenter

@@ -19,6 +19,37 @@ const (
 	ghDocsUpdatePull = "https://docs.github.com/rest/pulls/pulls#update-a-pull-request"
 )
 
+// Pull is a pull request as the emulator holds it.
+type Pull struct {
+	Number   int
+	Title    string
+	Body     string
+	Author   string
+	State    string // "open" or "closed"
+	Draft    bool
+	Head     string // the head branch
+	HeadRepo string // "owner/name" of the repository head is in
+	Base     string
+}
+
+// Pulls returns the pull requests of repo, by number.
+func (g *GitHub) Pulls(repo string) []Pull {
+	g.st.Lock()
+	defer g.st.Unlock()
+	r := g.repos[strings.ToLower(repo)]
+	if r == nil {
+		return nil
+	}
+	var out []Pull
+	for _, it := range r.items {
+		if p := it.pull; p != nil {
+			out = append(out, Pull{Number: it.number, Title: it.title, Body: it.body, Author: it.author, State: it.state,
+				Draft: p.draft, Head: p.head, HeadRepo: p.headRepo.fullName(), Base: p.base})
+		}
+	}
+	return out
+}
+
 // getRepo answers GET /repos/{owner}/{repo}.
 func (g *GitHub) getRepo(w http.ResponseWriter, r *http.Request) {
 	g.st.Lock()

@@ -15,6 +15,34 @@ var glDraftTitle = regexp.MustCompile(`(?i)^\s*(\[draft\]|\(draft\)|draft:)`)
 
 func glDraft(title string) bool { return glDraftTitle.MatchString(title) }
 
+// MR is a merge request as the emulator holds it.
+type MR struct {
+	IID           int
+	Title         string
+	Description   string
+	Author        string
+	State         string // "opened", "closed" or "merged"
+	Draft         bool   // from the title, as GitLab tells
+	SourceBranch  string
+	SourceProject string // path of the project SourceBranch is in
+	TargetBranch  string
+}
+
+// MRs returns the merge requests of project, by iid.
+func (g *GitLab) MRs(project string) []MR {
+	g.t.Helper()
+	g.dmu.Lock()
+	defer g.dmu.Unlock()
+	p := g.mustProject(project)
+	out := make([]MR, 0, len(p.mrs))
+	for iid := 1; iid <= len(p.mrs); iid++ {
+		it := p.mrs[iid]
+		out = append(out, MR{IID: iid, Title: it.title, Description: it.body, Author: it.author, State: it.state,
+			Draft: glDraft(it.title), SourceBranch: it.source, SourceProject: it.sourceProject().path, TargetBranch: it.target})
+	}
+	return out
+}
+
 // createMR answers POST /projects/:id/merge_requests as the token's user:
 // title, source_branch and target_branch (400 when missing), description,
 // labels, and target_project_id when :id is a fork proposing to another

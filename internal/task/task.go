@@ -106,8 +106,13 @@ type Task struct {
 	Assignees  []string
 	HeadBranch string // pull/merge requests only
 	BaseBranch string // pull/merge requests only
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// Fork is true for a pull/merge request whose head branch is in
+	// another repository (a fork, or one since deleted): pushing to
+	// HeadBranch of Ref.Repo would not update it. Set by the forges' Get
+	// (and by GitLab's discovery); GitHub's discovery leaves it false.
+	Fork      bool
+	CreatedAt time.Time
+	UpdatedAt time.Time
 	// CommentCount is the number of comments people and bots wrote
 	// (GitHub's comments, GitLab's user_notes_count): when it and
 	// UpdatedAt are unchanged, no comment was added.

@@ -13,7 +13,7 @@ import (
 )
 
 // Get reads an issue or pull request; for a pull request it also reads the
-// head and base branches. The kind comes from GitHub, not from ref.
+// head and base branches and whether the head is in a fork. The kind comes from GitHub, not from ref.
 func (c *Client) Get(ctx context.Context, ref task.Ref) (task.Task, error) {
 	owner, name, err := split(ref)
 	if err != nil {
@@ -32,6 +32,9 @@ func (c *Client) Get(ctx context.Context, ref task.Ref) (task.Task, error) {
 		}
 		t.HeadBranch = pr.GetHead().GetRef()
 		t.BaseBranch = pr.GetBase().GetRef()
+		// A deleted fork leaves head.repo null.
+		t.Fork = !strings.EqualFold(pr.GetHead().GetRepo().GetFullName(), pr.GetBase().GetRepo().GetFullName()) ||
+			pr.GetHead().GetRepo() == nil
 	}
 	return t, nil
 }

@@ -269,6 +269,7 @@ func mrTask(repo string, m *gl.BasicMergeRequest) task.Task {
 		Title: m.Title, Body: m.Description, URL: m.WebURL, State: state(m.State),
 		Labels:     slices.Clone([]string(m.Labels)),
 		HeadBranch: m.SourceBranch, BaseBranch: m.TargetBranch,
+		Fork:      m.SourceProjectID != m.TargetProjectID,
 		CreatedAt: deref(m.CreatedAt), UpdatedAt: deref(m.UpdatedAt),
 		CommentCount: int(m.UserNotesCount),
 	}

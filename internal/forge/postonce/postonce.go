@@ -1,7 +1,8 @@
-// Package postonce posts a forge comment at most once. The HTTP client does
-// not retry a POST, since a retried comment may appear twice; the forge
-// adapters retry it here instead, with vendor parts passed in: how to post,
-// how to find a comment that landed, how to read an error.
+// Package postonce posts a forge comment (or creates a pull or merge
+// request) at most once. The HTTP client does not retry a POST, since a
+// retried comment may appear twice; the forge adapters retry it here
+// instead, with vendor parts passed in: how to post, how to find a comment
+// that landed, how to read an error.
 //
 // The rules, the same for every forge: at most MaxAttempts attempts in all.
 // After a refusal (a rate limit: nothing was posted) the next attempt waits
@@ -68,6 +69,18 @@ func (o Options) Post(ctx context.Context, log *slog.Logger,
 	find func(ctx context.Context, since time.Time) (task.Comment, bool, error),
 	classify func(err error, now time.Time) (kind Kind, wait time.Duration),
 ) (task.Comment, error) {
+	return Do(ctx, o, log, "comment post", post, find, classify)
+}
+
+// Do creates one thing on a forge (a comment, a pull request) under the
+// rules above, what naming it in the log: post sends it once; find looks
+// for it as created at or after since; classify reads post's error.
+func Do[T any](ctx context.Context, o Options, log *slog.Logger, what string,
+	post func(ctx context.Context) (T, error),
+	find func(ctx context.Context, since time.Time) (T, bool, error),
+	classify func(err error, now time.Time) (kind Kind, wait time.Duration),
+) (T, error) {
+	var zero T
 	o = o.filled()
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -79,46 +92,46 @@ func (o Options) Post(ctx context.Context, log *slog.Logger,
 	for attempt := 1; attempt <= MaxAttempts; attempt++ {
 		if attempt > 1 {
 			if wait > o.MaxWait {
-				return task.Comment{}, fmt.Errorf("not retrying, the forge asks to wait %s: %w", wait, lastErr)
+				return zero, fmt.Errorf("not retrying, the forge asks to wait %s: %w", wait, lastErr)
 			}
-			log.WarnContext(ctx, "retrying comment post", "attempt", attempt, "wait", wait, "err", lastErr)
+			log.WarnContext(ctx, "retrying "+what, "attempt", attempt, "wait", wait, "err", lastErr)
 			if err := o.Sleep(ctx, wait); err != nil {
-				return task.Comment{}, fmt.Errorf("waiting to retry: %w (after %w)", err, lastErr)
+				return zero, fmt.Errorf("waiting to retry: %w (after %w)", err, lastErr)
 			}
 		}
 		wait = httpx.Backoff(attempt-1, FirstBackoff, 0)
 		if look {
-			cm, ok, err := find(ctx, since)
+			v, ok, err := find(ctx, since)
 			if err != nil {
 				lastErr = fmt.Errorf("checking whether an earlier attempt landed: %w", err)
 				continue
 			}
 			if ok {
-				return cm, nil
+				return v, nil
 			}
 			look = false
 		}
-		cm, err := post(ctx)
+		v, err := post(ctx)
 		if err == nil {
-			return cm, nil
+			return v, nil
 		}
 		if ctx.Err() != nil { // net/http and the vendor clients wrap ctx's error
-			return task.Comment{}, err
+			return zero, err
 		}
 		lastErr = err
 		kind, named := classify(err, o.Now())
 		if kind == Final {
-			return task.Comment{}, err
+			return zero, err
 		}
 		look = kind == Ambiguous
 		wait = max(wait, named)
 	}
 	if look { // the last attempt may have landed too
-		if cm, ok, err := find(ctx, since); err == nil && ok {
-			return cm, nil
+		if v, ok, err := find(ctx, since); err == nil && ok {
+			return v, nil
 		}
 	}
-	return task.Comment{}, fmt.Errorf("giving up after %d attempts: %w", MaxAttempts, lastErr)
+	return zero, fmt.Errorf("giving up after %d attempts: %w", MaxAttempts, lastErr)
 }
 
 func (o Options) filled() Options {
