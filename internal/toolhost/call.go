@@ -14,12 +14,12 @@ func (s *server) call(ctx context.Context, tool string, args map[string]any) (Re
 	full := s.cfg.Name + "/" + tool
 	c, err := s.current(ctx)
 	if err != nil {
-		if sysErr := s.h.systemError(ctx, full, err); sysErr != nil {
+		if sysErr := s.systemError(ctx, full, err); sysErr != nil {
 			return Result{}, sysErr
 		}
 		return s.h.toolError(fmt.Sprintf("MCP server %q is not running and restarting it failed: %v. Its tools are unavailable for now; a later call will try to restart it again.", s.cfg.Name, err)), nil
 	}
-	base, cancelBase := s.h.untilClosed(ctx)
+	base, cancelBase := s.life.bind(ctx)
 	defer cancelBase()
 	callCtx, cancel := context.WithTimeout(base, s.h.opts.CallTimeout)
 	defer cancel()
@@ -27,11 +27,11 @@ func (s *server) call(ctx context.Context, tool string, args map[string]any) (Re
 	res, err := c.sess.CallTool(callCtx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err == nil {
 		r := s.h.result(res)
-		s.h.log.Debug("MCP tool call", "server", s.cfg.Name, "tool", tool, "duration", time.Since(start),
+		s.log.Debug("MCP tool call", "server", s.cfg.Name, "tool", tool, "duration", time.Since(start),
 			"is_error", r.IsError, "bytes", r.Bytes)
 		return r, nil
 	}
-	if sysErr := s.h.systemError(ctx, full, context.Cause(base)); sysErr != nil {
+	if sysErr := s.systemError(ctx, full, context.Cause(base)); sysErr != nil {
 		return Result{}, sysErr
 	}
 	switch {
@@ -48,11 +48,11 @@ func (s *server) call(ctx context.Context, tool string, args map[string]any) (Re
 // crashed restarts the server after the call to full broke its connection.
 // The call is not run again: it may have done part of its work.
 func (s *server) crashed(ctx context.Context, c *conn, full string, cause error) (Result, error) {
-	s.h.log.Warn("MCP server crashed during a call; restarting it", "server", s.cfg.Name, "call", full,
+	s.log.Warn("MCP server crashed during a call; restarting it", "server", s.cfg.Name, "call", full,
 		"error", cause, "stderr", c.proc.stderrTail())
 	err := s.replace(ctx, c)
 	if err != nil {
-		if sysErr := s.h.systemError(ctx, full, err); sysErr != nil {
+		if sysErr := s.systemError(ctx, full, err); sysErr != nil {
 			return Result{}, sysErr
 		}
 		return s.h.toolError(fmt.Sprintf("MCP server %q crashed during the call to %s, and restarting it failed: %v. The call may or may not have taken effect. The server's tools are unavailable for now; a later call will try to restart it again.", s.cfg.Name, full, err)), nil
@@ -66,11 +66,11 @@ func (s *server) crashed(ctx context.Context, c *conn, full string, cause error)
 // is not run again.
 func (s *server) timedOut(ctx context.Context, c *conn, tool string) (Result, error) {
 	full := s.cfg.Name + "/" + tool
-	s.h.log.Warn("MCP tool call timed out; restarting the server", "server", s.cfg.Name, "tool", tool,
+	s.log.Warn("MCP tool call timed out; restarting the server", "server", s.cfg.Name, "tool", tool,
 		"timeout", s.h.opts.CallTimeout, "stderr", c.proc.stderrTail())
 	what := fmt.Sprintf("The call to %s timed out after %v and was cancelled", full, s.h.opts.CallTimeout)
 	if err := s.replace(ctx, c); err != nil {
-		if sysErr := s.h.systemError(ctx, full, err); sysErr != nil {
+		if sysErr := s.systemError(ctx, full, err); sysErr != nil {
 			return Result{}, sysErr
 		}
 		return s.h.toolError(fmt.Sprintf("%s, and restarting MCP server %q failed: %v. The call may or may not have taken effect. The server's tools are unavailable for now; a later call will try to restart it again.", what, s.cfg.Name, err)), nil
@@ -86,12 +86,13 @@ func (s *server) alive(ctx context.Context, c *conn) bool {
 }
 
 // systemError returns the error Call must return when the caller's ctx has
-// ended or the host is closed (cause), and nil for everything else.
-func (h *Host) systemError(ctx context.Context, full string, cause error) error {
+// ended or the server's owner (the host, or the task's session) is closed
+// (cause), and nil for everything else.
+func (s *server) systemError(ctx context.Context, full string, cause error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("calling MCP tool %s: %w", full, err)
 	}
-	if errors.Is(cause, ErrClosed) || h.isClosed() {
+	if errors.Is(cause, ErrClosed) || s.life.ended() {
 		return fmt.Errorf("calling MCP tool %s: %w", full, ErrClosed)
 	}
 	return nil

@@ -159,29 +159,83 @@ func TestStartRejectsBadConfig(t *testing.T) {
 }
 
 func TestStartFailureNamesServerAndClosesOthers(t *testing.T) {
-	var first *mcp.ServerSession
-	var connects atomic.Int32
-	connect := func(ctx context.Context, s ServerConfig) (mcp.Transport, error) {
-		connects.Add(1)
-		if s.Name == "bad" {
-			return nil, errors.New("no such server")
+	synctest.Test(t, func(t *testing.T) {
+		var good *mcp.ServerSession
+		slowCause := make(chan error, 1)
+		connect := func(ctx context.Context, s ServerConfig) (mcp.Transport, error) {
+			switch s.Name {
+			case "bad":
+				return nil, errors.New("no such server")
+			case "slow": // starts until the failure of bad cancels it
+				<-ctx.Done()
+				slowCause <- context.Cause(ctx)
+				return nil, ctx.Err()
+			}
+			serverT, clientT := mcp.NewInMemoryTransports()
+			ss, err := mcptest.NewServer(mcptest.ServerOptions{}).Connect(ctx, serverT, nil)
+			good = ss
+			return clientT, err
 		}
-		serverT, clientT := mcp.NewInMemoryTransports()
-		ss, err := mcptest.NewServer(mcptest.ServerOptions{}).Connect(ctx, serverT, nil)
-		first = ss
-		return clientT, err
-	}
-	_, err := Start(t.Context(), Options{Servers: []ServerConfig{{Name: "good"}, {Name: "bad"}, {Name: "never"}}, Connect: connect})
-	if err == nil || !strings.Contains(err.Error(), `starting MCP server "bad": connecting: no such server`) {
-		t.Fatalf("Start error = %v, want it to name server bad", err)
-	}
-	if n := connects.Load(); n != 2 {
-		t.Errorf("connects = %d, want 2 (the servers after the failure are not started)", n)
-	}
-	// The good server's session ends: the host closed its client side.
-	if err := first.Wait(); err != nil {
-		t.Logf("first server session ended with %v", err)
-	}
+		_, err := Start(t.Context(), Options{Servers: []ServerConfig{{Name: "good"}, {Name: "bad"}, {Name: "slow"}}, Connect: connect})
+		if err == nil || err.Error() != `starting MCP server "bad": connecting: no such server` {
+			t.Fatalf("Start error = %v, want it to name server bad alone", err)
+		}
+		if cause := <-slowCause; !errors.Is(cause, errStartAborted) {
+			t.Errorf("the start of slow ended with %v, want it cancelled by the failure (%v)", cause, errStartAborted)
+		}
+		// The good server's session ends: the host closed its client side.
+		if err := good.Wait(); err != nil {
+			t.Logf("good server session ended with %v", err)
+		}
+	})
+}
+
+// Servers start at once: each connect waits until every server has begun
+// to connect, which servers started one after another never do (the first
+// would wait out the start timeout). The tools stay in config order though
+// the last server is ready first.
+func TestServersStartAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		names := []string{"a", "b", "c"}
+		var entered atomic.Int32
+		all := make(chan struct{}) // closed once every server began to connect
+		ready := map[string]chan struct{}{}
+		for _, n := range names {
+			ready[n] = make(chan struct{})
+		}
+		connect := func(ctx context.Context, s ServerConfig) (mcp.Transport, error) {
+			if int(entered.Add(1)) == len(names) {
+				close(all)
+			}
+			select {
+			case <-all:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			// a waits for b, b for c: c is ready first.
+			if i := slices.Index(names, s.Name); i+1 < len(names) {
+				select {
+				case <-ready[names[i+1]]:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			defer close(ready[s.Name])
+			return mcptest.NewInMemory(ctx, t)
+		}
+		var servers []ServerConfig
+		for _, n := range names {
+			servers = append(servers, ServerConfig{Name: n, Allow: []string{"echo"}})
+		}
+		h := start(t, Options{Servers: servers, Connect: connect})
+		var got []string
+		for _, tool := range h.Tools() {
+			got = append(got, tool.FullName())
+		}
+		if want := []string{"a/echo", "b/echo", "c/echo"}; !slices.Equal(got, want) {
+			t.Errorf("tools = %v, want %v", got, want)
+		}
+	})
 }
 
 func TestStartFailsWhenListingToolsFails(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os/exec"
 	"path"
 	"slices"
@@ -21,10 +22,17 @@ import (
 // pingTimeout bounds the health check after a call failed in an unclear way.
 const pingTimeout = 5 * time.Second
 
-// server is one configured MCP server and its current connection.
+// server is one configured MCP server and its current connection: a
+// process-scoped server of the host, or a task's instance of a task-scoped
+// one (its config expanded for the task).
 type server struct {
-	h     *Host
-	cfg   ServerConfig
+	h    *Host
+	cfg  ServerConfig
+	life *lifetime // its owner's: the host's, or the task's session's
+	log  *slog.Logger
+	// task is the task whose instance this is ("" for the host's): its
+	// listing is not warned about again, the probe's was.
+	task  string
 	tools []Tool
 	names map[string]bool // the tools offered: callable
 	// schemas are the input schemas of the tools offered, resolved once for
@@ -79,10 +87,12 @@ func (c *conn) stop(kill bool) error {
 	return err
 }
 
-// startServer starts cfg for the first time and lists its tools.
-func (h *Host) startServer(ctx context.Context, cfg ServerConfig) (*server, error) {
-	s := &server{h: h, cfg: cfg, names: map[string]bool{}, schemas: map[string]*jsonschema.Resolved{}, lock: make(chan struct{}, 1)}
-	c, err := h.launch(ctx, cfg, s.listTools)
+// startServer starts cfg for the first time for the owner whose life is
+// given (task names a task's instance) and lists its tools.
+func (h *Host) startServer(ctx context.Context, cfg ServerConfig, life *lifetime, log *slog.Logger, task string) (*server, error) {
+	s := &server{h: h, cfg: cfg, life: life, log: log, task: task, names: map[string]bool{},
+		schemas: map[string]*jsonschema.Resolved{}, lock: make(chan struct{}, 1)}
+	c, err := s.launch(ctx, s.listTools)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +109,7 @@ func (s *server) listTools(ctx context.Context, sess *mcp.ClientSession) error {
 			return fmt.Errorf("listing tools: %w", err)
 		}
 		if slices.Contains(listed, t.Name) {
-			s.h.log.Warn("MCP server lists a tool twice; keeping the first", "server", s.cfg.Name, "tool", t.Name)
+			s.log.Warn("MCP server lists a tool twice; keeping the first", "server", s.cfg.Name, "tool", t.Name)
 			continue
 		}
 		listed = append(listed, t.Name)
@@ -107,7 +117,7 @@ func (s *server) listTools(ctx context.Context, sess *mcp.ClientSession) error {
 			continue
 		}
 		if s.h.opts.Redact(t.Name) != t.Name {
-			s.h.log.Warn("MCP server names a tool with a secret; withholding it", "server", s.cfg.Name)
+			s.log.Warn("MCP server names a tool with a secret; withholding it", "server", s.cfg.Name)
 			continue
 		}
 		schema, err := s.schema(t)
@@ -116,7 +126,7 @@ func (s *server) listTools(ctx context.Context, sess *mcp.ClientSession) error {
 		}
 		s.names[t.Name] = true
 		if rs, err := resolveSchema(schema); err != nil {
-			s.h.log.Warn("MCP tool's input schema cannot be checked; its arguments go unchecked", "server", s.cfg.Name, "tool", t.Name, "error", err)
+			s.log.Warn("MCP tool's input schema cannot be checked; its arguments go unchecked", "server", s.cfg.Name, "tool", t.Name, "error", err)
 		} else {
 			s.schemas[t.Name] = rs
 		}
@@ -125,7 +135,9 @@ func (s *server) listTools(ctx context.Context, sess *mcp.ClientSession) error {
 			InputSchema: schema, ReadOnly: readOnly})
 	}
 	s.withheld = len(listed) - len(s.tools)
-	s.warnUnmatched(listed)
+	if s.task == "" {
+		s.warnUnmatched(listed)
+	}
 	return nil
 }
 
@@ -142,7 +154,7 @@ func (s *server) schema(t *mcp.Tool) (json.RawMessage, error) {
 		return raw, nil
 	}
 	if !json.Valid([]byte(red)) {
-		s.h.log.Warn("MCP tool's input schema held a secret; offering it without its schema", "server", s.cfg.Name, "tool", t.Name)
+		s.log.Warn("MCP tool's input schema held a secret; offering it without its schema", "server", s.cfg.Name, "tool", t.Name)
 		return json.RawMessage(`{"type":"object"}`), nil
 	}
 	return json.RawMessage(red), nil
@@ -157,22 +169,24 @@ func (s *server) warnUnmatched(listed []string) {
 	}{{"allow", s.cfg.Allow}, {"deny", s.cfg.Deny}} {
 		for _, g := range f.globs {
 			if !slices.ContainsFunc(listed, func(n string) bool { ok, _ := path.Match(g, n); return ok }) {
-				s.h.log.Warn("MCP tool filter matches none of the server's tools", "server", s.cfg.Name, "filter", f.key, "glob", g)
+				s.log.Warn("MCP tool filter matches none of the server's tools", "server", s.cfg.Name, "filter", f.key, "glob", g)
 			}
 		}
 	}
 	if len(s.tools) == 0 && len(listed) > 0 {
-		s.h.log.Warn("MCP tool filters leave the server no tools", "server", s.cfg.Name, "listed", len(listed))
+		s.log.Warn("MCP tool filters leave the server no tools", "server", s.cfg.Name, "listed", len(listed))
 	}
 }
 
-// launch starts one instance of cfg and runs ready on it, all within StartTimeout.
-func (h *Host) launch(ctx context.Context, cfg ServerConfig, ready func(context.Context, *mcp.ClientSession) error) (*conn, error) {
-	ctx, cancelClosed := h.untilClosed(ctx)
+// launch starts one instance of the server and runs ready on it, all within
+// StartTimeout and the owner's life.
+func (s *server) launch(ctx context.Context, ready func(context.Context, *mcp.ClientSession) error) (*conn, error) {
+	h := s.h
+	ctx, cancelClosed := s.life.bind(ctx)
 	defer cancelClosed()
 	ctx, cancel := context.WithTimeout(ctx, h.opts.StartTimeout)
 	defer cancel()
-	t, p, err := h.transport(ctx, cfg)
+	t, p, err := s.transport(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -198,18 +212,18 @@ func (h *Host) launch(ctx context.Context, cfg ServerConfig, ready func(context.
 	return c, nil
 }
 
-// transport returns how to reach cfg: the Connect hook, or its command.
-func (h *Host) transport(ctx context.Context, cfg ServerConfig) (mcp.Transport, *process, error) {
-	if h.opts.Connect != nil {
-		t, err := h.opts.Connect(ctx, cfg)
+// transport returns how to reach the server: the Connect hook, or its command.
+func (s *server) transport(ctx context.Context) (mcp.Transport, *process, error) {
+	if connect := s.h.opts.Connect; connect != nil {
+		t, err := connect(ctx, s.cfg)
 		if err != nil {
 			return nil, nil, fmt.Errorf("connecting: %w", err)
 		}
 		return t, nil, nil
 	}
-	p := newProcess(cfg, h.log)
-	cmd := p.command(cfg)
-	return &stdioTransport{cmd: cmd, proc: p, stopTimeout: h.opts.StopTimeout}, p, nil
+	p := newProcess(s.cfg, s.log)
+	cmd := p.command(s.cfg)
+	return &stdioTransport{cmd: cmd, proc: p, stopTimeout: s.h.opts.StopTimeout}, p, nil
 }
 
 // startError explains a failed start (action, if any, says which step), with
@@ -263,7 +277,7 @@ func (s *server) current(ctx context.Context) (*conn, error) {
 		return s.live, nil
 	}
 	if s.live != nil {
-		s.h.log.Warn("MCP server exited; restarting it", "server", s.cfg.Name, "stderr", s.live.proc.stderrTail())
+		s.log.Warn("MCP server exited; restarting it", "server", s.cfg.Name, "stderr", s.live.proc.stderrTail())
 	}
 	return s.restartLocked(ctx)
 }
@@ -290,14 +304,14 @@ func (s *server) restartLocked(ctx context.Context) (*conn, error) {
 		_ = s.live.stop(true)
 		s.live = nil
 	}
-	c, err := s.h.launch(ctx, s.cfg, nil)
+	c, err := s.launch(ctx, nil)
 	if err != nil {
-		s.h.log.Warn("restarting MCP server failed", "server", s.cfg.Name, "error", err)
+		s.log.Warn("restarting MCP server failed", "server", s.cfg.Name, "error", err)
 		return nil, err
 	}
 	s.live = c
 	n := s.restarts.Add(1)
-	s.h.log.Warn("restarted MCP server", "server", s.cfg.Name, "restarts", n)
+	s.log.Warn("restarted MCP server", "server", s.cfg.Name, "restarts", n)
 	return c, nil
 }
 

@@ -1,8 +1,10 @@
 // Package toolhost runs the MCP tool servers the agent uses: it starts each
-// configured server once, lists its tools, checks a call's arguments against
-// the tool's input schema, calls them with timeouts, restarts a server that
-// dies or does not answer in time, and stops them all on Close. Tool failures come back as
-// results for the model; only the caller's own cancellation is an error.
+// configured server (all at once), lists its tools, checks a call's arguments
+// against the tool's input schema, calls them with timeouts, restarts a
+// server that dies or does not answer in time, and stops them all on Close.
+// A server of scope task runs one instance per task instead, in the task's
+// Session (ForTask). Tool failures come back as results for the model; only
+// the caller's own cancellation is an error.
 package toolhost
 
 import (
@@ -12,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -28,8 +31,22 @@ const (
 	defaultStopTimeout    = 3 * time.Second
 )
 
-// ErrClosed is returned by Call after Close.
+// ErrClosed is returned by Call after Close (of the host, or of the session
+// called).
 var ErrClosed = errors.New("tool host is closed")
+
+// Scope says how many instances of a server run.
+type Scope string
+
+// The scopes of a server.
+const (
+	// ScopeProcess runs one instance for the whole process, shared by every
+	// task; the zero Scope means it too.
+	ScopeProcess Scope = "process"
+	// ScopeTask runs one instance per task, started by ForTask with the
+	// task's variables expanded in its Command and Env (see TaskVars).
+	ScopeTask Scope = "task"
+)
 
 // ServerConfig describes one MCP server run over stdio.
 type ServerConfig struct {
@@ -40,6 +57,11 @@ type ServerConfig struct {
 	// Env is the server's whole environment, plus PATH and HOME inherited from
 	// ours unless set here. No other variable of ours reaches the server.
 	Env map[string]string
+	// Scope is ScopeProcess (or empty) or ScopeTask. With ScopeTask,
+	// Command and Env are templates: ${WORKSPACE}, ${TASK_REF} and
+	// ${BRANCH} are replaced by a task's values when its instance starts,
+	// and $${ stands for a literal "${" (TaskVars).
+	Scope Scope
 	// SystemPrompt is text about this server's tools for the system prompt.
 	SystemPrompt string
 	// Allow and Deny choose which of the server's tools are offered: globs of
@@ -132,20 +154,34 @@ func (t Tool) FullName() string { return t.Server + "/" + t.Name }
 
 // Host owns the running MCP servers. It is safe for concurrent use.
 type Host struct {
-	opts    Options
-	log     *slog.Logger
-	client  *mcp.Client
+	opts   Options
+	log    *slog.Logger
+	client *mcp.Client
+	// servers are every configured server in config order: a process-scoped
+	// one running, a task-scoped one as its probe found it (its tools, no
+	// instance).
 	servers []*server
 	byName  map[string]*server
 	tools   []Tool
 
-	done      chan struct{} // closed by Close
+	life      *lifetime // ends on Close
+	mu        sync.Mutex
+	sessions  map[*Session]struct{} // open, closed with the host
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// Start starts every configured server in order and lists its tools. If one
-// cannot start, the error names it and the servers already started are stopped.
+// Start starts every process-scoped server and probes every task-scoped one,
+// all at once, and lists their tools. If one cannot start, the starts under
+// way are cancelled, the servers started are stopped, and the error names
+// the server that failed.
+//
+// The catalog must be known before any task (the engine builds it and checks
+// it fits the context budget at startup), so a task-scoped server is started
+// here once as a probe, with its variables set to placeholders (an empty
+// temporary directory as WORKSPACE, "probe" as TASK_REF and BRANCH): its
+// tools are listed, filtered and redacted as any server's, and it is
+// stopped. A task's own instance answers for the same tools (ForTask).
 func Start(ctx context.Context, opts Options) (*Host, error) {
 	opts = opts.withDefaults()
 	if err := validate(opts); err != nil {
@@ -157,21 +193,79 @@ func Start(ctx context.Context, opts Options) (*Host, error) {
 		client: mcp.NewClient(&mcp.Implementation{Name: "coding-agent", Version: "1"},
 			// No roots: servers use the directories they are given on the command line.
 			&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}),
-		byName: make(map[string]*server, len(opts.Servers)),
-		done:   make(chan struct{}),
+		byName:   make(map[string]*server, len(opts.Servers)),
+		life:     newLifetime(),
+		sessions: map[*Session]struct{}{},
 	}
-	for _, cfg := range opts.Servers {
-		s, err := h.startServer(ctx, cfg)
+	servers, err := startEach(ctx, opts.Servers, func(ctx context.Context, cfg ServerConfig) (*server, error) {
+		var s *server
+		var err error
+		if cfg.Scope == ScopeTask {
+			s, err = h.probe(ctx, cfg)
+		} else {
+			s, err = h.startServer(ctx, cfg, h.life, h.log, "")
+		}
 		if err != nil {
-			_ = h.Close()
 			return nil, fmt.Errorf("starting MCP server %q: %w", cfg.Name, err)
 		}
-		h.servers = append(h.servers, s)
-		h.byName[cfg.Name] = s
+		return s, nil
+	})
+	if err != nil {
+		h.life.end()
+		return nil, err
+	}
+	h.servers = servers
+	for _, s := range servers {
+		h.byName[s.cfg.Name] = s
 		h.tools = append(h.tools, s.tools...)
-		h.log.Info("started MCP server", "server", cfg.Name, "tools", len(s.tools), "withheld", s.withheld)
+		h.log.Info("started MCP server", "server", s.cfg.Name, "scope", s.cfg.scope(), "tools", len(s.tools), "withheld", s.withheld)
 	}
 	return h, nil
+}
+
+// errStartAborted cancels the starts under way once one has failed.
+var errStartAborted = errors.New("another MCP server failed to start")
+
+// startEach runs start for every config at once and returns the servers in
+// config order. The first failure cancels the starts still under way and
+// stops the servers that started; the error is that failure (and any other
+// that came before the cancellation, not those it caused).
+func startEach(ctx context.Context, cfgs []ServerConfig, start func(context.Context, ServerConfig) (*server, error)) ([]*server, error) {
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
+	out := make([]*server, len(cfgs))
+	errs := make([]error, len(cfgs))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, cfg := range cfgs {
+		wg.Go(func() {
+			s, err := start(ctx, cfg)
+			mu.Lock()
+			defer mu.Unlock()
+			out[i] = s
+			if err != nil && !errors.Is(context.Cause(ctx), errStartAborted) {
+				errs[i] = err
+				abort(errStartAborted)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		_ = closeAll(slices.DeleteFunc(out, func(s *server) bool { return s == nil }))
+		return nil, err
+	}
+	return out, nil
+}
+
+// closeAll stops servers at once, each as server.close does.
+func closeAll(servers []*server) error {
+	errs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Go(func() { errs[i] = s.close() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func validate(opts Options) error {
@@ -187,6 +281,8 @@ func validate(opts Options) error {
 			errs = append(errs, fmt.Errorf("starting MCP server %q: duplicate server name", s.Name))
 		case opts.Connect == nil && len(s.Command) == 0:
 			errs = append(errs, fmt.Errorf("starting MCP server %q: no command", s.Name))
+		case s.Scope != "" && s.Scope != ScopeProcess && s.Scope != ScopeTask:
+			errs = append(errs, fmt.Errorf("starting MCP server %q: scope %q is not %q or %q", s.Name, s.Scope, ScopeProcess, ScopeTask))
 		}
 		for _, g := range slices.Concat(s.Allow, s.Deny) {
 			if _, err := path.Match(g, ""); err != nil || g == "" {
@@ -199,7 +295,8 @@ func validate(opts Options) error {
 }
 
 // Tools returns every tool of every server: servers in config order, each
-// server's tools in the order it listed them.
+// server's tools in the order it listed them (a task-scoped server's as its
+// probe listed them).
 func (h *Host) Tools() []Tool {
 	out := make([]Tool, len(h.tools))
 	copy(out, h.tools)
@@ -213,7 +310,8 @@ func (h *Host) Servers() []ServerConfig {
 	return out
 }
 
-// Restarts reports how many times the named server has been restarted.
+// Restarts reports how many times the named server has been restarted (0
+// for a task-scoped server: see Session.Restarts).
 func (h *Host) Restarts(server string) int {
 	s, ok := h.byName[server]
 	if !ok {
@@ -229,16 +327,30 @@ func (h *Host) Restarts(server string) int {
 // input schema, a timeout, a crashed server) comes back as a Result
 // with IsError set and a message for the model, and a nil error. The error is
 // non-nil only when ctx ends (or the host is closed): then stop working.
+//
+// A task-scoped server has no instance outside a task: its tools are called
+// through the task's Session, and calling one here is a tool error.
 func (h *Host) Call(ctx context.Context, fullName string, args json.RawMessage) (Result, error) {
+	return h.call(ctx, h.life, nil, fullName, args)
+}
+
+// call is Call for the owner whose life is given (the host, or a session):
+// instances are the owner's instances of the task-scoped servers.
+func (h *Host) call(ctx context.Context, life *lifetime, instances map[string]*server, fullName string, args json.RawMessage) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, fmt.Errorf("calling MCP tool %s: %w", fullName, err)
 	}
-	if h.isClosed() {
+	if life.ended() || h.life.ended() {
 		return Result{}, fmt.Errorf("calling MCP tool %s: %w", fullName, ErrClosed)
 	}
 	s, tool, problem := h.resolve(fullName)
 	if problem != "" {
 		return h.toolError(problem), nil
+	}
+	if s.cfg.Scope == ScopeTask {
+		if s, problem = instance(instances, s, tool); problem != "" {
+			return h.toolError(problem), nil
+		}
 	}
 	m, err := parseArgs(args)
 	if err != nil {
@@ -313,22 +425,56 @@ func (h *Host) result(res *mcp.CallToolResult) Result {
 	return r
 }
 
-func (h *Host) isClosed() bool {
+// Close stops every server, and the instances of every session still open:
+// calls in flight are cancelled, each server's input is closed, and a
+// server still running after StopTimeout gets SIGTERM, then SIGKILL.
+// Nothing of ours runs after Close returns.
+func (h *Host) Close() error {
+	h.closeOnce.Do(func() {
+		h.life.end()
+		h.mu.Lock()
+		sessions := slices.Collect(maps.Keys(h.sessions))
+		h.mu.Unlock()
+		errs := make([]error, len(sessions)+1)
+		var wg sync.WaitGroup
+		for i, s := range sessions {
+			wg.Go(func() { errs[i] = s.Close() })
+		}
+		wg.Go(func() { errs[len(sessions)] = closeAll(h.servers) })
+		wg.Wait()
+		h.closeErr = errors.Join(errs...)
+	})
+	return h.closeErr
+}
+
+// lifetime is the life of an owner of server instances: the host, or a
+// task's session. It ends once; the starts and calls bound to it are
+// cancelled then.
+type lifetime struct {
+	done chan struct{}
+	once sync.Once
+}
+
+func newLifetime() *lifetime { return &lifetime{done: make(chan struct{})} }
+
+func (l *lifetime) end() { l.once.Do(func() { close(l.done) }) }
+
+func (l *lifetime) ended() bool {
 	select {
-	case <-h.done:
+	case <-l.done:
 		return true
 	default:
 		return false
 	}
 }
 
-// untilClosed derives a context that also ends, with cause ErrClosed, on Close.
-func (h *Host) untilClosed(ctx context.Context) (context.Context, context.CancelFunc) {
+// bind derives a context that also ends, with cause ErrClosed, when l ends.
+func (l *lifetime) bind(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	stop := make(chan struct{})
 	go func() {
 		select {
-		case <-h.done:
+		case <-l.done:
 			cancel(ErrClosed)
 		case <-stop:
 		}
@@ -337,21 +483,4 @@ func (h *Host) untilClosed(ctx context.Context) (context.Context, context.Cancel
 		close(stop)
 		cancel(context.Canceled)
 	}
-}
-
-// Close stops every server: calls in flight are cancelled, each server's input
-// is closed, and a server still running after StopTimeout gets SIGTERM, then
-// SIGKILL. Nothing of ours runs after Close returns.
-func (h *Host) Close() error {
-	h.closeOnce.Do(func() {
-		close(h.done)
-		errs := make([]error, len(h.servers))
-		var wg sync.WaitGroup
-		for i, s := range h.servers {
-			wg.Go(func() { errs[i] = s.close() })
-		}
-		wg.Wait()
-		h.closeErr = errors.Join(errs...)
-	})
-	return h.closeErr
 }
