@@ -1,6 +1,7 @@
 package toolhost
 
 import (
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -54,4 +55,41 @@ func TestFilesystemServerFromNPM(t *testing.T) {
 	wantToolError(t, r, `argument "edits[].oldText": type: 1 has type "integer", want "string"`, "The tool was not called")
 	// Outside the allowed directory: the server refuses, as a tool error.
 	wantToolError(t, call(t, h, "fs/read_text_file", map[string]string{"path": "/etc/hostname"}), "denied")
+}
+
+// TestFilesystemServerPerTask runs the npm filesystem server per task, its
+// allowed directory the task's ${WORKSPACE}: each of two tasks works in its
+// own checkout and cannot reach the other's.
+func TestFilesystemServerPerTask(t *testing.T) {
+	bin := mcptest.NodeModule(t, ".bin/mcp-server-filesystem")
+	h := start(t, Options{Servers: []ServerConfig{{Name: "fs", Scope: ScopeTask, Command: []string{bin, "${WORKSPACE}"}}}})
+	if !slices.ContainsFunc(h.Tools(), func(tool Tool) bool { return tool.FullName() == "fs/write_file" }) {
+		t.Fatalf("the probe listed %v, without fs/write_file", h.Tools())
+	}
+	dirA, dirB := t.TempDir(), t.TempDir()
+	a := forTask(t, h, TaskVars{Workspace: dirA, TaskRef: "github:acme/app#1", Branch: "coding-agent/1"})
+	b := forTask(t, h, TaskVars{Workspace: dirB, TaskRef: "github:acme/app#2", Branch: "coding-agent/2"})
+
+	r := sessionCall(t, a, "fs/list_allowed_directories", nil)
+	if !strings.Contains(r.Text, dirA) || strings.Contains(r.Text, dirB) {
+		t.Errorf("task A's allowed directories: %q, want %s alone", r.Text, dirA)
+	}
+	fileA := filepath.Join(dirA, "notes.txt")
+	if r := sessionCall(t, a, "fs/write_file", map[string]string{"path": fileA, "content": "A's notes\n"}); r.IsError {
+		t.Fatalf("write_file through A: %+v", r)
+	}
+	wantOK(t, sessionCall(t, a, "fs/read_text_file", map[string]string{"path": fileA}), "A's notes\n")
+	// B sees nothing of A's workspace.
+	wantToolError(t, sessionCall(t, b, "fs/read_text_file", map[string]string{"path": fileA}), "denied")
+	wantToolError(t, sessionCall(t, b, "fs/list_directory", map[string]string{"path": dirA}), "denied")
+	if r := sessionCall(t, b, "fs/list_directory", map[string]string{"path": dirB}); r.IsError || strings.Contains(r.Text, "notes.txt") {
+		t.Errorf("B's workspace lists %+v", r)
+	}
+	// Writing outside its workspace is refused by the server.
+	for _, outside := range []string{filepath.Join(dirB, "from-a.txt"), filepath.Join(t.TempDir(), "elsewhere.txt")} {
+		wantToolError(t, sessionCall(t, a, "fs/write_file", map[string]string{"path": outside, "content": "x"}), "denied")
+		if _, err := os.Stat(outside); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s exists after a refused write: %v", outside, err)
+		}
+	}
 }
