@@ -22,15 +22,16 @@ import (
 	"github.com/coding-agent/coding-agent/internal/toolhost"
 )
 
-// Tools is what the engine needs of the MCP host.
+// Tools is what the engine needs of the MCP host: the catalog, and a Caller
+// for the runs that bring none of their own.
 type Tools interface {
 	Tools() []toolhost.Tool
 	Servers() []toolhost.ServerConfig
-	Call(ctx context.Context, fullName string, args json.RawMessage) (toolhost.Result, error)
+	Caller
 }
 
-// Caller calls tools: what a run needs of them once the catalog is set (a
-// task's own servers, started in its workspace, with the process's others).
+// Caller runs tool calls: the host, or a task's session of it
+// (toolhost.Session, whose task-scoped servers are the task's own).
 type Caller interface {
 	Call(ctx context.Context, fullName string, args json.RawMessage) (toolhost.Result, error)
 }
@@ -173,8 +174,8 @@ type Input struct {
 	Rounds []string
 	// Watch is the checkpoint check; nil checks nothing.
 	Watch Watch
-	// Tools carries out the run's tool calls; nil: Options.Tools. The
-	// catalog is always Options.Tools'.
+	// Tools runs every tool call of the run (a toolhost.Session for the
+	// task); nil: Options.Tools. The catalog is Options.Tools' either way.
 	Tools Caller
 }
 

@@ -441,7 +441,8 @@ func (r *Run) call(ctx context.Context, a *Act, c ToolCall) error {
 	return nil
 }
 
-// run runs a call: the catalog search here, any other tool on its server.
+// run runs a call: the catalog search here, any other tool on its server
+// (through the run's own Caller, if it has one).
 func (r *Run) run(ctx context.Context, c ToolCall) (toolhost.Result, error) {
 	if c.Tool != SearchTool {
 		if r.in.Tools != nil {
