@@ -8,6 +8,11 @@
 //     the literal text up to the first "}". $${ is a literal "${". A $ not
 //     followed by { is kept as is. Inside a flow list or map ([a, b] or
 //     {k: v}) a value holding ${...} must be quoted, as YAML requires.
+//   - ${WORKSPACE}, ${TASK_REF} and ${BRANCH} (TaskVariables) are not read
+//     from the environment: a task sets them when a server of scope task
+//     starts for it, so they may appear only in the command and env of such
+//     a server, where they are kept (see MCPServer). Anywhere else they are
+//     a problem.
 //   - A number or boolean key takes a plain scalar (max_llm_process_num: 5),
 //     or a string that came from ${VAR} expansion; a quoted literal ("5") is a
 //     string and so a type error.
@@ -159,21 +164,30 @@ type Ollama struct {
 	ContextLength int    `yaml:"context_length"` // num_ctx; 0: the model's, at most 8192
 }
 
+// Values accepted in mcp_servers[].scope.
+const (
+	ScopeProcess = "process" // one instance for the process, shared by every task (the default)
+	ScopeTask    = "task"    // one instance per task, with the task's variables
+)
+
 // MCPServer is one entry of mcp_servers.
+//
+// With Scope task, Command and Env are templates for toolhost.TaskVars:
+// ${WORKSPACE}, ${TASK_REF} and ${BRANCH} (TaskVariables) stay in them, to
+// be replaced when the server starts for a task, and a literal "${" is
+// written $${. Any other ${VAR} is expanded when the file is loaded, as
+// everywhere. With Scope process they are the literal values.
 type MCPServer struct {
-	Name         string            `yaml:"mcp_server_name"` // unique, ^[A-Za-z0-9_-]+$; tools are named "Name/tool"
-	Command      []string          `yaml:"command"`         // program and arguments; non-empty
-	Env          map[string]string `yaml:"env"`             // extra environment of the server process only
-	SystemPrompt string            `yaml:"system_prompt"`   // text added to the system prompt about this server
-	Tools        ToolFilter        `yaml:"tools"`           // which of the server's tools are offered
-	Scope        string            `yaml:"scope"`           // process (default): one server for the process; task: one per task, ${WORKSPACE} expanded
+	Name         string            `yaml:"mcp_server_name"`      // unique, ^[A-Za-z0-9_-]+$; tools are named "Name/tool"
+	Command      []string          `yaml:"command,tasktemplate"` // program and arguments; non-empty
+	Env          map[string]string `yaml:"env,tasktemplate"`     // extra environment of the server process only
+	Scope        string            `yaml:"scope"`                // ScopeProcess (default; "" too) or ScopeTask
+	SystemPrompt string            `yaml:"system_prompt"`        // text added to the system prompt about this server
+	Tools        ToolFilter        `yaml:"tools"`                // which of the server's tools are offered
 }
 
-// Values of mcp_servers[].scope.
-const (
-	ScopeProcess = "process"
-	ScopeTask    = "task"
-)
+// PerTask reports whether the server runs one instance per task.
+func (s MCPServer) PerTask() bool { return s.Scope == ScopeTask }
 
 // ToolFilter is mcp_servers[].tools: which of a server's tools the model is
 // offered and may call. Each entry is a glob of tool names (without the
@@ -353,7 +367,7 @@ type Identity struct {
 // TaskWorkspaces reports whether tasks get a workspace: some MCP server is
 // task-scoped.
 func (c *Config) TaskWorkspaces() bool {
-	return slices.ContainsFunc(c.MCPServers, func(s MCPServer) bool { return s.Scope == ScopeTask })
+	return slices.ContainsFunc(c.MCPServers, MCPServer.PerTask)
 }
 
 // defaultCompletionKeywords are the words of a reply that end a conversation
@@ -541,6 +555,9 @@ func (c *Config) Secrets() []string {
 	all := []string{c.GitHub.Token, c.GitLab.Token, c.LLM.OpenAI.APIKey}
 	for _, s := range c.MCPServers {
 		for k, v := range s.Env {
+			if s.PerTask() {
+				v, _ = untemplate(v) // the text, task variables aside
+			}
 			if secretEnvKey(k) && !plainValue(v) {
 				all = append(all, v)
 			}

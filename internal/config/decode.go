@@ -22,6 +22,9 @@ type decoder struct {
 	problems Problems
 	warnings []Warning
 	lines    map[string]int // key path → line, to place later validation problems
+	// template is set while decoding a field tagged "tasktemplate" (an MCP
+	// server's command and env): its scalars become templates (see expand).
+	template bool
 }
 
 func (d *decoder) problem(path string, n ast.Node, msg string) {
@@ -55,6 +58,7 @@ func (d *decoder) decode(path string, n ast.Node, v reflect.Value) {
 type field struct {
 	index        int
 	scalarOrList bool // the "scalarorlist" tag option: a lone scalar is a one-element list
+	template     bool // the "tasktemplate" tag option: task variables are kept (see expand)
 }
 
 func fieldsOf(t reflect.Type) (map[string]field, []string) {
@@ -62,7 +66,7 @@ func fieldsOf(t reflect.Type) (map[string]field, []string) {
 	var names []string
 	for i := range t.NumField() {
 		name, opts, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
-		fields[name] = field{index: i, scalarOrList: opts == "scalarorlist"}
+		fields[name] = field{index: i, scalarOrList: opts == "scalarorlist", template: opts == "tasktemplate"}
 		names = append(names, name)
 	}
 	return fields, names
@@ -88,11 +92,13 @@ func (d *decoder) decodeStruct(path string, at, n ast.Node, v reflect.Value) {
 			d.problem(kp, e.Key, unknownKeyMsg(key, candidates))
 		default:
 			d.lines[kp] = lineOf(e.Key)
+			d.template = f.template
 			if f.scalarOrList {
 				d.decodeList(kp, e.Value, d.resolve(e.Value), v.Field(f.index), true)
 			} else {
 				d.decode(kp, e.Value, v.Field(f.index))
 			}
+			d.template = false
 		}
 	}
 }
@@ -185,9 +191,9 @@ func (d *decoder) decodeScalar(path string, orig, n ast.Node, v reflect.Value) {
 	}
 }
 
-// scalarText returns the text of scalar n, with ${VAR} expanded in strings,
-// and whether a reference was expanded. ok is false when a problem was
-// recorded instead.
+// scalarText returns the text of scalar n, with ${VAR} expanded in strings
+// (a template in template mode), and whether a reference was expanded. ok
+// is false when a problem was recorded instead.
 func (d *decoder) scalarText(path string, orig, n ast.Node) (text string, fromEnv, ok bool) {
 	var s string
 	switch v := n.(type) {
@@ -201,15 +207,29 @@ func (d *decoder) scalarText(path string, orig, n ast.Node) (text string, fromEn
 		d.typeError(path, orig, n, "a single value")
 		return "", false, false
 	}
-	x, err := expand(s, d.lookup)
+	x, err := expand(s, d.lookup, d.template)
 	if err != nil {
 		d.problem(path, orig, err.Error())
 		return "", false, false
 	}
+	before := len(d.problems)
 	for _, name := range x.missing {
 		d.problem(path, orig, "environment variable "+name+" is not set")
 	}
-	return x.value, x.refs, len(x.missing) == 0
+	if !d.template {
+		for _, name := range x.task {
+			d.problem(path, orig, "${"+name+"} is set only when an MCP server starts for a task: "+
+				"it may appear in mcp_servers[].command and env of a server with scope: task")
+		}
+	}
+	for _, name := range x.defaulted {
+		d.problem(path, orig, "${"+name+"} takes no default: a task always sets it")
+	}
+	for _, name := range x.glued {
+		d.problem(path, orig, "a $ right before ${"+name+"} cannot be told from the $${ escape: "+
+			"a value of the environment ends in $ there")
+	}
+	return x.value, x.refs, len(d.problems) == before
 }
 
 func intValue(n ast.Node, text string, fromEnv bool) (int64, bool) {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"slices"
 	"strings"
 )
 
@@ -9,31 +10,57 @@ import (
 // after it. Its text never includes the value.
 var errBadReference = errors.New(`malformed ${...} reference (want ${NAME} or ${NAME:-default}; write $${ for a literal "${")`)
 
+// TaskVariables are the variables a task sets when a task-scoped MCP server
+// starts for it: ${WORKSPACE} (the task's checkout), ${TASK_REF} and
+// ${BRANCH}. They are not read from the environment: in
+// mcp_servers[].command and env they are kept for the server's start
+// (toolhost.TaskVars expands them), and anywhere else they are a problem.
+var TaskVariables = []string{"WORKSPACE", "TASK_REF", "BRANCH"}
+
 // expansion is the result of expanding one scalar.
 type expansion struct {
-	value   string   // the expanded text
+	value   string   // the expanded text, or the template (expand's template mode)
 	refs    bool     // at least one ${...} reference was expanded
 	missing []string // unset variables referenced without a default
+	// task are the task variables referenced; defaulted, those given a
+	// default (a task always sets them); glued, those right after a "$"
+	// that a template cannot tell from the $${ escape.
+	task, defaulted, glued []string
 }
 
 // expand replaces ${NAME} and ${NAME:-default} in s using lookup, and $${
 // with a literal "${". ":-" takes the default when NAME is unset or empty.
-func expand(s string, lookup func(string) (string, bool)) (expansion, error) {
+//
+// The task variables are not looked up. In template mode (an MCP server's
+// command and env) the result is a template for toolhost.TaskVars: each
+// task variable is kept as ${NAME}, and every literal "${" (an escape, or
+// one inside a value of the environment) is written $${. Otherwise a task
+// variable expands to nothing and is reported in task.
+func expand(s string, lookup func(string) (string, bool), template bool) (expansion, error) {
 	var (
 		b   strings.Builder
+		lit strings.Builder // literal text not yet written to b
 		res expansion
 	)
+	flush := func() {
+		text := lit.String()
+		if template {
+			text = strings.ReplaceAll(text, "${", "$${")
+		}
+		b.WriteString(text)
+		lit.Reset()
+	}
 	for {
 		i := strings.IndexByte(s, '$')
 		if i < 0 {
-			b.WriteString(s)
+			lit.WriteString(s)
 			break
 		}
-		b.WriteString(s[:i])
+		lit.WriteString(s[:i])
 		s = s[i:]
 		switch {
 		case strings.HasPrefix(s, "$${"):
-			b.WriteString("${")
+			lit.WriteString("${")
 			s = s[3:]
 		case strings.HasPrefix(s, "${"):
 			end := strings.IndexByte(s, '}')
@@ -44,6 +71,22 @@ func expand(s string, lookup func(string) (string, bool)) (expansion, error) {
 			if !validEnvName(name) {
 				return expansion{}, errBadReference
 			}
+			s = s[end+1:]
+			res.refs = true
+			if slices.Contains(TaskVariables, name) {
+				res.task = append(res.task, name)
+				if hasDef {
+					res.defaulted = append(res.defaulted, name)
+				}
+				if template {
+					if strings.HasSuffix(lit.String(), "$") {
+						res.glued = append(res.glued, name)
+					}
+					flush()
+					b.WriteString("${" + name + "}")
+				}
+				continue
+			}
 			val, ok := lookup(name)
 			switch {
 			case hasDef && val == "":
@@ -51,16 +94,43 @@ func expand(s string, lookup func(string) (string, bool)) (expansion, error) {
 			case !ok:
 				res.missing = append(res.missing, name)
 			}
-			b.WriteString(val)
-			res.refs = true
-			s = s[end+1:]
+			lit.WriteString(val)
 		default:
-			b.WriteByte('$')
+			lit.WriteByte('$')
 			s = s[1:]
 		}
 	}
+	flush()
 	res.value = b.String()
 	return res, nil
+}
+
+// untemplate reads a template that expand wrote: the text it stands for with
+// the task variables left as ${NAME}, and the task variables it holds.
+func untemplate(s string) (string, []string) {
+	var (
+		b    strings.Builder
+		vars []string
+	)
+	for {
+		i := strings.IndexByte(s, '$')
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), vars
+		}
+		b.WriteString(s[:i])
+		s = s[i:]
+		if strings.HasPrefix(s, "$${") {
+			b.WriteString("${")
+			s = s[3:]
+			continue
+		}
+		if end := strings.IndexByte(s, '}'); strings.HasPrefix(s, "${") && end > 0 && slices.Contains(TaskVariables, s[2:end]) {
+			vars = append(vars, s[2:end])
+		}
+		b.WriteByte('$')
+		s = s[1:]
+	}
 }
 
 // validEnvName reports whether name is [A-Za-z_][A-Za-z0-9_]*.

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -51,7 +53,7 @@ func Parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, []Warni
 		}
 		d.decode("", body, reflect.ValueOf(c).Elem())
 	}
-	problems := d.problems
+	problems := slices.Concat(d.problems, d.settleTemplates(c))
 	fileProblems := c.readSecretFiles()
 	for _, p := range fileProblems {
 		p.Line = d.lines[p.Path]
@@ -112,6 +114,37 @@ func syntaxProblem(data []byte, err error) *Problem {
 		}
 	}
 	return p
+}
+
+// settleTemplates turns the templates decoded into the command and env of
+// each MCP server that is not task-scoped back into their literal text: a
+// task variable in one is a problem, since no task starts it.
+func (d *decoder) settleTemplates(c *Config) Problems {
+	var ps Problems
+	settle := func(path, scope, v string) string {
+		lit, vars := untemplate(v)
+		if scope == "" || scope == ScopeProcess {
+			for _, name := range vars {
+				ps = append(ps, Problem{Path: path, Line: d.lines[path], Msg: "${" + name +
+					"} is set only for a server with scope: task (this one's scope is process, shared by every task)"})
+			}
+		}
+		return lit
+	}
+	for i := range c.MCPServers {
+		s := &c.MCPServers[i]
+		if s.PerTask() {
+			continue
+		}
+		p := fmt.Sprintf("mcp_servers[%d]", i)
+		for j, a := range s.Command {
+			s.Command[j] = settle(fmt.Sprintf("%s.command[%d]", p, j), s.Scope, a)
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+			s.Env[k] = settle(p+".env."+k, s.Scope, s.Env[k])
+		}
+	}
+	return ps
 }
 
 // coveredBy reports whether a decoding problem is at path or above it (a

@@ -144,17 +144,23 @@ func kindOf(n ast.Node) string {
 
 // unknownKeyMsg suggests the nearest known key when it is close enough.
 func unknownKeyMsg(key string, known []string) string {
+	return "unknown key" + didYouMean(key, known...)
+}
+
+// didYouMean is ` (did you mean "x"?)` for the nearest of known to s when
+// it is close enough, else "". Only a known word is quoted, never s.
+func didYouMean(s string, known ...string) string {
 	best, bestDist := "", -1
 	for _, k := range known {
-		dist := editDistance(key, k)
+		dist := editDistance(s, k)
 		if dist <= 1+len(k)/6 && (bestDist < 0 || dist < bestDist) {
 			best, bestDist = k, dist
 		}
 	}
 	if best == "" {
-		return "unknown key"
+		return ""
 	}
-	return fmt.Sprintf("unknown key (did you mean %q?)", best)
+	return fmt.Sprintf(" (did you mean %q?)", best)
 }
 
 // editDistance counts the single-byte insertions, deletions, substitutions

@@ -235,6 +235,11 @@ func validateMCP(k *checker, servers []MCPServer) {
 				k.add(p+".env", "variable names must be non-empty and without = or NUL")
 			}
 		}
+		switch s.Scope {
+		case "", ScopeProcess, ScopeTask:
+		default:
+			k.add(p+".scope", "must be one of: process, task"+didYouMean(s.Scope, ScopeProcess, ScopeTask))
+		}
 		k.globs(p+".tools.allow", s.Tools.Allow)
 		k.globs(p+".tools.deny", s.Tools.Deny)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/coding-agent/coding-agent/internal/config"
 	"github.com/coding-agent/coding-agent/internal/toolhost/mcptest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -385,4 +386,38 @@ func TestHostClosedWhileATaskStarts(t *testing.T) {
 			t.Errorf("ForTask during Close: err = %v, want ErrClosed naming the server", err)
 		}
 	})
+}
+
+// The templates the config writes are the ones TaskVars reads: a server
+// loaded from YAML starts for a task with the task's values, the literal
+// "${" of an escape or of a value of the environment kept.
+func TestConfigTemplatesExpandForATask(t *testing.T) {
+	env := map[string]string{"DIR": "/srv", "ODD": "a${BRANCH}b$"}
+	c, _, err := config.Parse([]byte(`task_source: github
+github: {token: t, owner: acme}
+llm: {provider: lmstudio, lmstudio: {model: m}}
+mcp_servers:
+  - mcp_server_name: fs
+    scope: task
+    command: [npx, "${WORKSPACE}", "$${WORKSPACE}", "${DIR}/${TASK_REF}", "${ODD}", "--branch=${BRANCH}", "$$${DIR}"]
+    env: {WHERE: "${TASK_REF} on ${BRANCH}", LIT: "$${BRANCH}$$"}
+`), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.MCPServers[0]
+	cfg := ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, Scope: Scope(s.Scope)}
+	got := cfg.forTask(TaskVars{Workspace: "/w/7", TaskRef: "github:acme/app#7", Branch: "coding-agent/7"})
+	want := []string{"npx", "/w/7", "${WORKSPACE}", "/srv/github:acme/app#7", "a${BRANCH}b$", "--branch=coding-agent/7", "$${DIR}"}
+	if !slices.Equal(got.Command, want) {
+		t.Errorf("command = %q, want %q", got.Command, want)
+	}
+	if got.Env["WHERE"] != "github:acme/app#7 on coding-agent/7" || got.Env["LIT"] != "${BRANCH}$$" {
+		t.Errorf("env = %q", got.Env)
+	}
+	for _, name := range config.TaskVariables {
+		if _, ok := (TaskVars{}).lookup(name); !ok {
+			t.Errorf("config.TaskVariables names %s, which TaskVars does not set", name)
+		}
+	}
 }
