@@ -146,7 +146,7 @@ func (a *App) startAgent(ctx context.Context) error {
 	c := a.cfg
 	var servers []toolhost.ServerConfig
 	for _, s := range c.MCPServers {
-		servers = append(servers, toolhost.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env,
+		servers = append(servers, toolhost.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, Scope: toolhost.Scope(s.Scope),
 			SystemPrompt: s.SystemPrompt, Allow: s.Tools.Allow, Deny: s.Tools.Deny})
 	}
 	host, err := toolhost.Start(ctx, toolhost.Options{Servers: servers, CallTimeout: c.Tools.CallTimeout(),
