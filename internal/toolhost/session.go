@@ -37,8 +37,9 @@ func (v TaskVars) lookup(name string) (string, bool) {
 	return "", false
 }
 
-// expand replaces the task's variables in the template s, and $${ with "${".
-func (v TaskVars) expand(s string) string {
+// expand replaces the task's variables in the template s, and $${ with
+// "${". It adds to empty the names of the variables s uses that are empty.
+func (v TaskVars) expand(s string, empty *[]string) string {
 	var b strings.Builder
 	for {
 		i := strings.IndexByte(s, '$')
@@ -55,6 +56,9 @@ func (v TaskVars) expand(s string) string {
 		}
 		if end := strings.IndexByte(s, '}'); strings.HasPrefix(s, "${") && end > 0 {
 			if val, ok := v.lookup(s[2:end]); ok {
+				if val == "" && !slices.Contains(*empty, s[2:end]) {
+					*empty = append(*empty, s[2:end])
+				}
 				b.WriteString(val)
 				s = s[end+1:]
 				continue
@@ -66,20 +70,27 @@ func (v TaskVars) expand(s string) string {
 }
 
 // forTask is the config of a task's instance of the task-scoped server c:
-// its Command and Env with the task's variables expanded.
-func (c ServerConfig) forTask(v TaskVars) ServerConfig {
+// its Command and Env with the task's variables expanded. A variable they
+// use that the task left empty is an error: a server given "" for its
+// directory may take the process's own working directory instead.
+func (c ServerConfig) forTask(v TaskVars) (ServerConfig, error) {
+	var empty []string
 	out := c
 	out.Command = make([]string, len(c.Command))
 	for i, a := range c.Command {
-		out.Command[i] = v.expand(a)
+		out.Command[i] = v.expand(a, &empty)
 	}
 	if c.Env != nil {
 		out.Env = make(map[string]string, len(c.Env))
 		for k, val := range c.Env {
-			out.Env[k] = v.expand(val)
+			out.Env[k] = v.expand(val, &empty)
 		}
 	}
-	return out
+	if len(empty) > 0 {
+		slices.Sort(empty)
+		return ServerConfig{}, fmt.Errorf("MCP server %q uses ${%s}, which the task leaves empty", c.Name, strings.Join(empty, "}, ${"))
+	}
+	return out, nil
 }
 
 func (c ServerConfig) scope() Scope {
@@ -98,7 +109,11 @@ func (h *Host) probe(ctx context.Context, cfg ServerConfig) (*server, error) {
 		return nil, fmt.Errorf("creating the probe's workspace: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	s, err := h.startServer(ctx, cfg.forTask(TaskVars{Workspace: dir, TaskRef: probeValue, Branch: probeValue}), h.life, h.log, "")
+	expanded, err := cfg.forTask(TaskVars{Workspace: dir, TaskRef: probeValue, Branch: probeValue})
+	if err != nil {
+		return nil, err
+	}
+	s, err := h.startServer(ctx, expanded, h.life, h.log, "")
 	if err != nil {
 		return nil, fmt.Errorf("probing with WORKSPACE set to an empty directory: %w", err)
 	}
@@ -130,6 +145,16 @@ type Session struct {
 // the session just forwards to the host. Close the session when the task
 // ends or pauses.
 func (h *Host) ForTask(ctx context.Context, vars TaskVars) (*Session, error) {
+	var cfgs []ServerConfig
+	for _, srv := range h.servers {
+		if srv.cfg.Scope == ScopeTask {
+			cfg, err := srv.cfg.forTask(vars)
+			if err != nil {
+				return nil, fmt.Errorf("starting the MCP servers of task %s: %w", vars.TaskRef, err)
+			}
+			cfgs = append(cfgs, cfg)
+		}
+	}
 	s := &Session{h: h, vars: vars, life: newLifetime(), log: h.log.With("task", vars.TaskRef)}
 	h.mu.Lock()
 	if h.life.ended() {
@@ -138,12 +163,6 @@ func (h *Host) ForTask(ctx context.Context, vars TaskVars) (*Session, error) {
 	}
 	h.sessions[s] = struct{}{}
 	h.mu.Unlock()
-	var cfgs []ServerConfig
-	for _, srv := range h.servers {
-		if srv.cfg.Scope == ScopeTask {
-			cfgs = append(cfgs, srv.cfg.forTask(vars))
-		}
-	}
 	started, err := startEach(ctx, cfgs, func(ctx context.Context, cfg ServerConfig) (*server, error) {
 		srv, err := h.startServer(ctx, cfg, s.life, s.log, vars.TaskRef)
 		if err != nil {

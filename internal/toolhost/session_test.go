@@ -34,10 +34,27 @@ func TestTaskVarsExpand(t *testing.T) {
 		{"cost $5 $", "cost $5 $"},
 		{"", ""},
 	} {
-		if got := v.expand(tc.in); got != tc.want {
-			t.Errorf("expand(%q) = %q, want %q", tc.in, got, tc.want)
+		var empty []string
+		if got := v.expand(tc.in, &empty); got != tc.want || len(empty) > 0 {
+			t.Errorf("expand(%q) = %q, empty %q; want %q", tc.in, got, empty, tc.want)
 		}
 	}
+}
+
+// A variable a server uses that the task leaves empty is refused before
+// anything starts: given "" for its directory, a server may take the
+// process's working directory instead.
+func TestEmptyTaskVariableIsRefused(t *testing.T) {
+	h := start(t, Options{Connect: inMemory(t), Servers: []ServerConfig{
+		{Name: "t", Scope: ScopeTask, Command: []string{"srv", "${WORKSPACE}"}, Env: map[string]string{"B": "${BRANCH}"}},
+		{Name: "u", Scope: ScopeTask, Command: []string{"srv", "${TASK_REF}"}}}})
+	_, err := h.ForTask(t.Context(), TaskVars{TaskRef: "github:acme/app#8"})
+	if err == nil || err.Error() != `starting the MCP servers of task github:acme/app#8: MCP server "t" uses ${BRANCH}, ${WORKSPACE}, which the task leaves empty` {
+		t.Errorf("ForTask with an empty workspace and branch: %v", err)
+	}
+	// A variable no server uses may be empty.
+	h = start(t, Options{Connect: inMemory(t), Servers: []ServerConfig{{Name: "t", Scope: ScopeTask, Command: []string{"srv", "${WORKSPACE}"}}}})
+	forTask(t, h, TaskVars{Workspace: t.TempDir()})
 }
 
 // A task-scoped server is probed at Start: started once with an empty
@@ -407,7 +424,10 @@ mcp_servers:
 	}
 	s := c.MCPServers[0]
 	cfg := ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, Scope: Scope(s.Scope)}
-	got := cfg.forTask(TaskVars{Workspace: "/w/7", TaskRef: "github:acme/app#7", Branch: "coding-agent/7"})
+	got, err := cfg.forTask(TaskVars{Workspace: "/w/7", TaskRef: "github:acme/app#7", Branch: "coding-agent/7"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := []string{"npx", "/w/7", "${WORKSPACE}", "/srv/github:acme/app#7", "a${BRANCH}b$", "--branch=coding-agent/7", "$${DIR}"}
 	if !slices.Equal(got.Command, want) {
 		t.Errorf("command = %q, want %q", got.Command, want)
