@@ -129,7 +129,6 @@ func (h *Host) probe(ctx context.Context, cfg ServerConfig) (*server, error) {
 // never share an instance. It is safe for concurrent use.
 type Session struct {
 	h    *Host
-	vars TaskVars
 	life *lifetime // ends on Close, or when the host closes
 	log  *slog.Logger
 
@@ -155,7 +154,7 @@ func (h *Host) ForTask(ctx context.Context, vars TaskVars) (*Session, error) {
 			cfgs = append(cfgs, cfg)
 		}
 	}
-	s := &Session{h: h, vars: vars, life: newLifetime(), log: h.log.With("task", vars.TaskRef)}
+	s := &Session{h: h, life: newLifetime(), log: h.log.With("task", vars.TaskRef)}
 	h.mu.Lock()
 	if h.life.ended() {
 		h.mu.Unlock()
