@@ -441,3 +441,32 @@ mcp_servers:
 		}
 	}
 }
+
+// A task's instance that does not answer in time is replaced, as a host's
+// server is; closing the session cancels a call in flight on its instance.
+func TestSessionTimeoutAndCloseDuringACall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t, Options{Connect: inMemory(t), Servers: []ServerConfig{{Name: "t", Scope: ScopeTask}}})
+		s, err := h.ForTask(t.Context(), TaskVars{Workspace: "/w", TaskRef: "r", Branch: "b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantToolError(t, sessionCall(t, s, "t/sleep", map[string]int{"ms": 10 * 60 * 1000}),
+			"t/sleep timed out after 2m0s", `MCP server "t" was restarted`)
+		if n := s.Restarts("t"); n != 1 {
+			t.Errorf("session restarts = %d after a timeout, want 1", n)
+		}
+		errc := make(chan error)
+		go func() {
+			_, err := s.Call(t.Context(), "t/sleep", json.RawMessage(`{"ms":600000}`))
+			errc <- err
+		}()
+		synctest.Wait() // the call is in flight
+		if err := s.Close(); err != nil {
+			t.Errorf("Session.Close: %v", err)
+		}
+		if err := <-errc; !errors.Is(err, ErrClosed) {
+			t.Errorf("Call in flight during Session.Close: err = %v, want ErrClosed", err)
+		}
+	})
+}
