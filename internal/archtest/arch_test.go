@@ -35,7 +35,7 @@ var (
 		"internal/queue/rabbitmq": "internal/queue", // planned
 	}
 	core = []string{"internal/engine", "internal/agent", "internal/report", "internal/worker", "internal/toolhost",
-		"internal/plan", "internal/watch"}
+		"internal/plan", "internal/watch", "internal/workspace"}
 	// plumbing is shared code below the adapters: it imports none of the
 	// roles, and adapters may import it. postonce is the forge adapters'
 	// one retry loop for comment posts; sanitize cleans, fences and redacts
@@ -52,7 +52,7 @@ var (
 	required = []string{"internal/task", "internal/forge", "internal/llm", "internal/store", "internal/queue",
 		"internal/forge/github", "internal/forge/gitlab", "internal/llm/openai", "internal/llm/ollama",
 		"internal/store/sqlite", "internal/queue/memqueue", "internal/agent", "internal/report",
-		"internal/worker", "internal/toolhost", "internal/app", "cmd/coding-agent"}
+		"internal/worker", "internal/toolhost", "internal/workspace", "internal/app", "cmd/coding-agent"}
 	// vendorSDKs are the forge and model client libraries only adapters use.
 	vendorSDKs = []string{"github.com/google/go-github/", "gitlab.com/gitlab-org/api/client-go",
 		"github.com/openai/openai-go", "github.com/ollama/ollama"}

@@ -1,0 +1,153 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Head is the commit id of HEAD.
+func (w *Workspace) Head(ctx context.Context) (string, error) {
+	out, err := w.git(ctx, "rev-parse", "--verify", "HEAD")
+	if err != nil {
+		return "", fmt.Errorf("reading the head of %s: %w", w.ref, err)
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// Changes reports whether the checkout has uncommitted changes, untracked
+// files included (ignored ones not).
+func (w *Workspace) Changes(ctx context.Context) (bool, error) {
+	out, err := w.git(ctx, "status", "--porcelain", "-z")
+	if err != nil {
+		return false, fmt.Errorf("reading the changes of %s: %w", w.ref, err)
+	}
+	return out != "", nil
+}
+
+// Commit stages every change (untracked files included, ignored ones not)
+// and makes one commit with message, kept as written (a line starting with
+// '#' stays). It returns the new commit's id, or "" when nothing changed.
+func (w *Workspace) Commit(ctx context.Context, message string) (string, error) {
+	if strings.TrimSpace(message) == "" {
+		return "", fmt.Errorf("committing in %s: the message is empty", w.ref)
+	}
+	if _, err := w.git(ctx, "add", "-A"); err != nil {
+		return "", fmt.Errorf("committing in %s: %w", w.ref, err)
+	}
+	_, err := w.git(ctx, "diff", "--cached", "--quiet")
+	var e *Error
+	if err == nil {
+		return "", nil
+	} else if !errors.As(err, &e) || e.Code != 1 {
+		return "", fmt.Errorf("committing in %s: %w", w.ref, err)
+	}
+	if _, err := w.m.run(ctx, command{args: []string{"commit", "-q", "--no-verify", "--cleanup=whitespace", "-F", "-"},
+		gitDir: w.gitDir, workTree: w.Dir, stdin: message, redact: w.redact}); err != nil {
+		return "", fmt.Errorf("committing in %s: %w", w.ref, err)
+	}
+	return w.Head(ctx)
+}
+
+// Push sends Branch to the forge when it holds commits the forge's branch
+// lacks (or, before the forge has the branch, commits Base lacks), and
+// reports whether the forge's branch changed. It never forces: a branch that
+// moved on the forge meanwhile is an ErrRejected. Repeating it is safe. A
+// read-only workspace is never pushed (ErrReadOnly).
+func (w *Workspace) Push(ctx context.Context) (bool, error) {
+	if w.ReadOnly {
+		return false, ErrReadOnly
+	}
+	pushed, err := w.push(ctx)
+	if err != nil {
+		return false, fmt.Errorf("pushing %s of %s: %w", w.Branch, w.ref, err)
+	}
+	return pushed, nil
+}
+
+func (w *Workspace) push(ctx context.Context) (bool, error) {
+	local, err := w.Head(ctx)
+	if err != nil {
+		return false, err
+	}
+	known, err := w.refSHA(ctx, headRef)
+	if err != nil || known == local {
+		return false, err
+	}
+	if known == "" {
+		ahead, err := w.git(ctx, "rev-list", "--count", baseRef+"..HEAD")
+		if err != nil || strings.TrimSpace(ahead) == "0" {
+			return false, err
+		}
+	}
+	ref := "refs/heads/" + w.Branch
+	out, err := w.remote(ctx, "push", "--porcelain", w.url, ref+":"+ref)
+	changed := false
+	for _, line := range strings.Split(out, "\n") {
+		// --porcelain: "<flag>\t<from>:<to>\t<summary>"; ' ' fast-forward,
+		// '*' new branch, '=' up to date, '!' rejected.
+		if len(line) < 2 || line[1] != '\t' {
+			continue
+		}
+		switch line[0] {
+		case ' ', '*', '+':
+			changed = true
+		case '!':
+			var e *Error
+			if errors.As(err, &e) {
+				e.kind = ErrRejected
+				e.Stderr = strings.TrimSpace(e.Stderr + "\n" + w.redact(line))
+			}
+		}
+	}
+	if err != nil {
+		return false, err
+	}
+	if _, err := w.git(ctx, "update-ref", headRef, local); err != nil {
+		return false, err
+	}
+	return changed, nil
+}
+
+// Patch is the work in the checkout, committed and not (untracked files
+// included), as a patch against the commit it builds on: the forge's head as
+// fetched, or Base before the forge has the branch. For a fork's pull
+// request it is what a comment offers; `git apply` applies it on that head.
+// "" when there is no work.
+func (w *Workspace) Patch(ctx context.Context) (string, error) {
+	p, err := w.patch(ctx)
+	if err != nil {
+		return "", fmt.Errorf("making the patch of %s: %w", w.ref, err)
+	}
+	return p, nil
+}
+
+func (w *Workspace) patch(ctx context.Context) (string, error) {
+	up, err := w.upstream(ctx)
+	if err != nil {
+		return "", err
+	}
+	base, err := w.git(ctx, "merge-base", "HEAD", up)
+	if err != nil {
+		return "", err
+	}
+	// The checkout's tree is written through an index of its own, so the
+	// real index stays as it is.
+	tmp, err := os.MkdirTemp(w.m.folder(w.ref), "patch~")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	index := command{gitDir: w.gitDir, workTree: w.Dir, index: filepath.Join(tmp, "index"), redact: w.redact}
+	var tree string
+	for _, args := range [][]string{{"read-tree", "HEAD"}, {"add", "-A"}, {"write-tree"}} {
+		index.args = args
+		if tree, err = w.m.run(ctx, index); err != nil {
+			return "", err
+		}
+	}
+	return w.git(ctx, "diff", "--binary", "--no-color", "--no-ext-diff", strings.TrimSpace(base), strings.TrimSpace(tree))
+}
