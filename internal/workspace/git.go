@@ -24,7 +24,11 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	s := "git " + e.Command + ": " + e.Err.Error()
+	s := "git " + e.Command + ": "
+	if e.kind != nil {
+		s += e.kind.Error() + ": "
+	}
+	s += e.Err.Error()
 	if e.Stderr != "" {
 		s += ": " + e.Stderr
 	}
