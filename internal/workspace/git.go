@@ -156,6 +156,10 @@ func (m *Manager) env(c command) []string {
 		// Housekeeping after a fetch or commit runs within the command and
 		// its timeout, not in a process left behind.
 		{"gc.autoDetach", "false"},
+		// A fetched pack is kept as it came, as a clone keeps it: unpacked
+		// into loose objects (git does so below 100 objects), every object
+		// is compressed again, 5 s for 50 MiB of large files.
+		{"transfer.unpackLimit", "1"},
 		// The header goes to the clone URL's host and nowhere else.
 		{"http.followRedirects", "false"},
 	}
