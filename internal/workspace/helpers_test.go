@@ -151,4 +151,3 @@ func read(t testing.TB, dir, name string) string {
 	}
 	return string(b)
 }
-

@@ -91,9 +91,9 @@ func TestCredentialReachesGitOnlyInTheEnvironmentOfForgeCommands(t *testing.T) {
 	m := newManager(t, Options{Git: bin})
 	s := issueSpec(u, issue12)
 	s.Auth = basic("x-access-token", token)
-	w := prepare(t, m, s)
+	prepare(t, m, s)
 	u.commit("main", "", map[string]string{"b": "2\n"})
-	w = prepare(t, m, s) // a reuse that fetches
+	w := prepare(t, m, s) // a reuse that fetches
 	write(t, w.Dir, "a", "changed\n")
 	ctx := context.Background()
 	if _, err := w.Commit(ctx, "change"); err != nil {
