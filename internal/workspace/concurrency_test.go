@@ -119,6 +119,25 @@ func TestCrashMidCloneIsClonedAgain(t *testing.T) {
 	}
 }
 
+// TestRemoveTakesAClonesCutShort: a task that ends after a crash cut its
+// clone short leaves nothing behind.
+func TestRemoveTakesAClonesCutShort(t *testing.T) {
+	m := newManager(t, Options{})
+	other := task.Ref{Forge: task.GitHub, Repo: "acme/app", Kind: task.Issue, Number: 120}
+	for _, ref := range []task.Ref{issue12, other} {
+		if err := os.MkdirAll(filepath.Join(m.root, tmpDir, folderName(ref)+"~123", gitDir), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Remove(context.Background(), issue12); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := filepath.Glob(filepath.Join(m.root, tmpDir, "*"))
+	if len(left) != 1 || !strings.HasPrefix(filepath.Base(left[0]), folderName(other)+"~") {
+		t.Fatalf("left in %s: %q, want only the other task's", tmpDir, left)
+	}
+}
+
 // crashingPrepare is the process TestCrashMidCloneIsClonedAgain kills.
 func crashingPrepare(t *testing.T) {
 	m := newManager(t, Options{Root: os.Getenv("WORKSPACE_CRASH_ROOT"), Git: os.Getenv("WORKSPACE_CRASH_GIT")})

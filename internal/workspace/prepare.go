@@ -177,8 +177,9 @@ func (w *Workspace) lsRemote(ctx context.Context) (base, head string, err error)
 	switch {
 	case base == "":
 		return "", "", fmt.Errorf("the base branch %q is not on the forge", w.Base)
-	case head == "" && w.ReadOnly:
-		return "", "", fmt.Errorf("the head of the pull request (%s) is not on the forge", w.headSource())
+	case head == "" && (w.ReadOnly || w.ref.Kind != task.Issue):
+		// A request's work is on its head: Base is no stand-in.
+		return "", "", fmt.Errorf("the head of the request (%s) is not on the forge", w.headSource())
 	}
 	return base, head, nil
 }
@@ -208,15 +209,10 @@ func (w *Workspace) complete(ctx context.Context) bool {
 
 // clone makes the workspace in a temporary folder and renames it into place.
 func (w *Workspace) clone(ctx context.Context, base, head string) error {
-	tmps := filepath.Join(w.m.root, tmpDir)
-	name := filepath.Base(w.m.folder(w.ref))
-	stale, _ := filepath.Glob(filepath.Join(tmps, name+"~*")) // '~' is in no folder name
-	for _, s := range stale {
-		if err := os.RemoveAll(s); err != nil {
-			return fmt.Errorf("removing a clone cut short: %w", err)
-		}
+	if err := w.m.removeCutShort(w.ref); err != nil {
+		return err
 	}
-	tmp, err := os.MkdirTemp(tmps, name+"~")
+	tmp, err := os.MkdirTemp(filepath.Join(w.m.root, tmpDir), folderName(w.ref)+"~")
 	if err != nil {
 		return fmt.Errorf("cloning: %w", err)
 	}

@@ -161,9 +161,10 @@ const maxReadableName = 100
 
 var unsafeFileChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// Remove deletes ref's workspace, checkout and repository; removing one
-// that does not exist is no error. It waits for a Prepare of the same ref
-// in progress.
+// Remove deletes ref's workspace, checkout and repository (and what a
+// crash left of a clone); removing one that does not exist is no error. It
+// waits for a Prepare of the same ref in progress. Whether a failed task's
+// workspace is kept for inspection is the caller's choice.
 func (m *Manager) Remove(ctx context.Context, ref task.Ref) error {
 	unlock, err := m.lock(ctx, ref)
 	if err != nil {
@@ -172,6 +173,18 @@ func (m *Manager) Remove(ctx context.Context, ref task.Ref) error {
 	defer unlock()
 	if err := os.RemoveAll(m.folder(ref)); err != nil {
 		return fmt.Errorf("removing the workspace of %s: %w", ref, err)
+	}
+	return m.removeCutShort(ref)
+}
+
+// removeCutShort removes what clones of ref cut short by a crash left in
+// the temporary folder. The caller holds ref's lock.
+func (m *Manager) removeCutShort(ref task.Ref) error {
+	stale, _ := filepath.Glob(filepath.Join(m.root, tmpDir, folderName(ref)+"~*")) // '~' is in no folder name
+	for _, s := range stale {
+		if err := os.RemoveAll(s); err != nil {
+			return fmt.Errorf("removing a clone of %s cut short: %w", ref, err)
+		}
 	}
 	return nil
 }

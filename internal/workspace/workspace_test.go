@@ -299,6 +299,8 @@ func TestBadSpecsAreRefused(t *testing.T) {
 		"scheme":                {Ref: issue12, CloneURL: "ext::sh -c touch% /tmp/x", Base: "main", Branch: "x"},
 		"missing base":          {Ref: issue12, CloneURL: u.url, Base: "trunk", Branch: "x"},
 		"fork without its head": {Ref: issue12, CloneURL: u.url, Base: "main", Branch: "x", ReadOnly: true},
+		"request without its head": {Ref: task.Ref{Forge: task.GitLab, Repo: "g/app", Kind: task.MergeRequest, Number: 2},
+			CloneURL: u.url, Base: "main", Branch: "gone"},
 	} {
 		if _, err := m.Prepare(context.Background(), s); err == nil {
 			t.Errorf("%s: Prepare took %+v", name, s)
