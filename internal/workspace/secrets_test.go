@@ -133,7 +133,7 @@ type forgeSide struct {
 	repo  string
 	url   string
 	user  string // the Basic user name the forge's git clients send
-	token *string
+	token string
 	ref   func(kind task.Kind, n int) task.Ref
 }
 
@@ -142,7 +142,7 @@ func forgeSides(t *testing.T) map[string]func() forgeSide {
 		task.GitHub: func() forgeSide {
 			g := forgetest.NewGitHub(t)
 			g.AddRepo("acme/app")
-			return forgeSide{g.GitRepos, "acme/app", g.RepoURL("acme/app"), "x-access-token", &g.Token,
+			return forgeSide{g.GitRepos, "acme/app", g.RepoURL("acme/app"), "x-access-token", g.Token,
 				func(k task.Kind, n int) task.Ref {
 					return task.Ref{Forge: task.GitHub, Repo: "acme/app", Kind: k, Number: n}
 				}}
@@ -150,7 +150,7 @@ func forgeSides(t *testing.T) map[string]func() forgeSide {
 		task.GitLab: func() forgeSide {
 			g := forgetest.NewGitLab(t)
 			g.AddProject("grp/sub/app")
-			return forgeSide{g.GitRepos, "grp/sub/app", g.RepoURL("grp/sub/app"), "oauth2", &g.Token,
+			return forgeSide{g.GitRepos, "grp/sub/app", g.RepoURL("grp/sub/app"), "oauth2", g.Token,
 				func(k task.Kind, n int) task.Ref {
 					if k == task.PullRequest {
 						k = task.MergeRequest
@@ -171,7 +171,7 @@ func TestOverHTTPWithTheTokenInTheEnvironmentOnly(t *testing.T) {
 			f := side()
 			m := newManager(t, Options{})
 			ctx := context.Background()
-			s := Spec{Ref: f.ref(task.Issue, 12), CloneURL: f.url, Auth: basic(f.user, *f.token),
+			s := Spec{Ref: f.ref(task.Issue, 12), CloneURL: f.url, Auth: basic(f.user, f.token),
 				Base: "main", Branch: "coding-agent/issue-12"}
 			w := prepare(t, m, s)
 			if got := read(t, w.Dir, "README.md"); !strings.HasPrefix(got, "# ") {
@@ -217,8 +217,8 @@ func TestOverHTTPWithTheTokenInTheEnvironmentOnly(t *testing.T) {
 				t.Fatalf("Patch = %q, %v", patch, err)
 			}
 
-			grepTree(t, m.root, *f.token, strings.TrimPrefix(s.Auth, "Basic "),
-				base64.StdEncoding.EncodeToString([]byte(*f.token)))
+			grepTree(t, m.root, f.token, strings.TrimPrefix(s.Auth, "Basic "),
+				base64.StdEncoding.EncodeToString([]byte(f.token)))
 		})
 	}
 }
@@ -244,19 +244,18 @@ func TestWrongTokenFailsClearly(t *testing.T) {
 				t.Fatalf("a refused clone left a workspace: %v", err)
 			}
 
-			s.Auth = basic(f.user, *f.token)
+			s.Auth = basic(f.user, f.token)
 			w := prepare(t, m, s)
 			write(t, w.Dir, "x", "x\n")
 			if _, err := w.Commit(ctx, "x"); err != nil {
 				t.Fatal(err)
 			}
-			right := *f.token
-			*f.token = "rotated-" + right // the forge no longer takes the token
+			w.auth = basic(f.user, wrong) // as if the token had been revoked since
 			_, err = w.Push(ctx)
 			if !errors.Is(err, ErrAuth) {
-				t.Fatalf("Push with a revoked token = %v, want ErrAuth", err)
+				t.Fatalf("Push with a wrong token = %v, want ErrAuth", err)
 			}
-			noSecret(t, err, right, s.Auth)
+			noSecret(t, err, wrong, w.auth)
 			t.Logf("push: %v", err)
 			if _, ok := f.repos.Head(f.repo, "coding-agent/issue-1"); ok {
 				t.Fatal("a refused push made the branch")
