@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -35,6 +36,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/toolhost"
 	"github.com/coding-agent/coding-agent/internal/watch"
 	"github.com/coding-agent/coding-agent/internal/worker"
+	"github.com/coding-agent/coding-agent/internal/workspace"
 )
 
 // forgeTimeout bounds one forge HTTP attempt.
@@ -63,6 +65,7 @@ type App struct {
 	posts   watch.Posts // what this process posted, per task
 	store   store.Store
 	host    *toolhost.Host
+	ws      worker.Workspaces // nil: tasks get no workspace
 	runner  worker.Runner
 }
 
@@ -156,6 +159,9 @@ func (a *App) startAgent(ctx context.Context) error {
 	}
 	a.host = host
 	a.closers = append(a.closers, host)
+	if a.ws, err = a.workspaces(); err != nil {
+		return err
+	}
 	budget := a.budget(ctx)
 	model, err := a.newLLM(budget)
 	if err != nil {
@@ -327,7 +333,7 @@ func (a *App) newWorker(q *memqueue.Queue, shutdown <-chan struct{}) *worker.Wor
 		return watch.New(watch.Options{Forge: a.forge, Comments: cd.Enabled, Interval: cd.CheckInterval,
 			Labels: l, Shutdown: shutdown, Posted: a.posts.Count, Logger: a.Log}, who, comments)
 	}
-	o := worker.Options{Forge: a.forge, Store: a.store, Agent: a.runner, NewWatch: newWatch,
+	o := worker.Options{Forge: a.forge, Store: a.store, Agent: a.runner, NewWatch: newWatch, Workspaces: a.ws,
 		Labels: l,
 		Trust: watch.Trust{Allowed: cd.AllowedUsers, HearAuthor: tr.HearAuthorWithoutAccess,
 			LabelerNeedsWrite: tr.LabelerNeedsWriteAccess},
@@ -358,4 +364,40 @@ func (a *App) Close() error {
 // the logger).
 func Redact(cfg *config.Config, s string) string {
 	return sanitize.NewRedactor(cfg.Secrets()).Redact(s)
+}
+
+// workspaces gives tasks their checkouts when some MCP server works in one
+// (scope: task); nil otherwise.
+func (a *App) workspaces() (worker.Workspaces, error) {
+	c := a.cfg
+	if !c.TaskWorkspaces() {
+		return nil, nil
+	}
+	id := workspace.Identity{Name: c.Delivery.Author.Name, Email: c.Delivery.Author.Email}
+	m, err := workspace.New(workspace.Options{Root: c.Workspace.Root, Author: id, Committer: id, Logger: a.Log, Redact: a.redact})
+	if err != nil {
+		return nil, err
+	}
+	// The forge's git takes the token as a password: GitHub's user is
+	// x-access-token, GitLab's oauth2.
+	user, token := "x-access-token", c.GitHub.Token
+	if c.TaskSource == task.GitLab {
+		user, token = "oauth2", c.GitLab.Token
+	}
+	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+token))
+	d := c.Delivery
+	return taskWorkspaces{workspace.NewTasks(workspace.TasksOptions{Manager: m, Host: a.host, Forge: a.forge, Auth: auth,
+		Delivery: workspace.Delivery{Enabled: d.Enabled, Draft: d.Draft, BranchPrefix: d.BranchPrefix},
+		Keep:     c.Workspace.Keep, Redact: a.redact})}, nil
+}
+
+// taskWorkspaces is workspace.Tasks as the worker takes it.
+type taskWorkspaces struct{ *workspace.Tasks }
+
+func (t taskWorkspaces) Open(ctx context.Context, tk task.Task) (worker.Workspace, error) {
+	o, err := t.Tasks.Open(ctx, tk)
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
 }

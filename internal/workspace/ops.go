@@ -18,6 +18,16 @@ func (w *Workspace) Head(ctx context.Context) (string, error) {
 	return strings.TrimSpace(out), nil
 }
 
+// Ahead reports whether the branch holds commits Base lacks: work that a
+// pull or merge request can carry (committed here, pushed or not).
+func (w *Workspace) Ahead(ctx context.Context) (bool, error) {
+	out, err := w.git(ctx, "rev-list", "--count", baseRef+"..HEAD")
+	if err != nil {
+		return false, fmt.Errorf("comparing %s of %s with %s: %w", w.Branch, w.ref, w.Base, err)
+	}
+	return strings.TrimSpace(out) != "0", nil
+}
+
 // Changes reports whether the checkout has uncommitted changes, untracked
 // files included (ignored ones not).
 func (w *Workspace) Changes(ctx context.Context) (bool, error) {

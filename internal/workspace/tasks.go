@@ -1,0 +1,182 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/coding-agent/coding-agent/internal/engine"
+	"github.com/coding-agent/coding-agent/internal/forge"
+	"github.com/coding-agent/coding-agent/internal/report"
+	"github.com/coding-agent/coding-agent/internal/sanitize"
+	"github.com/coding-agent/coding-agent/internal/task"
+	"github.com/coding-agent/coding-agent/internal/toolhost"
+)
+
+// Delivery is the delivery section as Tasks takes it.
+type Delivery struct {
+	Enabled      bool
+	Draft        bool
+	BranchPrefix string // an issue's branch is BranchPrefix + "issue-12"
+}
+
+// TasksOptions configure Tasks.
+type TasksOptions struct {
+	Manager  *Manager
+	Host     *toolhost.Host // starts each task's task-scoped servers in its workspace
+	Forge    forge.Delivery
+	Auth     string // the Authorization header git sends to the forge
+	Delivery Delivery
+	Keep     string // workspace.keep
+	Redact   func(string) string
+}
+
+// Tasks gives each task its workspace, the task's tools started in it, and
+// the delivery of a done round: it is the worker's Workspaces.
+type Tasks struct{ o TasksOptions }
+
+// NewTasks returns Tasks.
+func NewTasks(o TasksOptions) *Tasks {
+	if o.Redact == nil {
+		o.Redact = func(s string) string { return s }
+	}
+	return &Tasks{o: o}
+}
+
+// Keep is workspace.keep.
+func (ts *Tasks) Keep() string { return ts.o.Keep }
+
+// Remove deletes a task's workspace.
+func (ts *Tasks) Remove(ref task.Ref) error { return ts.o.Manager.Remove(context.Background(), ref) }
+
+// Open prepares t's workspace: an issue's branch (BranchPrefix+"issue-N")
+// from the default branch; a pull or merge request's head branch, read-only
+// when it comes from a fork. Then it starts the task's servers in it.
+func (ts *Tasks) Open(ctx context.Context, t task.Task) (*Open, error) {
+	repo, err := ts.o.Forge.Repository(ctx, t.Ref)
+	if err != nil {
+		return nil, err
+	}
+	s := Spec{Ref: t.Ref, CloneURL: repo.CloneURL, Auth: ts.o.Auth, Base: repo.DefaultBranch,
+		Branch: ts.o.Delivery.BranchPrefix + "issue-" + strconv.Itoa(t.Ref.Number)}
+	if t.Ref.Kind != task.Issue {
+		s.Base, s.Branch, s.ReadOnly = t.BaseBranch, t.HeadBranch, t.Fork
+	}
+	w, err := ts.o.Manager.Prepare(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := ts.o.Host.ForTask(ctx, toolhost.TaskVars{Workspace: w.Dir, TaskRef: t.Ref.String(), Branch: w.Branch})
+	if err != nil {
+		return nil, err
+	}
+	return &Open{ts: ts, t: t, w: w, sess: sess}, nil
+}
+
+// Open is one task's workspace while a run works in it.
+type Open struct {
+	ts     *Tasks
+	t      task.Task
+	w      *Workspace
+	sess   *toolhost.Session
+	closed bool
+}
+
+func (o *Open) Tools() engine.Caller { return o.sess }
+func (o *Open) Where() string        { return o.w.Dir }
+
+// Close stops the task's servers and removes the workspace unless keep;
+// a second Close does nothing.
+func (o *Open) Close(keep bool) error {
+	if o.closed {
+		return nil
+	}
+	o.closed = true
+	err := o.sess.Close()
+	if !keep {
+		err = errors.Join(err, o.ts.o.Manager.Remove(context.Background(), o.t.Ref))
+	}
+	return err
+}
+
+// kind is what the forge calls a change.
+func kind(ref task.Ref) string {
+	if ref.Forge == task.GitLab {
+		return "merge request"
+	}
+	return "pull request"
+}
+
+// Deliver commits what the round changed, pushes it and, for an issue,
+// opens the draft pull or merge request that closes it (or finds the one an
+// earlier round opened); a fork's pull request gets a patch instead.
+func (o *Open) Deliver(ctx context.Context, summary string) (string, error) {
+	d := o.ts.o.Delivery
+	if !d.Enabled {
+		return "", nil
+	}
+	if o.w.ReadOnly {
+		patch, err := o.w.Patch(ctx)
+		if err != nil || patch == "" {
+			return "", err
+		}
+		return report.Patch(kind(o.t.Ref), o.ts.o.Redact(patch))
+	}
+	sha, err := o.w.Commit(ctx, o.message(summary))
+	if err != nil {
+		return "", err
+	}
+	if _, err := o.w.Push(ctx); err != nil {
+		return "", err
+	}
+	out := report.Delivery{Commit: sha, Branch: o.w.Branch, Kind: kind(o.t.Ref)}
+	if o.t.Ref.Kind != task.Issue {
+		out.ChangeURL = o.t.URL // the task is the change
+		return report.Delivered(out)
+	}
+	ch, ok, err := o.ts.o.Forge.FindChange(ctx, o.t.Ref, o.w.Branch)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		ahead, err := o.w.Ahead(ctx)
+		if err != nil {
+			return "", err
+		}
+		if !ahead { // nothing was ever changed: no change to open
+			return report.Delivered(out)
+		}
+		ch, err = o.ts.o.Forge.OpenChange(ctx, o.t.Ref, forge.NewChange{Head: o.w.Branch, Base: o.w.Base,
+			Title: o.t.Title, Body: o.body(summary), Draft: d.Draft})
+		if err != nil {
+			return "", err
+		}
+		out.Opened, out.Draft = true, ch.Draft
+	}
+	out.ChangeURL = ch.URL
+	return report.Delivered(out)
+}
+
+// message is the commit's: the task's title and number, what the round
+// did, and where the task is.
+func (o *Open) message(summary string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (%s)\n", sanitize.Line(o.t.Title), ref(o.t.Ref))
+	if s := strings.TrimSpace(o.ts.o.Redact(summary)); s != "" {
+		b.WriteString("\n" + s + "\n")
+	}
+	if o.t.URL != "" {
+		b.WriteString("\nTask: " + o.t.URL + "\n")
+	}
+	return b.String()
+}
+
+// body is the pull or merge request's: it closes the issue.
+func (o *Open) body(summary string) string {
+	return fmt.Sprintf("Closes #%d\n\n%s\n\n_Opened by coding-agent for %s._", o.t.Ref.Number,
+		strings.TrimSpace(o.ts.o.Redact(summary)), ref(o.t.Ref))
+}
+
+func ref(r task.Ref) string { return strings.TrimPrefix(r.String(), r.Forge+":") }
