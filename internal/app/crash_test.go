@@ -105,6 +105,9 @@ func writeConfig(t *testing.T, c *config.Config) string {
 			args[i] = q(a)
 		}
 		fmt.Fprintf(&mcp, "  - mcp_server_name: %s\n    command: [%s]\n    system_prompt: %s\n", s.Name, strings.Join(args, ", "), q(s.SystemPrompt))
+		if s.Scope != "" {
+			fmt.Fprintf(&mcp, "    scope: %s\n", s.Scope)
+		}
 		if len(s.Env) > 0 {
 			mcp.WriteString("    env:\n")
 			for _, k := range slices.Sorted(maps.Keys(s.Env)) {
@@ -139,9 +142,17 @@ planning:
     directory: %s
 conversation:
   enabled: %t
+workspace:
+  root: %s
+  keep: %s
+delivery:
+  enabled: %t
+  draft: %t
+  branch_prefix: %s
 `, q(c.StateDir), q(c.GitHub.APIURL), strings.Join(c.GitHub.Repositories, ", "), c.LLM.FunctionCalling, q(c.LLM.OpenAI.BaseURL),
 		c.LLM.OpenAI.ContextLength, c.LLM.OpenAI.MaxToken, mcp.String(), q(c.Logging.File), c.ShutdownGraceSeconds, c.Planning.Enabled,
-		c.Planning.Reflection.TriggerInterval, q(c.Planning.History.Directory), c.Conversation.Enabled)
+		c.Planning.Reflection.TriggerInterval, q(c.Planning.History.Directory), c.Conversation.Enabled,
+		q(c.Workspace.Root), c.Workspace.Keep, c.Delivery.Enabled, c.Delivery.Draft, q(c.Delivery.BranchPrefix))
 	p := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)

@@ -332,3 +332,37 @@ func taskNumber(t *testing.T, r llmtest.Received) int {
 }
 
 func lastToolResult(r llmtest.Received) string { return r.Messages[len(r.Messages)-1].Content }
+
+// A `run` killed in the middle of a task (while the model answers, after
+// it wrote a file): the next run reuses the workspace as the killed one
+// left it (the file is there, so nothing was cloned afresh), finishes, and
+// opens one pull request with the file.
+func TestKilledTaskReusesItsWorkspace(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
+	quickstart(t, e)
+	e.cfg.Conversation.Enabled = false
+	dir := e.checkout(t, e.ref)
+	arrived := make(chan struct{})
+	e.model.Script(
+		llmtest.Reply{Content: `{"comment":"Writing hello.txt.","command":{"tool":"fs/write_file","args":{"path":"` +
+			filepath.Join(dir, "hello.txt") + `","content":"hello before the kill\n"}}}`},
+		llmtest.Slow{Arrived: arrived},
+	)
+	_, stderr := runKilled(t, e, arrived)
+	if got, err := os.ReadFile(filepath.Join(dir, "hello.txt")); err != nil || string(got) != "hello before the kill\n" {
+		t.Fatalf("after the kill the workspace holds hello.txt = %q, %v\n%s", got, err, stderr)
+	}
+	e.model.Script(done("Wrote hello.txt."))
+	e.runOK(t)
+	e.wantLabels(t, "bug", "coding agent done")
+	branch := "coding-agent/issue-" + strconv.Itoa(e.ref.Number)
+	if got, ok := e.gh.FileAt("acme/app", branch, "hello.txt"); !ok || got != "hello before the kill\n" {
+		t.Errorf("the delivered branch holds hello.txt = %q, %v", got, ok)
+	}
+	if ps := e.gh.Pulls("acme/app"); len(ps) != 1 || ps[0].Head != branch {
+		t.Errorf("pull requests %+v, want one from %s", ps, branch)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the done task's workspace is still there: %v", err)
+	}
+}
