@@ -366,3 +366,46 @@ func TestKilledTaskReusesItsWorkspace(t *testing.T) {
 		t.Errorf("the done task's workspace is still there: %v", err)
 	}
 }
+
+// A pull or merge request from a fork is worked on read-only: its head is
+// checked out from the forge's own ref for it, nothing is pushed anywhere,
+// and the change is offered as a patch in the last comment.
+func TestForkChangeGetsAPatch(t *testing.T) {
+	for _, c := range []struct {
+		forge string
+		kind  task.Kind
+	}{{task.GitHub, task.PullRequest}, {task.GitLab, task.MergeRequest}} {
+		t.Run(c.forge, func(t *testing.T) {
+			e := newEnv(t, setup{forge: c.forge, kind: c.kind, provider: config.ProviderOpenAI, native: true,
+				fork: "stranger/app", respond: writeFiles("hello.txt")})
+			quickstart(t, e)
+			forkHead, baseBranches := "", []string(nil)
+			if e.gh != nil {
+				forkHead, _ = e.gh.Head("stranger/app", e.head)
+				baseBranches = e.gh.Branches("acme/app")
+			} else {
+				forkHead, _ = e.gl.Head("stranger/app", e.head)
+				baseBranches = e.gl.Branches("acme/app")
+			}
+			e.runOK(t)
+			e.wantLabels(t, "bug", "coding agent done")
+			cs := e.botComments()
+			last := cs[len(cs)-1]
+			if !strings.Contains(last, "git apply") || !strings.Contains(last, "+hello.txt from coding-agent") {
+				t.Errorf("the last comment is not the patch:\n%s", last)
+			}
+			var head string
+			var branches []string
+			if e.gh != nil {
+				head, _ = e.gh.Head("stranger/app", e.head)
+				branches = e.gh.Branches("acme/app")
+			} else {
+				head, _ = e.gl.Head("stranger/app", e.head)
+				branches = e.gl.Branches("acme/app")
+			}
+			if head != forkHead || !slices.Equal(branches, baseBranches) {
+				t.Errorf("something was pushed: the fork's head %s → %s, the base's branches %v → %v", forkHead, head, baseBranches, branches)
+			}
+		})
+	}
+}

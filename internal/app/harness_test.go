@@ -46,6 +46,7 @@ type env struct {
 	native    bool
 	now       func() time.Time // the clock of planned runs; nil → real time
 	head      string           // a pull or merge request's head branch
+	fork      string           // the fork the head branch is in; "" for the repository itself
 
 	mu        sync.Mutex
 	claimedAt []string // labels seen by the model server at the first request
@@ -64,6 +65,7 @@ type setup struct {
 	// merge request's head branch ("" → feature/greeting).
 	seed func(*forgetest.IssueSeed)
 	head string
+	fork string // a pull or merge request's head is in this repository, a fork
 }
 
 func newEnv(t testing.TB, s setup) *env {
@@ -118,7 +120,7 @@ func newEnv(t testing.TB, s setup) *env {
 	if s.seed != nil {
 		s.seed(&seed)
 	}
-	e.head = cmp.Or(s.head, "feature/greeting")
+	e.head, e.fork = cmp.Or(s.head, "feature/greeting"), s.fork
 	switch s.forge {
 	case task.GitHub:
 		e.gh = forgetest.NewGitHub(t)
@@ -144,7 +146,7 @@ func newEnv(t testing.TB, s setup) *env {
 func (e *env) addGitHub(kind task.Kind, seed forgetest.IssueSeed) int {
 	n := 0
 	if kind == task.PullRequest {
-		n = e.gh.AddPull("acme/app", forgetest.PullSeed{IssueSeed: seed, Head: e.head, Base: "main"})
+		n = e.gh.AddPull("acme/app", forgetest.PullSeed{IssueSeed: seed, Head: e.head, Base: "main", HeadRepo: e.fork})
 	} else {
 		n = e.gh.AddIssue("acme/app", seed)
 	}
@@ -155,7 +157,7 @@ func (e *env) addGitHub(kind task.Kind, seed forgetest.IssueSeed) int {
 func (e *env) addGitLab(kind task.Kind, seed forgetest.IssueSeed) int {
 	n := 0
 	if kind == task.MergeRequest {
-		n = e.gl.AddMR("acme/app", forgetest.MRSeed{IssueSeed: seed, SourceBranch: e.head, TargetBranch: "main"})
+		n = e.gl.AddMR("acme/app", forgetest.MRSeed{IssueSeed: seed, SourceBranch: e.head, TargetBranch: "main", SourceProject: e.fork})
 	} else {
 		n = e.gl.AddIssue("acme/app", seed)
 	}

@@ -65,7 +65,14 @@ type gitRepo struct {
 	dir     string   // the bare repository
 	ready   bool     // created on disk
 	pending []string // branches to create (from main, one commit) with it
+	// pulls are the refs a forge keeps for changes from forks
+	// (refs/pull/N/head, refs/merge-requests/N/head): brought up to date
+	// from the fork's branch before each request.
+	pulls []pullRef
 }
+
+// pullRef is a fork's branch as the base repository shows it.
+type pullRef struct{ ref, fork, branch string }
 
 // emulatorAuthor is who the emulator's own seed commits are by.
 const (
@@ -111,6 +118,36 @@ func (s *GitRepos) declare(name string, branches ...string) error {
 	}
 	for _, b := range branches {
 		if err := s.seedBranch(r, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// declarePull makes ref of the repository name follow the fork's branch,
+// as a forge keeps a pull or merge request's head in the base repository.
+func (s *GitRepos) declarePull(name, ref, fork, branch string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repos[gitKey(name)]
+	if r == nil {
+		r = &gitRepo{name: name, dir: filepath.Join(s.dir, filepath.FromSlash(gitKey(name))+".git")}
+		s.repos[gitKey(name)] = r
+	}
+	r.pulls = append(r.pulls, pullRef{ref: ref, fork: fork, branch: branch})
+}
+
+// syncPulls brings r's pull refs up to the forks' branches.
+func (s *GitRepos) syncPulls(r *gitRepo) error {
+	s.mu.Lock()
+	pulls := slices.Clone(r.pulls)
+	s.mu.Unlock()
+	for _, p := range pulls {
+		fork, err := s.ensure(p.fork)
+		if err != nil || fork == nil {
+			return fmt.Errorf("the fork %s of %s: %v", p.fork, r.name, err)
+		}
+		if _, err := s.run(r.dir, nil, "fetch", "--quiet", fork.dir, "+refs/heads/"+p.branch+":"+p.ref); err != nil {
 			return err
 		}
 	}
@@ -446,6 +483,10 @@ func (s *GitRepos) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if repo == nil {
 		http.Error(w, "Repository not found.", http.StatusNotFound)
+		return
+	}
+	if err := s.syncPulls(repo); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	// The repository lives under its lower-cased name.

@@ -225,6 +225,9 @@ func (g *GitHub) AddPull(repo string, s PullSeed) int {
 	if err := g.declare(p.headRepo.fullName(), p.head); err != nil {
 		panic("forgetest: " + err.Error())
 	}
+	if p.headRepo.fullName() != g.repoLocked(repo).fullName() {
+		g.declarePull(repo, "refs/pull/"+strconv.Itoa(it.number)+"/head", p.headRepo.fullName(), p.head)
+	}
 	return it.number
 }
 

@@ -264,6 +264,9 @@ func (g *GitLab) AddMR(project string, s MRSeed) int {
 	if err := g.declare(src.path, it.source); err != nil {
 		g.t.Fatalf("forgetest: %v", err)
 	}
+	if src != p {
+		g.declarePull(p.path, "refs/merge-requests/"+strconv.Itoa(it.iid)+"/head", src.path, it.source)
+	}
 	return it.iid
 }
 
