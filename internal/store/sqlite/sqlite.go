@@ -15,6 +15,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -25,7 +26,7 @@ import (
 	"sync"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/coding-agent/coding-agent/internal/store"
 )
@@ -102,15 +103,37 @@ func openSchema(ctx context.Context, dir string, opts Options, schema []string) 
 	}
 	db.SetMaxOpenConns(maxOpenConns)
 	s.db = db
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("opening store %s: %w", s.path, err)
+	// A connection's first statements (journal_mode WAL on a new file among
+	// them) can meet another process opening the same file and get
+	// SQLITE_BUSY at once, without the busy handler: asked again within
+	// the busy timeout, it succeeds.
+	deadline := time.Now().Add(busy)
+	for {
+		err := db.PingContext(ctx)
+		if err != nil {
+			err = fmt.Errorf("opening store %s: %w", s.path, err)
+		} else if err = s.migrate(ctx, schema); err != nil {
+			err = fmt.Errorf("migrating store %s: %w", s.path, err)
+		}
+		if err == nil {
+			return s, nil
+		}
+		if !busyErr(err) || time.Now().After(deadline) || ctx.Err() != nil {
+			db.Close()
+			return nil, err
+		}
+		time.Sleep(busyRetry)
 	}
-	if err := s.migrate(ctx, schema); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("migrating store %s: %w", s.path, err)
-	}
-	return s, nil
+}
+
+// busyRetry is the pause before an open that met SQLITE_BUSY is tried again.
+const busyRetry = 20 * time.Millisecond
+
+// busyErr reports whether err is SQLite's SQLITE_BUSY (5), whatever its
+// extended code.
+func busyErr(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == 5
 }
 
 func newStore(dir string, opts Options) (*Store, error) {
