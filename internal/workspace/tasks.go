@@ -54,7 +54,7 @@ func (ts *Tasks) Remove(ref task.Ref) error { return ts.o.Manager.Remove(context
 // Open prepares t's workspace: an issue's branch (BranchPrefix+"issue-N")
 // from the default branch; a pull or merge request's head branch, read-only
 // when it comes from a fork. Then it starts the task's servers in it.
-func (ts *Tasks) Open(ctx context.Context, t task.Task) (*Open, error) {
+func (ts *Tasks) Open(ctx context.Context, t task.Task) (*TaskWorkspace, error) {
 	repo, err := ts.o.Forge.Repository(ctx, t.Ref)
 	if err != nil {
 		return nil, err
@@ -72,11 +72,11 @@ func (ts *Tasks) Open(ctx context.Context, t task.Task) (*Open, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Open{ts: ts, t: t, w: w, sess: sess}, nil
+	return &TaskWorkspace{ts: ts, t: t, w: w, sess: sess}, nil
 }
 
-// Open is one task's workspace while a run works in it.
-type Open struct {
+// TaskWorkspace is one task's workspace while a run works in it.
+type TaskWorkspace struct {
 	ts     *Tasks
 	t      task.Task
 	w      *Workspace
@@ -84,12 +84,16 @@ type Open struct {
 	closed bool
 }
 
-func (o *Open) Tools() engine.Caller { return o.sess }
-func (o *Open) Where() string        { return o.w.Dir }
+// Tools are the task's tools: its own servers, started in the workspace,
+// and the process's others.
+func (o *TaskWorkspace) Tools() engine.Caller { return o.sess }
+
+// Where is the checkout's folder.
+func (o *TaskWorkspace) Where() string { return o.w.Dir }
 
 // Close stops the task's servers and removes the workspace unless keep;
 // a second Close does nothing.
-func (o *Open) Close(keep bool) error {
+func (o *TaskWorkspace) Close(keep bool) error {
 	if o.closed {
 		return nil
 	}
@@ -112,7 +116,7 @@ func kind(ref task.Ref) string {
 // Deliver commits what the round changed, pushes it and, for an issue,
 // opens the draft pull or merge request that closes it (or finds the one an
 // earlier round opened); a fork's pull request gets a patch instead.
-func (o *Open) Deliver(ctx context.Context, summary string) (string, error) {
+func (o *TaskWorkspace) Deliver(ctx context.Context, summary string) (string, error) {
 	d := o.ts.o.Delivery
 	if !d.Enabled {
 		return "", nil
@@ -161,7 +165,7 @@ func (o *Open) Deliver(ctx context.Context, summary string) (string, error) {
 
 // message is the commit's: the task's title and number, what the round
 // did, and where the task is.
-func (o *Open) message(summary string) string {
+func (o *TaskWorkspace) message(summary string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (%s)\n", sanitize.Line(o.t.Title), ref(o.t.Ref))
 	if s := strings.TrimSpace(o.ts.o.Redact(summary)); s != "" {
@@ -174,7 +178,7 @@ func (o *Open) message(summary string) string {
 }
 
 // body is the pull or merge request's: it closes the issue.
-func (o *Open) body(summary string) string {
+func (o *TaskWorkspace) body(summary string) string {
 	return fmt.Sprintf("Closes #%d\n\n%s\n\n_Opened by coding-agent for %s._", o.t.Ref.Number,
 		strings.TrimSpace(o.ts.o.Redact(summary)), ref(o.t.Ref))
 }
