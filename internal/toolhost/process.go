@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/coding-agent/coding-agent/internal/procgroup"
 )
 
 const (
@@ -76,7 +78,7 @@ func (p *process) command(cfg ServerConfig) *exec.Cmd {
 	cmd.Env = serverEnv(cfg.Env)
 	cmd.Stderr = p
 	cmd.WaitDelay = waitDelay
-	setProcAttr(cmd)
+	procgroup.Own(cmd)
 	return cmd
 }
 
@@ -156,7 +158,7 @@ func (p *process) kill() {
 		return
 	}
 	_ = proc.Kill() // a no-op once the process has been waited for
-	killGroup(proc.Pid)
+	procgroup.Kill(proc.Pid)
 }
 
 // killGroup ends what is left of the server's process group after the server
@@ -169,6 +171,6 @@ func (p *process) killGroup() {
 	proc := p.proc
 	p.mu.Unlock()
 	if proc != nil {
-		killGroup(proc.Pid)
+		procgroup.Kill(proc.Pid)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/coding-agent/coding-agent/internal/procgroup"
 )
 
 // Error is a git command that failed: which one, how, and what it said.
@@ -93,9 +95,9 @@ func (m *Manager) run(ctx context.Context, c command) (string, error) {
 	cmd.Stdin = strings.NewReader(c.stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	setProcAttr(cmd)
+	procgroup.Own(cmd)
 	cmd.Cancel = func() error {
-		killGroup(cmd.Process.Pid)
+		procgroup.Kill(cmd.Process.Pid)
 		return cmd.Process.Kill()
 	}
 	cmd.WaitDelay = 5 * time.Second // past the kill, stop waiting for its output
