@@ -31,7 +31,7 @@ var (
 		"internal/llm/tokens":     "internal/llm",
 		"internal/store/sqlite":   "internal/store",
 		"internal/queue/memqueue": "internal/queue",
-		"internal/store/postgres": "internal/store", // planned
+		"internal/store/postgres": "internal/store",
 		"internal/queue/rabbitmq": "internal/queue", // planned
 	}
 	core = []string{"internal/engine", "internal/agent", "internal/report", "internal/worker", "internal/toolhost",
@@ -51,11 +51,12 @@ var (
 	// required must exist: the rules below would pass vacuously without them.
 	required = []string{"internal/task", "internal/forge", "internal/llm", "internal/store", "internal/queue",
 		"internal/forge/github", "internal/forge/gitlab", "internal/llm/openai", "internal/llm/ollama",
-		"internal/store/sqlite", "internal/queue/memqueue", "internal/agent", "internal/report",
+		"internal/store/sqlite", "internal/store/postgres", "internal/queue/memqueue", "internal/agent", "internal/report",
 		"internal/worker", "internal/toolhost", "internal/workspace", "internal/app", "cmd/coding-agent"}
-	// vendorSDKs are the forge and model client libraries only adapters use.
+	// vendorSDKs are the forge and model client libraries and the database
+	// driver only adapters use.
 	vendorSDKs = []string{"github.com/google/go-github/", "gitlab.com/gitlab-org/api/client-go",
-		"github.com/openai/openai-go", "github.com/ollama/ollama"}
+		"github.com/openai/openai-go", "github.com/ollama/ollama", "github.com/jackc/pgx/"}
 )
 
 // pkg is what go list says of one package (non-test files only).

@@ -1,0 +1,92 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// TestURLEnv names the PostgreSQL server the tests run against: a
+// postgres:// URL of a database the tests may create schemas in.
+const TestURLEnv = "CODING_AGENT_TEST_POSTGRES"
+
+// defaultTestURL is the local server of the development and CI machines.
+const defaultTestURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// serverURL returns the test server's URL. An unreachable server skips the
+// test, unless the server is required: CI is set (.ci/run sets it), or
+// TestURLEnv names one explicitly. Then it fails the test.
+func serverURL(t *testing.T) string {
+	t.Helper()
+	raw := os.Getenv(TestURLEnv)
+	required := raw != "" || os.Getenv("CI") != ""
+	if raw == "" {
+		raw = defaultTestURL
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, raw)
+	if err == nil {
+		conn.Close(ctx)
+		return raw
+	}
+	shown := "the URL in " + TestURLEnv
+	if u, perr := url.Parse(raw); perr == nil {
+		shown = u.Redacted()
+	}
+	msg := "PostgreSQL at " + shown + " is not reachable (" + err.Error() + "). To run the PostgreSQL store tests, " +
+		"start a server that trusts local connections and has a database test (on Debian: " +
+		"pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start; createdb -U postgres test), " +
+		"or set " + TestURLEnv + " to the postgres:// URL of a database the tests may create schemas in"
+	if required {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// freshSchema creates an empty schema on the test server, dropped with
+// everything in it when the test ends, and returns a URL whose connections
+// use only that schema: each test sees its own tables, even in parallel.
+func freshSchema(t *testing.T) string {
+	t.Helper()
+	base := serverURL(t)
+	b := make([]byte, 8)
+	rand.Read(b)
+	schema := "storetest_" + hex.EncodeToString(b)
+	conn, err := pgx.Connect(t.Context(), base)
+	if err != nil {
+		t.Fatalf("connecting to the test server: %v", err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), "CREATE SCHEMA "+schema); err != nil {
+		t.Fatalf("creating schema %s: %v", schema, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Errorf("connecting to drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("%s is not a URL: %v", TestURLEnv, err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
