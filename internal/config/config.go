@@ -65,6 +65,7 @@ const (
 type Config struct {
 	TaskSource       string           `yaml:"task_source"`         // task.GitHub or task.GitLab; required
 	StateDir         string           `yaml:"state_dir"`           // directory of the embedded store; default ./data
+	Database         Database         `yaml:"database"`            // a shared PostgreSQL store instead of the embedded one
 	GitHub           GitHub           `yaml:"github"`              // read when TaskSource is github
 	GitLab           GitLab           `yaml:"gitlab"`              // read when TaskSource is gitlab
 	LLM              LLM              `yaml:"llm"`                 // model provider settings
@@ -87,6 +88,16 @@ type Config struct {
 	// default 5, >= 0.
 	ShutdownGraceSeconds int `yaml:"shutdown_grace_seconds"`
 }
+
+// Database is the database section: where the state store lives. With URL
+// empty the store is the embedded SQLite file in state_dir; with a URL it is
+// that PostgreSQL database, which several hosts may share.
+type Database struct {
+	URL string `yaml:"url"` // postgres:// or postgresql:// URL; "": the embedded SQLite store; its password is a secret
+}
+
+// Postgres reports whether the store is a PostgreSQL database.
+func (d Database) Postgres() bool { return d.URL != "" }
 
 // GitHub is the github section.
 type GitHub struct {
@@ -566,7 +577,7 @@ func (c *Config) Secrets() []string {
 	for _, raw := range c.urls() {
 		if u, err := url.Parse(raw); err == nil && u.User != nil {
 			p, _ := u.User.Password()
-			all = append(all, p)
+			all = append(all, p, rawPassword(raw))
 		}
 	}
 	var out []string
@@ -579,8 +590,27 @@ func (c *Config) Secrets() []string {
 	return out
 }
 
+// rawPassword is the password of a URL as written in it, percent-escapes
+// and all (db-pass%40word), which is how it appears where the URL is
+// quoted; "" when it has none.
+func rawPassword(raw string) string {
+	_, rest, ok := strings.Cut(raw, "//")
+	if !ok {
+		return ""
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 {
+		return ""
+	}
+	_, pass, _ := strings.Cut(rest[:at], ":")
+	return pass
+}
+
 // urls lists every URL field.
 func (c *Config) urls() []string {
 	return []string{c.GitHub.APIURL, c.GitLab.APIURL, c.LLM.OpenAI.BaseURL,
-		c.LLM.LMStudio.BaseURL, c.LLM.Ollama.Endpoint}
+		c.LLM.LMStudio.BaseURL, c.LLM.Ollama.Endpoint, c.Database.URL}
 }

@@ -345,6 +345,7 @@ llm:
   provider: ollama
   ollama: {model: m, endpoint: "http://user:url-password@localhost:11434"}
   openai: {api_key: gh-token}
+database: {url: "postgres://agent:db-pass%40word@db.example:5432/agent?sslmode=require"}
 mcp_servers:
   - mcp_server_name: a
     command: [a]
@@ -355,8 +356,33 @@ mcp_servers:
 	// Longest first (ties in byte order), each once, empty ones left out.
 	// Names that only contain a secret's word, and switches and small
 	// numbers, are not secrets.
-	want := []string{"pw-long-value", "url-password", "gh-token", "gl-token", "xoxb-env", "ghp_env", "hdr", "k1", "p"}
+	// A URL's password comes as written too (percent-escaped).
+	want := []string{"db-pass%40word", "pw-long-value", "db-pass@word", "url-password", "gh-token", "gl-token", "xoxb-env", "ghp_env", "hdr", "k1", "p"}
 	if diff := cmp.Diff(want, c.Secrets()); diff != "" {
 		t.Errorf("Secrets (-want +got):\n%s", diff)
+	}
+}
+
+func TestDatabaseURL(t *testing.T) {
+	const msg = "must be a postgres:// or postgresql:// URL (or empty for the embedded SQLite store)"
+	checkProblems(t, head+gh, map[string]string{"DATABASE_URL": "mysql://u:p@db/x"}, []problemCase{
+		{"database:\n  url: ${DATABASE_URL}\n", config.Problems{{Path: "database.url", Msg: msg, Line: 7}}},
+		{"database: {url: \"http://db.example/agent\"}\n", config.Problems{{Path: "database.url", Msg: msg, Line: 6}}},
+		{"database: {url: \"postgres://u:p@[::1/db\"}\n", config.Problems{{Path: "database.url", Msg: msg, Line: 6}}},
+		{"database: {type: sqlite}\n", config.Problems{{Path: "database.type", Msg: "unknown key", Line: 6}}},
+	})
+	for _, ok := range []string{"postgres://agent:pw@db.example:5432/agent?sslmode=require",
+		"postgresql:///agent?host=/var/run/postgresql", ""} {
+		if c, _ := mustParse(t, head+gh+"database: {url: \""+ok+"\"}\n", nil); c.Database.URL != ok {
+			t.Errorf("database.url = %q, want %q", c.Database.URL, ok)
+		}
+	}
+	c, _ := mustParse(t, head+gh+"database:\n  url: ${DATABASE_URL}\n",
+		map[string]string{"DATABASE_URL": "postgres://agent@db.example/agent"})
+	if c.Database.URL != "postgres://agent@db.example/agent" || !c.Database.Postgres() {
+		t.Errorf("database = %+v, Postgres() = %v; want the URL from the environment", c.Database, c.Database.Postgres())
+	}
+	if d := config.Default().Database; d.Postgres() {
+		t.Errorf("default database %+v is not the embedded store", d)
 	}
 }

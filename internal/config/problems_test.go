@@ -131,7 +131,6 @@ func TestFutureKeysWarn(t *testing.T) {
 	src := head + gh + `queue:
   type: rabbitmq
   url: ${UNSET_IN_IGNORED_SECTION}
-database: {type: sqlite}
 pause_resume: {enabled: true}
 metrics: {enabled: true}
 health: {port: 8080}
@@ -148,14 +147,14 @@ comment_detection:
 		got = append(got, w.Path)
 	}
 	want := []string{
-		"queue", "database", "pause_resume", "metrics", "health",
+		"queue", "pause_resume", "metrics", "health",
 		"comment_detection.bot_username", "comment_detection.log_level",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("warning paths (-want +got):\n%s", diff)
 	}
-	if warnings[2].Line != 10 {
-		t.Errorf("pause_resume warning line = %d, want 10", warnings[2].Line)
+	if warnings[1].Line != 9 {
+		t.Errorf("pause_resume warning line = %d, want 9", warnings[1].Line)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 // built, move its key out of this list and into the Config structs.
 var notYetSupported = map[string]bool{
 	"queue":        true,
-	"database":     true,
 	"pause_resume": true, // pause and stop are built on labels; this section is not read
 	"metrics":      true,
 	"health":       true,

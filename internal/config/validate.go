@@ -34,6 +34,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	k.required("state_dir", c.StateDir, "required")
+	c.Database.validate(&k)
 	c.LLM.validate(&k)
 	validateMCP(&k, c.MCPServers)
 	k.atLeast("tools.call_timeout_seconds", c.Tools.CallTimeoutSeconds, 1)
@@ -58,6 +59,18 @@ func (c *Config) Validate() error {
 	c.Conversation.validate(&k)
 	c.validateWorkspace(&k)
 	return k.ps.err()
+}
+
+// validate wants an empty url (the embedded store) or a PostgreSQL URL.
+// Its message never repeats the URL, which may hold a password.
+func (d *Database) validate(k *checker) {
+	if d.URL == "" {
+		return
+	}
+	u, err := url.Parse(d.URL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		k.add("database.url", "must be a postgres:// or postgresql:// URL (or empty for the embedded SQLite store)")
+	}
 }
 
 // validate checks the comment_detection section, also when it is off.
