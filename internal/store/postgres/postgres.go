@@ -35,6 +35,10 @@ import (
 
 var _ store.Store = (*Store)(nil)
 
+// defaultConnectTimeout bounds one connection attempt when the URL sets no
+// connect_timeout.
+const defaultConnectTimeout = 30 * time.Second
+
 // Options tunes a Store. The zero value means defaults.
 type Options struct {
 	// Logger receives migration and takeover notices; nil discards them.
@@ -77,6 +81,11 @@ func openSchema(ctx context.Context, url string, opts Options, schema []string) 
 	if err != nil {
 		// pgx's parse errors repeat the connection string, password included.
 		return nil, errors.New("opening store: the database URL cannot be parsed")
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// Without connect_timeout in the URL, an unreachable host would
+		// hold every new connection for the system's TCP timeout.
+		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

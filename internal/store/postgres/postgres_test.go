@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/coding-agent/coding-agent/internal/store"
+	"github.com/coding-agent/coding-agent/internal/store/postgres/pgtest"
 	"github.com/coding-agent/coding-agent/internal/store/storetest"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
@@ -22,7 +23,7 @@ import (
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
-		s, err := Open(t.Context(), freshSchema(t), Options{})
+		s, err := Open(t.Context(), pgtest.Schema(t), Options{})
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}
@@ -87,7 +88,7 @@ func allVersions() []int {
 // schema is migrated once.
 func TestConcurrentOpensMigrateOnce(t *testing.T) {
 	t.Parallel()
-	url := freshSchema(t)
+	url := pgtest.Schema(t)
 	const n = 8
 	counter := &migratedLog{}
 	stores := make([]*Store, n)
@@ -135,7 +136,7 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 // PostgreSQL's locking stands between them, and exactly one wins each race.
 func TestClaimRaceAcrossHosts(t *testing.T) {
 	t.Parallel()
-	url := freshSchema(t)
+	url := pgtest.Schema(t)
 	a := mustOpen(t, url, Options{Hostname: "host-a"})
 	b := mustOpen(t, url, Options{Hostname: "host-b"})
 	for round := range 30 {
@@ -188,7 +189,7 @@ func race(t *testing.T, a, b *Store, ref task.Ref, what string) {
 
 func TestReopen(t *testing.T) {
 	t.Parallel()
-	url := freshSchema(t)
+	url := pgtest.Schema(t)
 	s := mustOpen(t, url, Options{})
 	ref := storetest.Ref(1)
 	rec, err := s.Claim(t.Context(), ref, storetest.LiveOwner(t, "m"))
@@ -220,7 +221,7 @@ func TestReopen(t *testing.T) {
 
 func TestNewerSchemaRefused(t *testing.T) {
 	t.Parallel()
-	url := freshSchema(t)
+	url := pgtest.Schema(t)
 	s := mustOpen(t, url, Options{})
 	if _, err := s.pool.Exec(t.Context(), `INSERT INTO schema_version (version) VALUES (99)`); err != nil {
 		t.Fatal(err)
@@ -235,7 +236,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 func TestTakeoverRules(t *testing.T) {
 	t.Parallel()
 	const deadPID = 4242
-	s := mustOpen(t, freshSchema(t), Options{
+	s := mustOpen(t, pgtest.Schema(t), Options{
 		Hostname: "h1",
 		Alive:    func(pid int) bool { return pid != deadPID },
 	})
@@ -268,7 +269,7 @@ func TestTakeoverRules(t *testing.T) {
 func TestTimesFromClock(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 5, 6, 7, 8, 9, 123456789, time.FixedZone("X", 3600))
-	s := mustOpen(t, freshSchema(t), Options{Now: func() time.Time { return now }})
+	s := mustOpen(t, pgtest.Schema(t), Options{Now: func() time.Time { return now }})
 	rec, err := s.Claim(t.Context(), storetest.Ref(1), store.Owner{Host: "h", PID: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -294,7 +295,7 @@ func TestBadURLKeepsPassword(t *testing.T) {
 // \u0000 escape that JSONB refuses.
 func TestSummaryWithNUL(t *testing.T) {
 	t.Parallel()
-	s := mustOpen(t, freshSchema(t), Options{})
+	s := mustOpen(t, pgtest.Schema(t), Options{})
 	ref := storetest.Ref(1)
 	if _, err := s.Claim(t.Context(), ref, storetest.LiveOwner(t, "m")); err != nil {
 		t.Fatal(err)

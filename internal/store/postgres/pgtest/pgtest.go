@@ -1,4 +1,11 @@
-package postgres
+// Package pgtest gives tests a PostgreSQL database of their own: a fresh
+// schema on the test server, dropped when the test ends.
+//
+// The server is CODING_AGENT_TEST_POSTGRES (a postgres:// URL), or the
+// development and CI machines' local one. Without a reachable server the
+// tests skip, saying how to run them; in CI (CI set, as .ci/run does) or
+// with the variable set they fail instead.
+package pgtest
 
 import (
 	"context"
@@ -12,19 +19,19 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// TestURLEnv names the PostgreSQL server the tests run against: a
+// URLEnv names the PostgreSQL server the tests run against: a
 // postgres:// URL of a database the tests may create schemas in.
-const TestURLEnv = "CODING_AGENT_TEST_POSTGRES"
+const URLEnv = "CODING_AGENT_TEST_POSTGRES"
 
 // defaultTestURL is the local server of the development and CI machines.
 const defaultTestURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
 // serverURL returns the test server's URL. An unreachable server skips the
 // test, unless the server is required: CI is set (.ci/run sets it), or
-// TestURLEnv names one explicitly. Then it fails the test.
-func serverURL(t *testing.T) string {
+// URLEnv names one explicitly. Then it fails the test.
+func serverURL(t testing.TB) string {
 	t.Helper()
-	raw := os.Getenv(TestURLEnv)
+	raw := os.Getenv(URLEnv)
 	required := raw != "" || os.Getenv("CI") != ""
 	if raw == "" {
 		raw = defaultTestURL
@@ -36,14 +43,14 @@ func serverURL(t *testing.T) string {
 		conn.Close(ctx)
 		return raw
 	}
-	shown := "the URL in " + TestURLEnv
+	shown := "the URL in " + URLEnv
 	if u, perr := url.Parse(raw); perr == nil {
 		shown = u.Redacted()
 	}
 	msg := "PostgreSQL at " + shown + " is not reachable (" + err.Error() + "). To run the PostgreSQL store tests, " +
 		"start a server that trusts local connections and has a database test (on Debian: " +
 		"pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start; createdb -U postgres test), " +
-		"or set " + TestURLEnv + " to the postgres:// URL of a database the tests may create schemas in"
+		"or set " + URLEnv + " to the postgres:// URL of a database the tests may create schemas in"
 	if required {
 		t.Fatal(msg)
 	}
@@ -51,10 +58,10 @@ func serverURL(t *testing.T) string {
 	return ""
 }
 
-// freshSchema creates an empty schema on the test server, dropped with
+// Schema creates an empty schema on the test server, dropped with
 // everything in it when the test ends, and returns a URL whose connections
 // use only that schema: each test sees its own tables, even in parallel.
-func freshSchema(t *testing.T) string {
+func Schema(t testing.TB) string {
 	t.Helper()
 	base := serverURL(t)
 	b := make([]byte, 8)
@@ -83,7 +90,7 @@ func freshSchema(t *testing.T) string {
 	})
 	u, err := url.Parse(base)
 	if err != nil {
-		t.Fatalf("%s is not a URL: %v", TestURLEnv, err)
+		t.Fatalf("%s is not a URL: %v", URLEnv, err)
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
