@@ -31,6 +31,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/sanitize"
 	"github.com/coding-agent/coding-agent/internal/store"
+	"github.com/coding-agent/coding-agent/internal/store/postgres"
 	"github.com/coding-agent/coding-agent/internal/store/sqlite"
 	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/coding-agent/coding-agent/internal/toolhost"
@@ -82,10 +83,10 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	}
 	a.Log = logger
 	a.closers = append(a.closers, closer)
-	st, err := sqlite.Open(ctx, cfg.StateDir)
+	st, err := a.openStore(ctx)
 	if err != nil {
 		a.Close()
-		return nil, fmt.Errorf("opening the state store in %s: %w", cfg.StateDir, err)
+		return nil, err
 	}
 	// Its failures (not its answers) are marked, so that the worker stops
 	// on them and the command fails with them.
@@ -98,6 +99,24 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	}
 	a.forge = a.posts.Wrap(f)
 	return a, nil
+}
+
+// openStore opens the state store database.url names, a PostgreSQL
+// database several hosts may share, or without one the embedded SQLite file
+// in state_dir.
+func (a *App) openStore(ctx context.Context) (store.Store, error) {
+	if a.cfg.Database.Postgres() {
+		st, err := postgres.Open(ctx, a.cfg.Database.URL, postgres.Options{Logger: a.Log})
+		if err != nil {
+			return nil, fmt.Errorf("opening the state store in PostgreSQL (database.url): %w", err)
+		}
+		return st, nil
+	}
+	st, err := sqlite.Open(ctx, a.cfg.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("opening the state store in %s: %w", a.cfg.StateDir, err)
+	}
+	return st, nil
 }
 
 func (a *App) httpClient(timeout time.Duration, retryUnsafe bool) *http.Client {
