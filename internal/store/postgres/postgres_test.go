@@ -309,3 +309,36 @@ func TestSummaryWithNUL(t *testing.T) {
 		t.Errorf("LoadConversation = %+v, %v, %v; want %s", got, ok, err, fmt.Sprint(want))
 	}
 }
+
+// A database that lost its tables is a failure of the store, never an
+// answer: no call reads it as an unknown task, and MarkFailures marks
+// every error.
+func TestBrokenDatabaseIsAFailure(t *testing.T) {
+	t.Parallel()
+	s := mustOpen(t, pgtest.Schema(t), Options{})
+	ref := storetest.Ref(1)
+	if _, err := s.Claim(t.Context(), ref, storetest.LiveOwner(t, "m")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(t.Context(), `DROP TABLE tasks CASCADE`); err != nil {
+		t.Fatal(err)
+	}
+	m := store.MarkFailures(s)
+	ctx := t.Context()
+	checks := map[string]error{}
+	_, checks["Claim"] = m.Claim(ctx, ref, storetest.LiveOwner(t, "m"))
+	_, checks["Get"] = m.Get(ctx, ref)
+	_, checks["List"] = m.List(ctx)
+	checks["SetStatus"] = m.SetStatus(ctx, ref, task.Done, "")
+	checks["AddCounters"] = m.AddCounters(ctx, ref, store.Counters{LLMCalls: 1})
+	checks["SaveCheckpoint"] = m.SaveCheckpoint(ctx, ref, store.Checkpoint{Step: 1})
+	_, _, checks["LoadCheckpoint"] = m.LoadCheckpoint(ctx, ref)
+	checks["ClearCheckpoint"] = m.ClearCheckpoint(ctx, ref)
+	checks["SaveConversation"] = m.SaveConversation(ctx, ref, store.Conversation{})
+	_, _, checks["LoadConversation"] = m.LoadConversation(ctx, ref)
+	for name, err := range checks {
+		if !store.IsFailure(err) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrClaimed) {
+			t.Errorf("%s on a database without its tables: err = %v, want a store failure", name, err)
+		}
+	}
+}
