@@ -7,12 +7,17 @@ import (
 	"sync"
 
 	"github.com/coding-agent/coding-agent/internal/queue"
+	"github.com/coding-agent/coding-agent/internal/report"
+	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
 // Consume runs Workers goroutines taking jobs until the queue is closed and
 // drained, or ctx ends. Once Options.Shutdown is closed no job is started;
 // their next checkpoint (their state is saved); ctx ending cuts them off.
+// A job is acked once its task has left the consumer's hands (see settleJob);
+// a job delivered more times than the queue allows comes dead-lettered and
+// its task fails saying so.
 // A failure of the store stops every goroutine once its task in hand is
 // left (the jobs not taken stay queued in the store) and is returned.
 func (w *Worker) Consume(ctx context.Context) error {
@@ -28,7 +33,7 @@ func (w *Worker) Consume(ctx context.Context) error {
 	for range w.o.Workers {
 		wg.Go(func() {
 			for {
-				job, err := w.o.Queue.Take(ctx)
+				d, err := w.o.Queue.Take(ctx)
 				if err != nil {
 					if !errors.Is(err, queue.ErrClosed) && ctx.Err() == nil {
 						errs <- fmt.Errorf("taking a job: %w", err)
@@ -39,9 +44,19 @@ func (w *Worker) Consume(ctx context.Context) error {
 					return
 				}
 				if isClosed(w.o.Shutdown) {
-					continue // leave it queued in the store for the next run
+					// Unsettled: it is queued in the store (and, on a
+					// networked queue, delivered again once this
+					// consumer goes away) for the next run.
+					continue
 				}
-				if err := w.Process(ctx, job.Ref); err != nil {
+				var kept bool
+				if d.Dead != "" {
+					err = w.deadLettered(ctx, d)
+				} else {
+					kept, err = w.process(ctx, d.Job.Ref)
+				}
+				w.settleJob(d, kept || err != nil)
+				if err != nil {
 					stop.Do(func() { close(stopped) })
 					errs <- err
 					return
@@ -52,6 +67,54 @@ func (w *Worker) Consume(ctx context.Context) error {
 	wg.Wait()
 	close(errs)
 	return errors.Join(collect(errs)...)
+}
+
+// settleJob acks d unless its task stays queued to resume (kept): that job is
+// left unsettled, so that a networked queue delivers it again once this
+// consumer goes away, and the consumer that takes it resumes the task from
+// its checkpoint.
+func (w *Worker) settleJob(d queue.Delivery, kept bool) {
+	if kept {
+		return
+	}
+	if err := d.Ack(); err != nil {
+		// The job comes again; Process finds its task stale.
+		w.log(d.Job.Ref).Warn("acking a job", "error", err)
+	}
+}
+
+// deadLettered fails the task of a job the queue moved to its dead-letter
+// queue, saying why, unless the task is not queued any more (a stale job).
+// It returns a failure of the store.
+func (w *Worker) deadLettered(ctx context.Context, d queue.Delivery) error {
+	ref, log := d.Job.Ref, w.log(d.Job.Ref)
+	rec, err := w.o.Store.Get(ctx, ref)
+	if err := failure(err); err != nil {
+		return fmt.Errorf("reading %s in the store: %w", ref, err)
+	}
+	if err == nil && rec.Status != task.Queued && rec.Status != task.Running {
+		log.Info("dead-lettered job is stale; task is no longer queued", "status", rec.Status, "dead_letter_queue", d.Dead)
+		return nil
+	}
+	if _, err := w.o.Store.Claim(ctx, ref, w.o.Owner); err != nil {
+		if errors.Is(err, store.ErrClaimed) {
+			log.Info("dead-lettered job's task is held by another process", "dead_letter_queue", d.Dead)
+			return nil
+		}
+		return failure(fmt.Errorf("claiming %s in the store: %w", ref, err))
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	post := report.NewPoster(report.PosterOptions{Commenter: w.o.Forge, Ref: ref, Redact: w.o.Redact, Logger: log})
+	var labels []string
+	if t, err := w.o.Forge.Get(fctx, ref); err == nil {
+		labels = t.Labels
+	}
+	reason := fmt.Sprintf("its job was delivered %d times, more than the queue's max_deliveries allows "+
+		"(each consumer it went to stopped before the task left its hands); the job was moved to the dead-letter queue %q, "+
+		"where it stays for the operator", d.Count, d.Dead)
+	_, err = w.move(fctx, ending{ref: ref, post: post, log: log, labels: labels, reason: reason}, runBroke)
+	return failure(err)
 }
 
 // Backlog queues the tasks the store holds that no process is working on:

@@ -25,14 +25,23 @@ const finishTimeout = 2 * time.Minute
 // the task, told so in a comment, keeps its last record and checkpoint for
 // the next run.
 func (w *Worker) Process(ctx context.Context, ref task.Ref) error {
+	_, err := w.process(ctx, ref)
+	return err
+}
+
+// process is Process; kept reports that the task stays queued for a
+// consumer to resume from its checkpoint (its run was interrupted by the
+// shutdown, or the store failed) rather than leaving this consumer's hands
+// (done, failed, stopped, paused, awaiting a reply, or not ours to run).
+func (w *Worker) process(ctx context.Context, ref task.Ref) (kept bool, err error) {
 	if _, busy := w.active.LoadOrStore(ref, struct{}{}); busy {
-		return nil
+		return false, nil
 	}
 	defer w.active.Delete(ref)
 	log := w.log(ref)
 	if rec, err := w.o.Store.Get(ctx, ref); err == nil && rec.Status != task.Queued && rec.Status != task.Running {
 		log.Info("job is stale; task is no longer queued", "status", rec.Status)
-		return nil
+		return false, nil
 	}
 	post := report.NewPoster(report.PosterOptions{Commenter: w.o.Forge, Ref: ref, Redact: w.o.Redact, Logger: log})
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
@@ -43,12 +52,13 @@ func (w *Worker) Process(ctx context.Context, ref task.Ref) error {
 		}
 		if err = failure(err); err != nil {
 			w.move(fctx, ending{ref: ref, post: post, log: log, reason: w.o.Redact(err.Error())}, storeFailed)
+			return true, err
 		}
-		return err
+		return false, nil
 	}
 	in, skip, err := w.load(ctx, ref, post)
 	if skip {
-		return failure(err)
+		return false, failure(err)
 	}
 	var ws Workspace
 	if err == nil && w.o.Workspaces != nil {
@@ -72,14 +82,15 @@ func (w *Worker) Process(ctx context.Context, ref task.Ref) error {
 }
 
 // end moves the task by how its run ended (out, or err); ctx is the run's,
-// fctx the one to finish under. It returns a failure of the store.
-func (w *Worker) end(ctx, fctx context.Context, f ending, out engine.Outcome, err error) error {
+// fctx the one to finish under. It reports whether the task stays queued
+// to resume (see process) and returns a failure of the store.
+func (w *Worker) end(ctx, fctx context.Context, f ending, out engine.Outcome, err error) (bool, error) {
 	ev := runFailed
 	switch {
 	case store.IsFailure(err):
 		f.reason = w.o.Redact(err.Error())
 		w.move(fctx, f, storeFailed)
-		return err
+		return true, err
 	case err != nil && (ctx.Err() != nil || isClosed(w.o.Shutdown)):
 		// Cut off after the shutdown grace, or failing while the process
 		// shuts down: resumed by the next run, not failed.
@@ -97,7 +108,7 @@ func (w *Worker) end(ctx, fctx context.Context, f ending, out engine.Outcome, er
 			f.reported = false
 			break
 		}
-		return failure(w.finishRound(fctx, f, out))
+		return false, failure(w.finishRound(fctx, f, out))
 	case out.End == engine.Failed:
 		ev = runFailed
 	case out.End == engine.Paused:
@@ -110,7 +121,7 @@ func (w *Worker) end(ctx, fctx context.Context, f ending, out engine.Outcome, er
 		f.reason = fmt.Sprintf("the run ended without a known outcome (%q)", out.End)
 	}
 	_, err = w.move(fctx, f, ev)
-	return failure(err)
+	return ev == runInterrupted, failure(err)
 }
 
 // load reads the task and its comments and checks it is still ours to run.

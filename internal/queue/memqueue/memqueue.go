@@ -1,6 +1,7 @@
 // Package memqueue is the in-process queue.Queue: a FIFO of jobs guarded by a
 // mutex, with optional capacity. A ref already waiting in the queue is not
-// queued twice.
+// queued twice. A released delivery goes back to the head of the queue; a
+// job delivered more than MaxDeliveries times is moved to the dead list.
 package memqueue
 
 import (
@@ -22,15 +23,29 @@ type Options struct {
 	Capacity int
 	// Now stamps jobs put with a zero Enqueued time; nil means time.Now.
 	Now func() time.Time
+	// MaxDeliveries is how many times a job may be delivered before it is
+	// moved to the dead list instead; 0 means without limit.
+	MaxDeliveries int
+}
+
+// DeadName is the dead-letter queue a Delivery names.
+const DeadName = "memqueue.dead"
+
+// entry is a waiting job and how many times it was delivered.
+type entry struct {
+	job   queue.Job
+	count int
 }
 
 // Queue is an in-process FIFO of jobs, safe for concurrent use.
 type Queue struct {
 	capacity int
 	now      func() time.Time
+	max      int
 
 	mu     sync.Mutex
-	jobs   []queue.Job
+	jobs   []entry
+	dead   []queue.Job
 	queued map[task.Ref]bool // refs in jobs
 	closed bool
 	// changed is closed and replaced whenever jobs or closed change, waking
@@ -43,6 +58,7 @@ func New(opts Options) *Queue {
 	q := &Queue{
 		capacity: opts.Capacity,
 		now:      opts.Now,
+		max:      opts.MaxDeliveries,
 		queued:   map[task.Ref]bool{},
 		changed:  make(chan struct{}),
 	}
@@ -75,7 +91,7 @@ func (q *Queue) Put(ctx context.Context, job queue.Job) error {
 			q.mu.Unlock()
 			return nil
 		case q.capacity <= 0 || len(q.jobs) < q.capacity:
-			q.jobs = append(q.jobs, job)
+			q.jobs = append(q.jobs, entry{job: job})
 			q.queued[job.Ref] = true
 			q.broadcast()
 			q.mu.Unlock()
@@ -94,31 +110,71 @@ func (q *Queue) Put(ctx context.Context, job queue.Job) error {
 
 // Take removes and returns the oldest job, blocking until there is one. After
 // Close it still returns the jobs left, then queue.ErrClosed.
-func (q *Queue) Take(ctx context.Context) (queue.Job, error) {
+func (q *Queue) Take(ctx context.Context) (queue.Delivery, error) {
 	q.mu.Lock()
 	for {
 		if len(q.jobs) > 0 {
-			job := q.jobs[0]
-			q.jobs[0] = queue.Job{}
+			e := q.jobs[0]
+			q.jobs[0] = entry{}
 			q.jobs = q.jobs[1:]
-			delete(q.queued, job.Ref)
+			delete(q.queued, e.job.Ref)
+			e.count++
+			dead := ""
+			if q.max > 0 && e.count > q.max {
+				q.dead = append(q.dead, e.job)
+				dead = DeadName
+			}
 			q.broadcast()
 			q.mu.Unlock()
-			return job, nil
+			if dead != "" {
+				return queue.NewDelivery(e.job, e.count, dead, nil), nil
+			}
+			return queue.NewDelivery(e.job, e.count, "", settler{q: q, e: e}), nil
 		}
 		if q.closed {
 			q.mu.Unlock()
-			return queue.Job{}, fmt.Errorf("taking job: %w", queue.ErrClosed)
+			return queue.Delivery{}, fmt.Errorf("taking job: %w", queue.ErrClosed)
 		}
 		changed := q.changed
 		q.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			return queue.Job{}, fmt.Errorf("taking job: %w", ctx.Err())
+			return queue.Delivery{}, fmt.Errorf("taking job: %w", ctx.Err())
 		case <-changed:
 		}
 		q.mu.Lock()
 	}
+}
+
+// settler settles a delivery of q.
+type settler struct {
+	q *Queue
+	e entry
+}
+
+// Ack forgets the job.
+func (s settler) Ack() error { return nil }
+
+// Release puts the job back at the head of the queue, even past its
+// capacity or after Close, unless its ref is waiting already.
+func (s settler) Release() error {
+	q := s.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.queued[s.e.job.Ref] {
+		return nil
+	}
+	q.jobs = append([]entry{s.e}, q.jobs...)
+	q.queued[s.e.job.Ref] = true
+	q.broadcast()
+	return nil
+}
+
+// Dead lists the jobs moved to the dead list, oldest first.
+func (q *Queue) Dead() []queue.Job {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([]queue.Job(nil), q.dead...)
 }
 
 // Len is the number of waiting jobs.

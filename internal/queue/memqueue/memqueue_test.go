@@ -12,11 +12,13 @@ import (
 )
 
 func TestConformanceUnbounded(t *testing.T) {
-	queuetest.Run(t, func(t *testing.T) queue.Queue { return New(Options{}) })
+	queuetest.Run(t, func(t *testing.T) queue.Queue { return New(Options{MaxDeliveries: queuetest.MaxDeliveries}) })
 }
 
 func TestConformanceBounded(t *testing.T) {
-	queuetest.Run(t, func(t *testing.T) queue.Queue { return New(Options{Capacity: 16}) })
+	queuetest.Run(t, func(t *testing.T) queue.Queue {
+		return New(Options{Capacity: 16, MaxDeliveries: queuetest.MaxDeliveries})
+	})
 }
 
 // putAsync starts a Put and returns the channel its error arrives on.
@@ -52,8 +54,8 @@ func TestPutBlocksWhileFull(t *testing.T) {
 		if !pending(errc) {
 			t.Fatal("Put on a full queue returned")
 		}
-		if j, err := q.Take(t.Context()); err != nil || j.Ref != queuetest.Job(1).Ref {
-			t.Fatalf("Take = %+v, %v", j, err)
+		if d, err := q.Take(t.Context()); err != nil || d.Job.Ref != queuetest.Job(1).Ref {
+			t.Fatalf("Take = %+v, %v", d, err)
 		}
 		synctest.Wait()
 		if pending(errc) {
@@ -106,10 +108,33 @@ func TestStampsEnqueued(t *testing.T) {
 	if err := q.Put(t.Context(), kept); err != nil {
 		t.Fatal(err)
 	}
-	if j, _ := q.Take(t.Context()); !j.Enqueued.Equal(at) {
-		t.Errorf("zero Enqueued stamped %v, want %v", j.Enqueued, at)
+	if d, _ := q.Take(t.Context()); !d.Job.Enqueued.Equal(at) {
+		t.Errorf("zero Enqueued stamped %v, want %v", d.Job.Enqueued, at)
 	}
-	if j, _ := q.Take(t.Context()); !j.Enqueued.Equal(kept.Enqueued) {
-		t.Errorf("set Enqueued became %v, want %v", j.Enqueued, kept.Enqueued)
+	if d, _ := q.Take(t.Context()); !d.Job.Enqueued.Equal(kept.Enqueued) {
+		t.Errorf("set Enqueued became %v, want %v", d.Job.Enqueued, kept.Enqueued)
+	}
+}
+
+func TestDeadListKeepsTheJob(t *testing.T) {
+	q := New(Options{MaxDeliveries: 1})
+	if err := q.Put(t.Context(), queuetest.Job(1)); err != nil {
+		t.Fatal(err)
+	}
+	d, err := q.Take(t.Context())
+	if err != nil || d.Dead != "" {
+		t.Fatalf("first Take = %+v, %v", d, err)
+	}
+	if err := d.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = q.Take(t.Context()); err != nil || d.Dead != DeadName || d.Count != 2 {
+		t.Fatalf("second Take = %+v, %v; want dead in %s, count 2", d, err, DeadName)
+	}
+	if dead := q.Dead(); len(dead) != 1 || dead[0].Ref != queuetest.Job(1).Ref {
+		t.Errorf("Dead = %+v, want job 1", dead)
+	}
+	if q.Len() != 0 {
+		t.Errorf("Len = %d, want 0", q.Len())
 	}
 }

@@ -17,17 +17,28 @@ import (
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
+// MaxDeliveries is the max deliveries the queues under test must have: the
+// job delivered for the (MaxDeliveries+1)th time is moved to the dead-letter
+// queue.
+const MaxDeliveries = 3
+
 // Options tunes the suite for a backend. The zero value runs everything.
 type Options struct {
 	// NoBubble skips the subtests that run inside a testing/synctest bubble
 	// to prove that Take and Put wait. A backend whose waiting happens on the
 	// network (not on a channel or lock) cannot be observed from a bubble.
 	NoBubble bool
+	// Consumer opens a second consumer c of q's jobs (its own connection,
+	// for a networked backend) and a function that makes c go away as a
+	// dying process would, settling nothing. nil skips the subtest that
+	// needs it (an in-process queue has no consumer that can go away alone).
+	Consumer func(t *testing.T, q queue.Queue) (c queue.Queue, goAway func())
 }
 
 // Run runs the whole suite. newQueue must return a new, empty queue with room
-// for at least 16 jobs on every call; the suite closes it (Close must
-// tolerate a second call). Bubble subtests call newQueue inside the bubble.
+// for at least 16 jobs and MaxDeliveries on every call; the suite closes it
+// (Close must tolerate a second call). Bubble subtests call newQueue inside
+// the bubble.
 func Run(t *testing.T, newQueue func(t *testing.T) queue.Queue) {
 	t.Helper()
 	RunWith(t, newQueue, Options{})
@@ -45,10 +56,18 @@ func RunWith(t *testing.T, newQueue func(t *testing.T) queue.Queue, opts Options
 		{"TakeReleasedByPut", testTakeReleasedByPut},
 		{"CloseDrains", testCloseDrains},
 		{"ProducersConsumers", testProducersConsumers},
+		{"AckedNeverAgain", testAckedNeverAgain},
+		{"ReleasedUntilDead", testReleasedUntilDead},
 	}
 	for _, tc := range plain {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t, newQueue)) })
 	}
+	t.Run("ConsumerGoesAway", func(t *testing.T) {
+		if opts.Consumer == nil {
+			t.Skip("backend has no consumer that can go away on its own")
+		}
+		testConsumerGoesAway(t, open(t, newQueue), opts.Consumer)
+	})
 	bubbled := []struct {
 		name string
 		fn   func(t *testing.T, q queue.Queue)
@@ -98,13 +117,24 @@ func put(t *testing.T, q queue.Queue, jobs ...queue.Job) {
 	}
 }
 
+// take takes a delivery and acks it.
 func take(t *testing.T, q queue.Queue) queue.Job {
 	t.Helper()
-	j, err := q.Take(t.Context())
+	d := deliver(t, q)
+	if err := d.Ack(); err != nil {
+		t.Fatalf("Ack(%s): %v", d.Job.Ref, err)
+	}
+	return d.Job
+}
+
+// deliver takes a delivery and leaves it unsettled.
+func deliver(t *testing.T, q queue.Queue) queue.Delivery {
+	t.Helper()
+	d, err := q.Take(t.Context())
 	if err != nil {
 		t.Fatalf("Take: %v", err)
 	}
-	return j
+	return d
 }
 
 func sameJob(a, b queue.Job) bool { return a.Ref == b.Ref && a.Enqueued.Equal(b.Enqueued) }
@@ -152,11 +182,14 @@ func testDedup(t *testing.T, q queue.Queue) {
 func testTakeReleasedByPut(t *testing.T, q queue.Queue) {
 	got := make(chan queue.Job, 1)
 	go func() {
-		j, err := q.Take(t.Context())
+		d, err := q.Take(t.Context())
 		if err != nil {
 			t.Errorf("Take: %v", err)
 		}
-		got <- j
+		if err := d.Ack(); err != nil {
+			t.Errorf("Ack: %v", err)
+		}
+		got <- d.Job
 	}()
 	put(t, q, Job(1))
 	if j := <-got; !sameJob(j, Job(1)) {
@@ -203,7 +236,7 @@ func testProducersConsumers(t *testing.T, q queue.Queue) {
 	for range consumers {
 		cons.Go(func() {
 			for {
-				j, err := q.Take(t.Context())
+				d, err := q.Take(t.Context())
 				if errors.Is(err, queue.ErrClosed) {
 					return
 				}
@@ -211,8 +244,11 @@ func testProducersConsumers(t *testing.T, q queue.Queue) {
 					t.Errorf("Take: %v", err)
 					return
 				}
+				if err := d.Ack(); err != nil {
+					t.Errorf("Ack: %v", err)
+				}
 				mu.Lock()
-				seen[j.Ref]++
+				seen[d.Job.Ref]++
 				mu.Unlock()
 			}
 		})
@@ -237,11 +273,14 @@ func testProducersConsumers(t *testing.T, q queue.Queue) {
 func testTakeBlocksUntilPut(t *testing.T, q queue.Queue) {
 	got := make(chan queue.Job, 1)
 	go func() {
-		j, err := q.Take(t.Context())
+		d, err := q.Take(t.Context())
 		if err != nil {
 			t.Errorf("Take: %v", err)
 		}
-		got <- j
+		if err := d.Ack(); err != nil {
+			t.Errorf("Ack: %v", err)
+		}
+		got <- d.Job
 	}()
 	synctest.Wait()
 	select {
@@ -322,5 +361,92 @@ func testCloseReleasesTake(t *testing.T, q queue.Queue) {
 	}
 	if err := q.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// testAckedNeverAgain: an acked job is gone; a released one comes back,
+// delivered once more; first deliveries count 1.
+func testAckedNeverAgain(t *testing.T, q queue.Queue) {
+	put(t, q, Job(1), Job(2))
+	d1 := deliver(t, q)
+	if !sameJob(d1.Job, Job(1)) || d1.Count != 1 || d1.Dead != "" {
+		t.Fatalf("first delivery = %+v, want job 1, count 1, not dead", d1)
+	}
+	if err := d1.Ack(); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+	d2 := deliver(t, q)
+	if !sameJob(d2.Job, Job(2)) || d2.Count != 1 {
+		t.Fatalf("second delivery = %+v, want job 2, count 1", d2)
+	}
+	if err := d2.Release(); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	again := deliver(t, q)
+	if !sameJob(again.Job, Job(2)) || again.Count != 2 {
+		t.Fatalf("after Release: delivery = %+v, want job 2, count 2", again)
+	}
+	if err := again.Ack(); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+	// Settling twice changes nothing.
+	if err := d1.Release(); err != nil {
+		t.Fatalf("Release after Ack: %v", err)
+	}
+	put(t, q, Job(3))
+	if j := take(t, q); !sameJob(j, Job(3)) {
+		t.Errorf("after acking jobs 1 and 2 the queue held %+v, want only job 3", j)
+	}
+}
+
+// testReleasedUntilDead: each release delivers the job again with a higher
+// count; the delivery past MaxDeliveries is reported dead and the job is
+// not delivered again.
+func testReleasedUntilDead(t *testing.T, q queue.Queue) {
+	put(t, q, Job(1))
+	for i := 1; i <= MaxDeliveries; i++ {
+		d := deliver(t, q)
+		if !sameJob(d.Job, Job(1)) || d.Count != i || d.Dead != "" {
+			t.Fatalf("delivery %d = %+v, want job 1, count %d, not dead", i, d, i)
+		}
+		if err := d.Release(); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+	}
+	d := deliver(t, q)
+	if !sameJob(d.Job, Job(1)) || d.Count != MaxDeliveries+1 || d.Dead == "" {
+		t.Fatalf("delivery past max = %+v, want job 1, count %d, dead", d, MaxDeliveries+1)
+	}
+	if err := d.Release(); err != nil {
+		t.Fatalf("Release of a dead delivery: %v", err)
+	}
+	put(t, q, Job(2))
+	if j := take(t, q); !sameJob(j, Job(2)) {
+		t.Errorf("after the dead letter the queue held %+v, want only job 2", j)
+	}
+}
+
+// testConsumerGoesAway: a job taken by a consumer that goes away without
+// settling it is delivered again, counted; an acked one is not.
+func testConsumerGoesAway(t *testing.T, q queue.Queue, consumer func(*testing.T, queue.Queue) (queue.Queue, func())) {
+	c, goAway := consumer(t, q)
+	put(t, q, Job(1), Job(2))
+	if j := take(t, c); !sameJob(j, Job(1)) {
+		t.Fatalf("second consumer took %+v, want job 1", j)
+	}
+	if d := deliver(t, c); !sameJob(d.Job, Job(2)) {
+		t.Fatalf("second consumer took %+v, want job 2", d.Job)
+	}
+	goAway()
+	d := deliver(t, q)
+	if !sameJob(d.Job, Job(2)) || d.Count != 2 {
+		t.Fatalf("after the consumer went away: delivery = %+v, want job 2, count 2", d)
+	}
+	if err := d.Ack(); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+	put(t, q, Job(3))
+	if j := take(t, q); !sameJob(j, Job(3)) {
+		t.Errorf("the queue held %+v, want only job 3", j)
 	}
 }
