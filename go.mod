@@ -12,6 +12,7 @@ require (
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/ollama/ollama v0.34.0
 	github.com/openai/openai-go/v3 v3.96.0
+	github.com/rabbitmq/amqp091-go v1.16.0
 	github.com/tiktoken-go/tokenizer v0.10.0
 	gitlab.com/gitlab-org/api/client-go/v2 v2.64.0
 	golang.org/x/sys v0.48.0

@@ -32,7 +32,7 @@ var (
 		"internal/store/sqlite":   "internal/store",
 		"internal/queue/memqueue": "internal/queue",
 		"internal/store/postgres": "internal/store",
-		"internal/queue/rabbitmq": "internal/queue", // planned
+		"internal/queue/rabbitmq": "internal/queue",
 	}
 	core = []string{"internal/engine", "internal/agent", "internal/report", "internal/worker", "internal/toolhost",
 		"internal/plan", "internal/watch", "internal/workspace"}
@@ -52,12 +52,12 @@ var (
 	// required must exist: the rules below would pass vacuously without them.
 	required = []string{"internal/task", "internal/forge", "internal/llm", "internal/store", "internal/queue",
 		"internal/forge/github", "internal/forge/gitlab", "internal/llm/openai", "internal/llm/ollama",
-		"internal/store/sqlite", "internal/store/postgres", "internal/queue/memqueue", "internal/agent", "internal/report",
+		"internal/store/sqlite", "internal/store/postgres", "internal/queue/memqueue", "internal/queue/rabbitmq", "internal/agent", "internal/report",
 		"internal/worker", "internal/toolhost", "internal/workspace", "internal/app", "cmd/coding-agent"}
 	// vendorSDKs are the forge and model client libraries and the database
-	// driver only adapters use.
+	// and broker drivers only adapters use.
 	vendorSDKs = []string{"github.com/google/go-github/", "gitlab.com/gitlab-org/api/client-go",
-		"github.com/openai/openai-go", "github.com/ollama/ollama", "github.com/jackc/pgx/"}
+		"github.com/openai/openai-go", "github.com/ollama/ollama", "github.com/jackc/pgx/", "github.com/rabbitmq/amqp091-go"}
 )
 
 // pkg is what go list says of one package (non-test files only).

@@ -28,6 +28,10 @@ type Options struct {
 	// to prove that Take and Put wait. A backend whose waiting happens on the
 	// network (not on a channel or lock) cannot be observed from a bubble.
 	NoBubble bool
+	// NoDedup skips the subtest proving that Put of a ref already waiting
+	// is a no-op: a broker does not look into its queue. The consumer finds
+	// the second job of a ref stale.
+	NoDedup bool
 	// Consumer opens a second consumer c of q's jobs (its own connection,
 	// for a networked backend) and a function that makes c go away as a
 	// dying process would, settling nothing. nil skips the subtest that
@@ -60,7 +64,12 @@ func RunWith(t *testing.T, newQueue func(t *testing.T) queue.Queue, opts Options
 		{"ReleasedUntilDead", testReleasedUntilDead},
 	}
 	for _, tc := range plain {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t, newQueue)) })
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "Dedup" && opts.NoDedup {
+				t.Skip("backend does not deduplicate waiting refs")
+			}
+			tc.fn(t, open(t, newQueue))
+		})
 	}
 	t.Run("ConsumerGoesAway", func(t *testing.T) {
 		if opts.Consumer == nil {
@@ -84,6 +93,9 @@ func RunWith(t *testing.T, newQueue func(t *testing.T) queue.Queue, opts Options
 			synctest.Test(t, func(t *testing.T) { tc.fn(t, open(t, newQueue)) })
 		})
 	}
+	// Outside a bubble the same promises, without proving that Take waited.
+	t.Run("TakeCancelledOutsideBubble", func(t *testing.T) { testTakeCancelledOutside(t, open(t, newQueue)) })
+	t.Run("CloseReleasesTakeOutsideBubble", func(t *testing.T) { testCloseReleasesTakeOutside(t, open(t, newQueue)) })
 }
 
 func open(t *testing.T, newQueue func(t *testing.T) queue.Queue) queue.Queue {
@@ -448,5 +460,41 @@ func testConsumerGoesAway(t *testing.T, q queue.Queue, consumer func(*testing.T,
 	put(t, q, Job(3))
 	if j := take(t, q); !sameJob(j, Job(3)) {
 		t.Errorf("the queue held %+v, want only job 3", j)
+	}
+}
+
+func testTakeCancelledOutside(t *testing.T, q queue.Queue) {
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := q.Take(ctx)
+		errc <- err
+	}()
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("Take after cancel: err = %v, want context.Canceled", err)
+	}
+	put(t, q, Job(1))
+	if j := take(t, q); !sameJob(j, Job(1)) {
+		t.Errorf("Take = %+v, want %+v", j, Job(1))
+	}
+}
+
+func testCloseReleasesTakeOutside(t *testing.T, q queue.Queue) {
+	const waiters = 3
+	errc := make(chan error, waiters)
+	for range waiters {
+		go func() {
+			_, err := q.Take(t.Context())
+			errc <- err
+		}()
+	}
+	if err := q.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	for range waiters {
+		if err := <-errc; !errors.Is(err, queue.ErrClosed) {
+			t.Errorf("waiting Take after Close: err = %v, want ErrClosed", err)
+		}
 	}
 }
