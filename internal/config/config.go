@@ -81,6 +81,7 @@ type Config struct {
 	Trust            Trust            `yaml:"trust"`               // who may start and steer the agent
 	Workspace        Workspace        `yaml:"workspace"`           // a git checkout per task
 	Delivery         Delivery         `yaml:"delivery"`            // the work as a branch and a draft pull/merge request
+	Queue            Queue            `yaml:"queue"`               // the job queue between producer and consumers
 
 	// ShutdownGraceSeconds is how long, after SIGINT/SIGTERM, a task in
 	// hand may take to reach its next checkpoint before its model request
@@ -369,6 +370,26 @@ type Delivery struct {
 	Author       Identity `yaml:"author"`        // the commits' author and committer
 }
 
+// Values of queue.type.
+const (
+	QueueMemory   = "memory"
+	QueueRabbitMQ = "rabbitmq"
+)
+
+// Queue is the queue section: how jobs go from the producer to the
+// consumers.
+type Queue struct {
+	Type     string   `yaml:"type"`     // memory (in-process, the default) or rabbitmq
+	RabbitMQ RabbitMQ `yaml:"rabbitmq"` // read when Type is rabbitmq
+}
+
+// RabbitMQ is queue.rabbitmq.
+type RabbitMQ struct {
+	URL           string `yaml:"url"`            // amqp://user:password@host:5672/vhost; default amqp://guest:guest@127.0.0.1:5672/
+	Name          string `yaml:"name"`           // the queue; the dead-letter queue is <name>.dead; default coding-agent
+	MaxDeliveries int    `yaml:"max_deliveries"` // deliveries of a job before it goes to the dead-letter queue; default 5
+}
+
 // Identity is a git author.
 type Identity struct {
 	Name  string `yaml:"name"`  // default coding-agent
@@ -437,6 +458,8 @@ func Default() *Config {
 			MaxRounds:          10,
 			PollSeconds:        30,
 		},
+		Queue: Queue{Type: QueueMemory, RabbitMQ: RabbitMQ{URL: "amqp://guest:guest@127.0.0.1:5672/",
+			Name: "coding-agent", MaxDeliveries: 5}},
 		ShutdownGraceSeconds: 5,
 	}
 }
@@ -559,7 +582,7 @@ func plainValue(v string) bool {
 
 // Secrets returns every configured secret, for redaction of logs and comments:
 // the forge tokens, the OpenAI API key, MCP server env values whose name
-// says they are secrets (unless plainly not one), and passwords in URL fields. Empty values are left out;
+// says they are secrets (unless plainly not one), and passwords in URL fields (the RabbitMQ URL when the queue is rabbitmq). Empty values are left out;
 // duplicates appear once; longer values come first so a redactor replacing
 // them in order never leaves part of one behind.
 func (c *Config) Secrets() []string {
@@ -574,7 +597,11 @@ func (c *Config) Secrets() []string {
 			}
 		}
 	}
-	for _, raw := range c.urls() {
+	urls := c.urls()
+	if c.Queue.Type == QueueRabbitMQ {
+		urls = append(urls, c.Queue.RabbitMQ.URL)
+	}
+	for _, raw := range urls {
 		if u, err := url.Parse(raw); err == nil && u.User != nil {
 			p, _ := u.User.Password()
 			all = append(all, p, rawPassword(raw))

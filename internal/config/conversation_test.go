@@ -299,13 +299,13 @@ func TestCommentDetectionAndConversationNoLongerUnsupported(t *testing.T) {
 comment_detection:
   enabled: true
 conversation: {enabled: true}
-queue: {type: rabbitmq}
+metrics: {enabled: true}
 gitlab:
   paused_label: gp
   stopped_label: gs
   awaiting_response_label: ga
 `, nil)
-	want := []config.Warning{{Path: "queue", Msg: "not supported by this version; ignored", Line: 12}}
+	want := []config.Warning{{Path: "metrics", Msg: "not supported by this version; ignored", Line: 12}}
 	if diff := cmp.Diff(want, warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}

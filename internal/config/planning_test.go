@@ -229,10 +229,10 @@ func TestPlanningNoLongerUnsupported(t *testing.T) {
 	_, warnings := mustParse(t, head+gh+`planning:
   enabled: true
 language: ja
-queue:
-  type: rabbitmq
+metrics:
+  enabled: true
 `, nil)
-	want := []config.Warning{{Path: "queue", Msg: "not supported by this version; ignored", Line: 9}}
+	want := []config.Warning{{Path: "metrics", Msg: "not supported by this version; ignored", Line: 9}}
 	if diff := cmp.Diff(want, warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}

@@ -40,8 +40,8 @@ continuous:
 logging:
   level: verbose
   file: ""
-queue:
-  type: rabbitmq
+metrics:
+  enabled: true
 `
 	got := problems(t, src, nil)
 	want := config.Problems{
@@ -70,7 +70,7 @@ queue:
 
 	// The warning for the unsupported key comes back with the problems.
 	_, warnings, _ := config.Parse([]byte(src), nil)
-	wantWarnings := []config.Warning{{Path: "queue", Msg: "not supported by this version; ignored", Line: 30}}
+	wantWarnings := []config.Warning{{Path: "metrics", Msg: "not supported by this version; ignored", Line: 30}}
 	if diff := cmp.Diff(wantWarnings, warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
@@ -128,10 +128,9 @@ func TestUnknownKeys(t *testing.T) {
 }
 
 func TestFutureKeysWarn(t *testing.T) {
-	src := head + gh + `queue:
-  type: rabbitmq
+	src := head + gh + `pause_resume:
+  enabled: true
   url: ${UNSET_IN_IGNORED_SECTION}
-pause_resume: {enabled: true}
 metrics: {enabled: true}
 health: {port: 8080}
 comment_detection:
@@ -147,7 +146,7 @@ comment_detection:
 		got = append(got, w.Path)
 	}
 	want := []string{
-		"queue", "pause_resume", "metrics", "health",
+		"pause_resume", "metrics", "health",
 		"comment_detection.bot_username", "comment_detection.log_level",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

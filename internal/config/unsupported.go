@@ -11,7 +11,6 @@ import (
 // a Warning and is otherwise ignored, subtree included. When a feature is
 // built, move its key out of this list and into the Config structs.
 var notYetSupported = map[string]bool{
-	"queue":        true,
 	"pause_resume": true, // pause and stop are built on labels; this section is not read
 	"metrics":      true,
 	"health":       true,

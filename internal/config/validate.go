@@ -58,6 +58,7 @@ func (c *Config) Validate() error {
 	c.CommentDetection.validate(&k)
 	c.Conversation.validate(&k)
 	c.validateWorkspace(&k)
+	c.Queue.validate(&k)
 	return k.ps.err()
 }
 
@@ -330,6 +331,28 @@ func (c *Config) validateWorkspace(k *checker) {
 	if !strings.Contains(d.Author.Email, "@") {
 		k.add("delivery.author.email", "must be an e-mail address")
 	}
+}
+
+// queueName is a RabbitMQ queue name this project accepts: printable, no
+// spaces, not the broker's reserved amq. prefix.
+var queueName = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,200}$`)
+
+func (q Queue) validate(k *checker) {
+	if !k.oneOf("queue.type", q.Type, QueueMemory, QueueRabbitMQ) || q.Type != QueueRabbitMQ {
+		return
+	}
+	r := q.RabbitMQ
+	if k.required("queue.rabbitmq.url", r.URL, "required") {
+		u, err := url.Parse(r.URL)
+		if err != nil || (u.Scheme != "amqp" && u.Scheme != "amqps") || u.Host == "" {
+			k.add("queue.rabbitmq.url", "must be an amqp:// or amqps:// URL with a host")
+		}
+	}
+	if k.required("queue.rabbitmq.name", r.Name, "required") &&
+		(!queueName.MatchString(r.Name) || strings.HasPrefix(r.Name, "amq.")) {
+		k.add("queue.rabbitmq.name", "must be 1-200 letters, digits and _.:- , not starting with amq.")
+	}
+	k.atLeast("queue.rabbitmq.max_deliveries", r.MaxDeliveries, 1)
 }
 
 // branchPrefix is what a branch name may start with here (a subset of git's
