@@ -211,3 +211,30 @@ func TestReconnectsAfterTheBrokerClosesTheConnection(t *testing.T) {
 		t.Errorf("after the three jobs: Take = %+v, %v; want ErrClosed (nothing twice)", d, err)
 	}
 }
+
+// The consumer a Take starts outlives that Take's context: a later Take
+// still receives jobs.
+func TestConsumerOutlivesTheFirstTakesContext(t *testing.T) {
+	url := brokerURL(t)
+	q := open(t, url, queueName(t, url), Options{})
+	ctx, cancel := context.WithCancel(t.Context())
+	if err := q.Put(t.Context(), queuetest.Job(1)); err != nil {
+		t.Fatal(err)
+	}
+	d, err := q.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Ack(); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := q.Put(t.Context(), queuetest.Job(2)); err != nil {
+		t.Fatal(err)
+	}
+	wait, stop := context.WithTimeout(t.Context(), time.Minute)
+	defer stop()
+	if d, err := q.Take(wait); err != nil || d.Job.Ref != queuetest.Job(2).Ref {
+		t.Fatalf("Take after the first Take's context ended = %+v, %v; want job 2", d, err)
+	}
+}

@@ -55,7 +55,8 @@ func (q *Queue) Take(ctx context.Context) (queue.Delivery, error) {
 func (q *Queue) next(ctx context.Context, s *session) (amqp.Delivery, bool, error) {
 	s.subMu.Lock()
 	if s.consumer == nil && !q.isClosed() {
-		c, err := s.sub.ConsumeWithContext(ctx, q.o.Name, s.tag, false, false, false, false, nil)
+		// Not ConsumeWithContext: the consumer outlives this Take.
+		c, err := s.sub.Consume(q.o.Name, s.tag, false, false, false, false, nil)
 		if err != nil {
 			s.subMu.Unlock()
 			return amqp.Delivery{}, false, fmt.Errorf("consuming RabbitMQ queue %q: %w", q.o.Name, err)
@@ -69,6 +70,19 @@ func (q *Queue) next(ctx context.Context, s *session) (amqp.Delivery, bool, erro
 	}
 	select {
 	case m, ok := <-c:
+		if !ok {
+			// Cancelled (by Close, or by the broker) or the channel
+			// closed: the next call starts a new consumer, on a new
+			// session when this one is gone.
+			s.subMu.Lock()
+			if s.consumer == c {
+				s.consumer = nil
+			}
+			s.subMu.Unlock()
+			if !q.isClosed() && !s.isGone() {
+				return amqp.Delivery{}, false, fmt.Errorf("consuming RabbitMQ queue %q: %w", q.o.Name, amqp.ErrClosed)
+			}
+		}
 		return m, ok, nil
 	case <-ctx.Done():
 		return amqp.Delivery{}, false, ctx.Err()
