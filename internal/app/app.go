@@ -27,7 +27,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/llm/tokens"
 	"github.com/coding-agent/coding-agent/internal/obs"
 	"github.com/coding-agent/coding-agent/internal/plan"
-	"github.com/coding-agent/coding-agent/internal/queue/memqueue"
+	"github.com/coding-agent/coding-agent/internal/queue"
 	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/sanitize"
 	"github.com/coding-agent/coding-agent/internal/store"
@@ -339,7 +339,7 @@ func (a *App) model() (string, string) {
 
 // newWorker builds the worker; shutdown is closed when the process shuts
 // down, which ends the runs in hand at their next checkpoint.
-func (a *App) newWorker(q *memqueue.Queue, shutdown <-chan struct{}) *worker.Worker {
+func (a *App) newWorker(q queue.Queue, shutdown <-chan struct{}) *worker.Worker {
 	l := a.cfg.Labels()
 	host, _ := os.Hostname()
 	provider, model := a.model()

@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/coding-agent/coding-agent/internal/queue/memqueue"
+	"github.com/coding-agent/coding-agent/internal/config"
 	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/coding-agent/coding-agent/internal/worker"
 )
@@ -34,10 +34,16 @@ func (a *App) Run(ctx context.Context) error {
 	if err := a.startAgent(ctx); err != nil {
 		return err
 	}
-	q := memqueue.New(memqueue.Options{})
-	w := a.newWorker(q, ctx.Done())
-	if _, err := w.Backlog(ctx); err != nil {
+	q, err := a.newQueue(ctx)
+	if err != nil {
 		return err
+	}
+	defer q.close(a)
+	w := a.newWorker(q, ctx.Done())
+	if q.backlog {
+		if _, err := w.Backlog(ctx); err != nil {
+			return err
+		}
 	}
 	n, err := w.Produce(ctx)
 	if err != nil {
@@ -58,7 +64,11 @@ func (a *App) Serve(ctx context.Context) error {
 	if err := a.startAgent(ctx); err != nil {
 		return err
 	}
-	q := memqueue.New(memqueue.Options{})
+	q, err := a.newQueue(ctx)
+	if err != nil {
+		return err
+	}
+	defer q.close(a)
 	w := a.newWorker(q, ctx.Done())
 	tctx, cancel := a.taskContext(ctx)
 	defer cancel()
@@ -76,8 +86,10 @@ func (a *App) Serve(ctx context.Context) error {
 		})
 	}()
 	a.poll(ctx, a.cfg.Continuous.Producer.Interval(), func(ctx context.Context) error {
-		if _, err := w.Backlog(ctx); err != nil {
-			return err
+		if q.backlog {
+			if _, err := w.Backlog(ctx); err != nil {
+				return err
+			}
 		}
 		_, err := w.Produce(ctx)
 		return err
@@ -88,9 +100,20 @@ func (a *App) Serve(ctx context.Context) error {
 }
 
 // Produce discovers and claims tasks, marking them queued in the store for
-// a consumer sharing the state directory. With once it makes one pass.
+// a consumer sharing the state directory, and, with queue.type rabbitmq,
+// putting their jobs on the broker. With once it makes one pass.
 func (a *App) Produce(ctx context.Context, once bool) error {
-	w := a.newWorker(nil, ctx.Done())
+	var w *worker.Worker
+	if a.cfg.Queue.Type == config.QueueRabbitMQ {
+		q, err := a.newQueue(ctx)
+		if err != nil {
+			return err
+		}
+		defer q.close(a)
+		w = a.newWorker(q, ctx.Done())
+	} else {
+		w = a.newWorker(nil, ctx.Done())
+	}
 	if once {
 		n, err := w.Produce(ctx)
 		a.Log.Info("produce: tasks queued", "count", n)
@@ -103,28 +126,39 @@ func (a *App) Produce(ctx context.Context, once bool) error {
 	return nil
 }
 
-// Consume processes the tasks queued in the store, polling for new ones.
-// With once it processes what is queued now and returns.
+// Consume processes the tasks queued in the store (or, with queue.type
+// rabbitmq, the jobs on the broker), polling for new ones. With once it
+// processes what is queued now and returns.
 func (a *App) Consume(ctx context.Context, once bool) error {
 	if err := a.startAgent(ctx); err != nil {
 		return err
 	}
-	q := memqueue.New(memqueue.Options{})
+	q, err := a.newQueue(ctx)
+	if err != nil {
+		return err
+	}
+	defer q.close(a)
 	w := a.newWorker(q, ctx.Done())
 	tctx, cancel := a.taskContext(ctx)
 	defer cancel()
 	if once {
-		if _, err := w.Backlog(ctx); err != nil {
-			return err
+		if q.backlog {
+			if _, err := w.Backlog(ctx); err != nil {
+				return err
+			}
 		}
 		q.Close()
 		return w.Consume(tctx)
 	}
 	done, ctx := a.consume(ctx, w, tctx)
-	a.poll(ctx, a.cfg.Continuous.Producer.Interval(), func(ctx context.Context) error {
-		_, err := w.Backlog(ctx)
-		return err
-	})
+	if q.backlog {
+		a.poll(ctx, a.cfg.Continuous.Producer.Interval(), func(ctx context.Context) error {
+			_, err := w.Backlog(ctx)
+			return err
+		})
+	} else {
+		<-ctx.Done() // the broker delivers; nothing to poll
+	}
 	q.Close()
 	return <-done
 }

@@ -13,8 +13,9 @@ import (
 )
 
 // Consume runs Workers goroutines taking jobs until the queue is closed and
-// drained, or ctx ends. Once Options.Shutdown is closed no job is started;
-// their next checkpoint (their state is saved); ctx ending cuts them off.
+// drained, or ctx ends. Once Options.Shutdown is closed no job is taken or
+// started; the runs in hand stop at their next checkpoint (their state is
+// saved); ctx ending cuts them off.
 // A job is acked once its task has left the consumer's hands (see settleJob);
 // a job delivered more times than the queue allows comes dead-lettered and
 // its task fails saying so.
@@ -44,10 +45,10 @@ func (w *Worker) Consume(ctx context.Context) error {
 					return
 				}
 				if isClosed(w.o.Shutdown) {
-					// Unsettled: it is queued in the store (and, on a
-					// networked queue, delivered again once this
-					// consumer goes away) for the next run.
-					continue
+					// Unsettled, and no more taken: the task is queued
+					// in the store, and a networked queue delivers the
+					// job again once this consumer goes away.
+					return
 				}
 				var kept bool
 				if d.Dead != "" {
