@@ -9,7 +9,9 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/coding-agent/coding-agent/internal/app"
 	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -33,10 +35,10 @@ func rabbitURL(t *testing.T) string {
 	return url
 }
 
-// produce and consume as two processes with queue.type rabbitmq: the job
-// goes through the broker (the consumer does not read the store's backlog
-// with it), and the queue is empty afterwards.
-func TestProduceThenConsumeOverRabbitMQ(t *testing.T) {
+// useRabbitMQ points e at a fresh queue on the test broker, deleted when
+// the test ends, which finds it empty.
+func useRabbitMQ(t *testing.T, e *env) {
+	t.Helper()
 	url := rabbitURL(t)
 	b := make([]byte, 6)
 	rand.Read(b)
@@ -59,8 +61,15 @@ func TestProduceThenConsumeOverRabbitMQ(t *testing.T) {
 			}
 		}
 	})
-	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 	e.cfg.Queue = config.Queue{Type: config.QueueRabbitMQ, RabbitMQ: config.RabbitMQ{URL: url, Name: name, MaxDeliveries: 5}}
+}
+
+// produce and consume as two processes with queue.type rabbitmq: the job
+// goes through the broker (the consumer does not read the store's backlog
+// with it), and the queue is empty afterwards.
+func TestProduceThenConsumeOverRabbitMQ(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
+	useRabbitMQ(t, e)
 	if err := e.app(t).Produce(context.Background(), true); err != nil {
 		t.Fatal(err)
 	}
@@ -71,4 +80,43 @@ func TestProduceThenConsumeOverRabbitMQ(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkDone(t, e, config.ProviderOpenAI, false)
+}
+
+// SIGTERM while the model is answering, with queue.type rabbitmq: the run
+// stops at its checkpoint and its job is not acked; the broker delivers it
+// again (the store's backlog is not read), and the next run resumes the
+// task from the checkpoint without asking the model again.
+func TestServeShutdownOverRabbitMQRedeliversAndResumes(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
+	useRabbitMQ(t, e)
+	arrived, release := make(chan struct{}), make(chan struct{})
+	e.model.Script(llmtest.Slow{Arrived: arrived, Release: release,
+		Then: llmtest.Reply{Content: `{"comment":"Writing hello.txt.","command":{"tool":"fs/write_file","args":{"path":"` +
+			e.workspace + `/hello.txt","content":"hello from coding-agent\n"}}}`}})
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, e.cfg, app.Options{Sleep: noWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- a.Serve(ctx) }()
+	<-arrived
+	cancel()
+	close(release)
+	if err := <-served; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	a.Close()
+	if rec := e.record(); rec.Status != task.Queued || rec.Counters.LLMCalls != 1 {
+		t.Fatalf("after shutdown: %+v", rec)
+	}
+	if err := e.run(context.Background()); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if reqs := e.model.Requests(); len(reqs) != 2 {
+		t.Fatalf("%d model requests in all, want 2 (the resumed run asks once more)", len(reqs))
+	}
+	if rec := e.record(); rec.Status != task.Done || rec.Counters.LLMCalls != 2 {
+		t.Fatalf("final record %+v", rec)
+	}
 }
