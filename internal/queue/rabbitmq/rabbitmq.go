@@ -130,7 +130,7 @@ func (q *Queue) dial() (*session, error) {
 	s := &session{conn: conn, gone: make(chan struct{}), tag: fmt.Sprintf("%s-%p", q.o.ConnectionName, conn)}
 	notify := conn.NotifyClose(make(chan *amqp.Error, 1))
 	go func() {
-		for range notify { //nolint:revive // drained until closed
+		for range notify { // drained until the connection is closed
 		}
 		close(s.gone)
 	}()
