@@ -212,14 +212,14 @@ func TestConfigCheckYAMLErrorHidesSecret(t *testing.T) {
 }
 
 func TestConfigCheckFutureKeyWarns(t *testing.T) {
-	cfg := writeConfig(t, configOptions{extra: "database:\n  type: postgres\n"})
+	cfg := writeConfig(t, configOptions{extra: "metrics:\n  enabled: true\n"})
 	code, stdout, stderr := cli(t, "config", "check", "--config", cfg)
 	if code != exitOK || stdout != "ok\n" {
 		t.Errorf("exit code %d, stdout %q; want %d and \"ok\\n\"\nstderr:\n%s", code, stdout, exitOK, stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
-	if len(lines) != 1 || !strings.HasPrefix(lines[0], "warning: database") || !strings.Contains(lines[0], "not supported") {
-		t.Errorf("stderr = %q, want one warning line about database", stderr)
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "warning: metrics") || !strings.Contains(lines[0], "not supported") {
+		t.Errorf("stderr = %q, want one warning line about metrics", stderr)
 	}
 }
 
