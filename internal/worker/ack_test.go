@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/coding-agent/coding-agent/internal/engine"
+	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/queue"
 	"github.com/coding-agent/coding-agent/internal/queue/memqueue"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -142,4 +143,23 @@ func TestDeadLetteredJobFailsItsTask(t *testing.T) {
 	if dead := q.Dead(); len(dead) != 1 || dead[0].Ref != wd.ref {
 		t.Errorf("dead list %+v, want the task's job", dead)
 	}
+}
+
+// A final label that cannot be set leaves the task queued for another try:
+// its job is given back at once (a networked queue holds nothing else that
+// would bring it back while this consumer lives), and the next delivery
+// sets the labels and acks it.
+func TestConsumeReleasesAJobWhoseLabelsFailed(t *testing.T) {
+	wd, q := queuedWorld(t, memqueue.Options{})
+	wd.run.out = engine.Outcome{End: engine.Done, Summary: "did it"}
+	wd.claim()
+	wd.gh.Inject(forgetest.Fault{Method: "POST", Path: "/labels", Status: 500})
+	q.Close()
+	if err := wd.w.Consume(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(q.how, ","); got != "release,ack" {
+		t.Errorf("settled %q, want release then ack", got)
+	}
+	wd.want(task.Done, "bug", testLabels.Done)
 }

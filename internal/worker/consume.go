@@ -50,13 +50,16 @@ func (w *Worker) Consume(ctx context.Context) error {
 					// job again once this consumer goes away.
 					return
 				}
-				var kept bool
+				how := ack
 				if d.Dead != "" {
 					err = w.deadLettered(ctx, d)
 				} else {
-					kept, err = w.process(ctx, d.Job.Ref)
+					how, err = w.process(ctx, d.Job.Ref)
 				}
-				w.settleJob(d, kept || err != nil)
+				if err != nil {
+					how = leave
+				}
+				w.settleJob(d, how)
 				if err != nil {
 					stop.Do(func() { close(stopped) })
 					errs <- err
@@ -70,17 +73,21 @@ func (w *Worker) Consume(ctx context.Context) error {
 	return errors.Join(collect(errs)...)
 }
 
-// settleJob acks d unless its task stays queued to resume (kept): that job is
-// left unsettled, so that a networked queue delivers it again once this
-// consumer goes away, and the consumer that takes it resumes the task from
-// its checkpoint.
-func (w *Worker) settleJob(d queue.Delivery, kept bool) {
-	if kept {
-		return
+// settleJob settles d as process said: acked once its task left the
+// consumer's hands; given back (released) when a final label change is to
+// be tried again; left unsettled when its task stays queued to resume, so
+// that a networked queue delivers it again once this consumer goes away and
+// the consumer that takes it resumes the task from its checkpoint.
+func (w *Worker) settleJob(d queue.Delivery, how settlement) {
+	var err error
+	switch how {
+	case ack:
+		err = d.Ack() // failing, the job comes again; Process finds its task stale
+	case release:
+		err = d.Release()
 	}
-	if err := d.Ack(); err != nil {
-		// The job comes again; Process finds its task stale.
-		w.log(d.Job.Ref).Warn("acking a job", "error", err)
+	if err != nil {
+		w.log(d.Job.Ref).Warn("settling a job", "how", how, "error", err)
 	}
 }
 

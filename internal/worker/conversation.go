@@ -29,7 +29,7 @@ const awaitFrom = 2 * time.Minute
 // finishRound ends a round the run finished done: the task awaits a reply
 // while the conversation goes on, and is done otherwise. Its error is a
 // store write that failed.
-func (w *Worker) finishRound(ctx context.Context, f ending, out engine.Outcome) error {
+func (w *Worker) finishRound(ctx context.Context, f ending, out engine.Outcome) (bool, error) {
 	summary := out.Summary
 	if summary == "" {
 		summary = out.Comment
@@ -38,14 +38,13 @@ func (w *Worker) finishRound(ctx context.Context, f ending, out engine.Outcome) 
 	if store.IsFailure(err) {
 		f.reason = w.o.Redact(err.Error())
 		w.move(ctx, f, storeFailed)
-		return err
+		return true, err
 	}
 	ev := runDone
 	if awaits {
 		ev = roundDone
 	}
-	_, err = w.move(ctx, f, ev)
-	return err
+	return w.move(ctx, f, ev)
 }
 
 // await records a finished round in the conversation, with the newest

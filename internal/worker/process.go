@@ -29,19 +29,34 @@ func (w *Worker) Process(ctx context.Context, ref task.Ref) error {
 	return err
 }
 
-// process is Process; kept reports that the task stays queued for a
-// consumer to resume from its checkpoint (its run was interrupted by the
-// shutdown, or the store failed) rather than leaving this consumer's hands
-// (done, failed, stopped, paused, awaiting a reply, or not ours to run).
-func (w *Worker) process(ctx context.Context, ref task.Ref) (kept bool, err error) {
+// settlement is what becomes of a task's job once process is done with it.
+type settlement int
+
+const (
+	// ack: the task left the consumer's hands (done, failed, stopped,
+	// paused, awaiting a reply, or not ours to run).
+	ack settlement = iota
+	// leave: the task stays queued for a consumer to resume from its
+	// checkpoint (its run was interrupted by the shutdown, or the store
+	// failed): the job stays unsettled, delivered again once this
+	// consumer goes away.
+	leave
+	// release: a final label could not be set and the task was left
+	// queued for the transition to be tried again: the job is given back
+	// at once (and dead-lettered if that keeps happening).
+	release
+)
+
+// process is Process, saying what becomes of the task's job.
+func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) {
 	if _, busy := w.active.LoadOrStore(ref, struct{}{}); busy {
-		return false, nil
+		return ack, nil
 	}
 	defer w.active.Delete(ref)
 	log := w.log(ref)
 	if rec, err := w.o.Store.Get(ctx, ref); err == nil && rec.Status != task.Queued && rec.Status != task.Running {
 		log.Info("job is stale; task is no longer queued", "status", rec.Status)
-		return false, nil
+		return ack, nil
 	}
 	post := report.NewPoster(report.PosterOptions{Commenter: w.o.Forge, Ref: ref, Redact: w.o.Redact, Logger: log})
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
@@ -52,13 +67,13 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (kept bool, err erro
 		}
 		if err = failure(err); err != nil {
 			w.move(fctx, ending{ref: ref, post: post, log: log, reason: w.o.Redact(err.Error())}, storeFailed)
-			return true, err
+			return leave, err
 		}
-		return false, nil
+		return ack, nil
 	}
 	in, skip, err := w.load(ctx, ref, post)
 	if skip {
-		return false, failure(err)
+		return ack, failure(err)
 	}
 	var ws Workspace
 	if err == nil && w.o.Workspaces != nil {
@@ -82,15 +97,15 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (kept bool, err erro
 }
 
 // end moves the task by how its run ended (out, or err); ctx is the run's,
-// fctx the one to finish under. It reports whether the task stays queued
-// to resume (see process) and returns a failure of the store.
-func (w *Worker) end(ctx, fctx context.Context, f ending, out engine.Outcome, err error) (bool, error) {
+// fctx the one to finish under. It says what becomes of the task's job (see
+// process) and returns a failure of the store.
+func (w *Worker) end(ctx, fctx context.Context, f ending, out engine.Outcome, err error) (settlement, error) {
 	ev := runFailed
 	switch {
 	case store.IsFailure(err):
 		f.reason = w.o.Redact(err.Error())
 		w.move(fctx, f, storeFailed)
-		return true, err
+		return leave, err
 	case err != nil && (ctx.Err() != nil || isClosed(w.o.Shutdown)):
 		// Cut off after the shutdown grace, or failing while the process
 		// shuts down: resumed by the next run, not failed.
@@ -108,7 +123,8 @@ func (w *Worker) end(ctx, fctx context.Context, f ending, out engine.Outcome, er
 			f.reported = false
 			break
 		}
-		return false, failure(w.finishRound(fctx, f, out))
+		moved, err := w.finishRound(fctx, f, out)
+		return settlementOf(moved), failure(err)
 	case out.End == engine.Failed:
 		ev = runFailed
 	case out.End == engine.Paused:
@@ -120,8 +136,20 @@ func (w *Worker) end(ctx, fctx context.Context, f ending, out engine.Outcome, er
 	default:
 		f.reason = fmt.Sprintf("the run ended without a known outcome (%q)", out.End)
 	}
-	_, err = w.move(fctx, f, ev)
-	return ev == runInterrupted, failure(err)
+	moved, err := w.move(fctx, f, ev)
+	if ev == runInterrupted {
+		return leave, failure(err)
+	}
+	return settlementOf(moved), failure(err)
+}
+
+// settlementOf is the settlement of a job whose task's final transition was
+// made (ack) or left for another try (release).
+func settlementOf(moved bool) settlement {
+	if moved {
+		return ack
+	}
+	return release
 }
 
 // load reads the task and its comments and checks it is still ours to run.
