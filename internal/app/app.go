@@ -27,7 +27,6 @@ import (
 	"github.com/coding-agent/coding-agent/internal/llm/tokens"
 	"github.com/coding-agent/coding-agent/internal/obs"
 	"github.com/coding-agent/coding-agent/internal/plan"
-	"github.com/coding-agent/coding-agent/internal/queue"
 	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/sanitize"
 	"github.com/coding-agent/coding-agent/internal/store"
@@ -339,7 +338,7 @@ func (a *App) model() (string, string) {
 
 // newWorker builds the worker; shutdown is closed when the process shuts
 // down, which ends the runs in hand at their next checkpoint.
-func (a *App) newWorker(q queue.Queue, shutdown <-chan struct{}) *worker.Worker {
+func (a *App) newWorker(q *jobs, shutdown <-chan struct{}) *worker.Worker {
 	l := a.cfg.Labels()
 	host, _ := os.Hostname()
 	provider, model := a.model()
@@ -361,7 +360,7 @@ func (a *App) newWorker(q queue.Queue, shutdown <-chan struct{}) *worker.Worker 
 		Owner:   store.Owner{Host: host, PID: os.Getpid(), Provider: provider, Model: model},
 		BotName: bot, Workers: a.cfg.Continuous.Consumer.Workers, Shutdown: shutdown, Redact: a.redact, Logger: a.Log}
 	if q != nil {
-		o.Queue = q
+		o.Queue, o.Redeliver = q, !q.backlog
 	}
 	return worker.New(o)
 }

@@ -146,11 +146,14 @@ func TestDeadLetteredJobFailsItsTask(t *testing.T) {
 }
 
 // A final label that cannot be set leaves the task queued for another try:
-// its job is given back at once (a networked queue holds nothing else that
-// would bring it back while this consumer lives), and the next delivery
-// sets the labels and acks it.
+// with a queue that keeps its jobs (Redeliver) the job is given back at
+// once, as nothing else would bring it back while this consumer lives, and
+// the next delivery sets the labels and acks it; without, the job is acked
+// and the store backlog brings the task back
+// (TestFinalLabelFailureIsFinishedByTheNextRun).
 func TestConsumeReleasesAJobWhoseLabelsFailed(t *testing.T) {
 	wd, q := queuedWorld(t, memqueue.Options{})
+	wd.w.o.Redeliver = true
 	wd.run.out = engine.Outcome{End: engine.Done, Summary: "did it"}
 	wd.claim()
 	wd.gh.Inject(forgetest.Fault{Method: "POST", Path: "/labels", Status: 500})
@@ -162,4 +165,19 @@ func TestConsumeReleasesAJobWhoseLabelsFailed(t *testing.T) {
 		t.Errorf("settled %q, want release then ack", got)
 	}
 	wd.want(task.Done, "bug", testLabels.Done)
+}
+
+func TestConsumeAcksAJobWhoseLabelsFailedWhenTheBacklogRetries(t *testing.T) {
+	wd, q := queuedWorld(t, memqueue.Options{})
+	wd.run.out = engine.Outcome{End: engine.Done, Summary: "did it"}
+	wd.claim()
+	wd.gh.Inject(forgetest.Fault{Method: "POST", Path: "/labels", Status: 500})
+	q.Close()
+	if err := wd.w.Consume(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(q.how, ","); got != "ack" {
+		t.Errorf("settled %q, want ack", got)
+	}
+	wd.want(task.Queued, "bug", testLabels.Processing)
 }

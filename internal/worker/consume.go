@@ -84,6 +84,10 @@ func (w *Worker) settleJob(d queue.Delivery, how settlement) {
 	case ack:
 		err = d.Ack() // failing, the job comes again; Process finds its task stale
 	case release:
+		if !w.o.Redeliver {
+			err = d.Ack()
+			break
+		}
 		err = d.Release()
 	}
 	if err != nil {

@@ -42,8 +42,9 @@ const (
 	// consumer goes away.
 	leave
 	// release: a final label could not be set and the task was left
-	// queued for the transition to be tried again: the job is given back
-	// at once (and dead-lettered if that keeps happening).
+	// queued for the transition to be tried again: with Redeliver the job
+	// is given back at once (and dead-lettered if that keeps happening),
+	// else acked for the store backlog to bring the task back.
 	release
 )
 

@@ -26,12 +26,17 @@ type Runner interface {
 
 // Options configure a Worker. Zero values mean defaults.
 type Options struct {
-	Forge  forge.Forge
-	Store  store.Store
-	Queue  queue.Queue // nil: the producer only marks tasks queued in the store
-	Agent  Runner
-	Labels task.Labels
-	Owner  store.Owner
+	Forge forge.Forge
+	Store store.Store
+	Queue queue.Queue // nil: the producer only marks tasks queued in the store
+	// Redeliver: the queue keeps its jobs (a broker) and no store backlog
+	// re-queues a task left queued, so a job whose task's final label
+	// could not be set is released, to come again; otherwise it is acked
+	// and the backlog of the next pass brings the task back.
+	Redeliver bool
+	Agent     Runner
+	Labels    task.Labels
+	Owner     store.Owner
 	// BotName is the forge user the agent posts as; empty → learned from
 	// the forge (GET /user).
 	BotName string
