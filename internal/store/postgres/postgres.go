@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
@@ -56,8 +55,7 @@ type Options struct {
 // Store is a store.Store on a PostgreSQL database.
 type Store struct {
 	pool      *pgxpool.Pool
-	host      string
-	alive     func(pid int) bool
+	holders   store.Holders // who still holds a running task
 	now       func() time.Time
 	log       *slog.Logger
 	closeOnce sync.Once
@@ -104,17 +102,12 @@ func openSchema(ctx context.Context, url string, opts Options, schema []string) 
 }
 
 func newStore(opts Options) (*Store, error) {
-	s := &Store{host: opts.Hostname, alive: opts.Alive, now: opts.Now, log: opts.Logger}
-	if s.host == "" {
-		h, err := os.Hostname()
-		if err != nil {
-			return nil, fmt.Errorf("opening store: reading hostname: %w", err)
-		}
-		s.host = h
+	s := &Store{now: opts.Now, log: opts.Logger}
+	holders, err := store.NewHolders(opts.Hostname, opts.Alive)
+	if err != nil {
+		return nil, err
 	}
-	if s.alive == nil {
-		s.alive = processAlive
-	}
+	s.holders = holders
 	if s.now == nil {
 		s.now = time.Now
 	}

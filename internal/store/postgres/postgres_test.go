@@ -150,7 +150,7 @@ func TestClaimRaceAcrossHosts(t *testing.T) {
 }
 
 // race has three claimers on each store claim ref at once, each as its
-// store's host, and wants one winner whose record both stores read.
+// store's host (a is host-a, b host-b), and wants one winner whose record both stores read.
 func race(t *testing.T, a, b *Store, ref task.Ref, what string) {
 	t.Helper()
 	const perStore = 3
@@ -159,18 +159,18 @@ func race(t *testing.T, a, b *Store, ref task.Ref, what string) {
 		wg         sync.WaitGroup
 		wins, lost atomic.Int32
 	)
-	for _, s := range []*Store{a, b} {
+	for s, host := range map[*Store]string{a: "host-a", b: "host-b"} {
 		for range perStore {
 			wg.Go(func() {
 				<-start
-				_, err := s.Claim(t.Context(), ref, store.Owner{Host: s.host, PID: os.Getpid(), Model: s.host})
+				_, err := s.Claim(t.Context(), ref, store.Owner{Host: host, PID: os.Getpid(), Model: host})
 				switch {
 				case err == nil:
 					wins.Add(1)
 				case errors.Is(err, store.ErrClaimed):
 					lost.Add(1)
 				default:
-					t.Errorf("%s: Claim on %s: %v", what, s.host, err)
+					t.Errorf("%s: Claim on %s: %v", what, host, err)
 				}
 			})
 		}

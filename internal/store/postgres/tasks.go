@@ -87,7 +87,7 @@ func (s *Store) claim(ctx context.Context, ref task.Ref, owner store.Owner) (sto
 	if err != nil {
 		return store.Record{}, fmt.Errorf("reading task: %w", err)
 	}
-	if cur.Status == task.Running && s.held(cur) {
+	if cur.Status == task.Running && s.holders.Hold(cur) {
 		return store.Record{}, fmt.Errorf("held by pid %d on %s: %w", cur.PID, cur.Host, store.ErrClaimed)
 	}
 	if cur.Status == task.Running {
@@ -107,13 +107,6 @@ func commit(ctx context.Context, tx pgx.Tx) error {
 		return fmt.Errorf("committing claim: %w", err)
 	}
 	return nil
-}
-
-// held reports whether the running task's holder still holds it: it does
-// unless it ran on this host and its process is gone. A holder on another
-// host cannot be probed and always holds.
-func (s *Store) held(cur store.Record) bool {
-	return cur.Host != s.host || s.alive(cur.PID)
 }
 
 // SetStatus moves the task to status. errMsg is kept only for task.Failed;

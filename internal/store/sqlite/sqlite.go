@@ -64,8 +64,7 @@ type Options struct {
 type Store struct {
 	db        *sql.DB
 	path      string
-	host      string
-	alive     func(pid int) bool
+	holders   store.Holders // who still holds a running task
 	now       func() time.Time
 	log       *slog.Logger
 	closeOnce sync.Once
@@ -145,22 +144,15 @@ func newStore(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("opening store: directory %q contains '?'", dir)
 	}
 	s := &Store{
-		path:  filepath.Join(dir, FileName),
-		host:  opts.Hostname,
-		alive: opts.Alive,
-		now:   opts.Now,
-		log:   opts.Logger,
+		path: filepath.Join(dir, FileName),
+		now:  opts.Now,
+		log:  opts.Logger,
 	}
-	if s.host == "" {
-		h, err := os.Hostname()
-		if err != nil {
-			return nil, fmt.Errorf("opening store: reading hostname: %w", err)
-		}
-		s.host = h
+	holders, err := store.NewHolders(opts.Hostname, opts.Alive)
+	if err != nil {
+		return nil, err
 	}
-	if s.alive == nil {
-		s.alive = processAlive
-	}
+	s.holders = holders
 	if s.now == nil {
 		s.now = time.Now
 	}

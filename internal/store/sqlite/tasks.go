@@ -84,7 +84,7 @@ func (s *Store) claim(ctx context.Context, ref task.Ref, owner store.Owner) (sto
 			owner.Host, owner.PID, owner.Provider, owner.Model, now, now)
 	case err != nil:
 		return store.Record{}, fmt.Errorf("reading task: %w", err)
-	case cur.Status == task.Running && s.held(cur):
+	case cur.Status == task.Running && s.holders.Hold(cur):
 		return store.Record{}, fmt.Errorf("held by pid %d on %s: %w", cur.PID, cur.Host, store.ErrClaimed)
 	default:
 		if cur.Status == task.Running {
@@ -105,13 +105,6 @@ func (s *Store) claim(ctx context.Context, ref task.Ref, owner store.Owner) (sto
 		return store.Record{}, fmt.Errorf("committing claim: %w", err)
 	}
 	return rec, nil
-}
-
-// held reports whether the running task's holder still holds it: it does
-// unless it ran on this host and its process is gone. A holder on another
-// host cannot be probed and always holds.
-func (s *Store) held(cur store.Record) bool {
-	return cur.Host != s.host || s.alive(cur.PID)
 }
 
 // SetStatus moves the task to status. errMsg is kept only for task.Failed;

@@ -1,15 +1,15 @@
 //go:build unix
 
-package postgres
+package store
 
 import (
 	"errors"
 	"syscall"
 )
 
-// processAlive reports whether pid names a running process on this host.
+// ProcessAlive reports whether pid names a running process on this host.
 // EPERM (the process exists but belongs to someone else) counts as alive.
-func processAlive(pid int) bool {
+func ProcessAlive(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
