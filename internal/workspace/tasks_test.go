@@ -1,0 +1,77 @@
+package workspace
+
+import (
+	"context"
+	"encoding/base64"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coding-agent/coding-agent/internal/forge/github"
+	"github.com/coding-agent/coding-agent/internal/forgetest"
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// Delivery may be cut at any step (a crash, a forge that fails after the
+// push): whichever step it stopped after, delivering again — as the resumed
+// run or the next round does — leaves one commit of the work on the branch
+// and one pull request, and a round with nothing new opens nothing more.
+func TestDeliverAgainAfterEveryStepOpensOneChange(t *testing.T) {
+	for _, failAt := range []string{"none", "push", "find", "open"} {
+		t.Run(failAt, func(t *testing.T) {
+			g := forgetest.NewGitHub(t)
+			n := g.AddIssue("acme/app", forgetest.IssueSeed{Title: "Add a file", Labels: []string{"coding agent"}})
+			c, err := github.New(github.Options{APIURL: g.URL(), Token: g.Token, Repositories: []string{"acme/app"},
+				HTTPClient: g.Client(), Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := task.Ref{Forge: task.GitHub, Repo: "acme/app", Kind: task.Issue, Number: n}
+			tk, err := c.Get(t.Context(), ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+g.Token))
+			ts := NewTasks(TasksOptions{Manager: newManager(t, Options{}), Forge: c, Auth: auth, Keep: "failed",
+				Delivery: Delivery{Enabled: true, Draft: true, BranchPrefix: "coding-agent/"}})
+			repo, err := c.Repository(t.Context(), ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := prepare(t, ts.o.Manager, Spec{Ref: ref, CloneURL: repo.CloneURL, Auth: auth, Base: repo.DefaultBranch,
+				Branch: "coding-agent/issue-" + strings.TrimPrefix(ref.String(), "github:acme/app#")})
+			o := &TaskWorkspace{ts: ts, t: tk, w: w}
+			write(t, w.Dir, "hello.txt", "hello\n")
+			switch failAt { // that step fails once
+			case "push":
+				g.Inject(forgetest.Fault{Method: "POST", Path: "/git-receive-pack", Status: 502, Times: 1})
+			case "find":
+				g.Inject(forgetest.Fault{Method: "GET", Path: "/pulls", Status: 500, Times: 1})
+			case "open":
+				g.Inject(forgetest.Fault{Method: "POST", Path: "/pulls", Status: 422, Times: 1})
+			}
+			if _, err := o.Deliver(t.Context(), "Wrote hello.txt."); (err != nil) != (failAt != "none") {
+				t.Fatalf("first delivery: %v", err)
+			}
+			for round := range 2 { // the resumed run, then a round with nothing new
+				said, err := o.Deliver(t.Context(), "Wrote hello.txt.")
+				if err != nil {
+					t.Fatalf("delivery %d: %v", round+2, err)
+				}
+				if !strings.Contains(said, "/pull/") {
+					t.Errorf("delivery %d does not link the pull request:\n%s", round+2, said)
+				}
+			}
+			branch := "coding-agent/issue-1"
+			if got, ok := g.FileAt("acme/app", branch, "hello.txt"); !ok || got != "hello\n" {
+				t.Errorf("the branch holds hello.txt = %q, %v", got, ok)
+			}
+			if log := g.Log("acme/app", branch); len(log) != 2 { // the seed commit and ours
+				t.Errorf("%d commits on %s, want 2: %+v", len(log), branch, log)
+			}
+			if ps := g.Pulls("acme/app"); len(ps) != 1 || ps[0].Head != branch || !ps[0].Draft {
+				t.Errorf("pull requests %+v, want one draft from %s", ps, branch)
+			}
+		})
+	}
+}
