@@ -5,7 +5,9 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -67,12 +69,20 @@ type App struct {
 	host    *toolhost.Host
 	ws      worker.Workspaces // nil: tasks get no workspace
 	runner  worker.Runner
+	// self is this start of the process as it claims tasks: host name,
+	// PID, instance id and lease (the model is added by newWorker).
+	self store.Owner
 }
 
 // New builds the logger, the store and the forge adapter. Commands that run
 // the agent also start the MCP servers and the model client (startAgent).
 func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	a := &App{cfg: cfg, o: o, redact: sanitize.NewRedactor(cfg.Secrets()).Redact}
+	self, err := newSelf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a.self = self
 	logger, closer, err := obs.NewLogger(obs.LogOptions{
 		File: cfg.Logging.File, Level: cfg.Logging.Level, Stdout: cfg.Logging.Stdout,
 		MaxAgeDays: cfg.Logging.MaxAgeDays, Secrets: cfg.Secrets(),
@@ -105,13 +115,13 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 // in state_dir.
 func (a *App) openStore(ctx context.Context) (store.Store, error) {
 	if a.cfg.Database.Postgres() {
-		st, err := postgres.Open(ctx, a.cfg.Database.URL, postgres.Options{Logger: a.Log})
+		st, err := postgres.Open(ctx, a.cfg.Database.URL, postgres.Options{Logger: a.Log, Hostname: a.self.Host})
 		if err != nil {
 			return nil, fmt.Errorf("opening the state store in PostgreSQL (database.url): %w", err)
 		}
 		return st, nil
 	}
-	st, err := sqlite.Open(ctx, a.cfg.StateDir)
+	st, err := sqlite.OpenWith(ctx, a.cfg.StateDir, sqlite.Options{Logger: a.Log, Hostname: a.self.Host})
 	if err != nil {
 		return nil, fmt.Errorf("opening the state store in %s: %w", a.cfg.StateDir, err)
 	}
@@ -340,8 +350,9 @@ func (a *App) model() (string, string) {
 // down, which ends the runs in hand at their next checkpoint.
 func (a *App) newWorker(q *jobs, shutdown <-chan struct{}) *worker.Worker {
 	l := a.cfg.Labels()
-	host, _ := os.Hostname()
 	provider, model := a.model()
+	self := a.self
+	self.Provider, self.Model = provider, model
 	bot := a.cfg.GitHub.BotName
 	if a.cfg.TaskSource == task.GitLab {
 		bot = a.cfg.GitLab.BotName
@@ -357,7 +368,7 @@ func (a *App) newWorker(q *jobs, shutdown <-chan struct{}) *worker.Worker {
 			LabelerNeedsWrite: tr.LabelerNeedsWriteAccess},
 		Conversation: worker.Conversation{Enabled: cv.Enabled, AllowCollaborators: cv.AllowCollaborators,
 			Keywords: cv.CompletionKeywords, Timeout: cv.Timeout(), MaxRounds: cv.MaxRounds},
-		Owner:   store.Owner{Host: host, PID: os.Getpid(), Provider: provider, Model: model},
+		Owner:   self,
 		BotName: bot, Workers: a.cfg.Continuous.Consumer.Workers, Shutdown: shutdown, Redact: a.redact, Logger: a.Log}
 	if q != nil {
 		o.Queue, o.Redeliver = q, !q.backlog
@@ -418,4 +429,22 @@ func (t taskWorkspaces) Open(ctx context.Context, tk task.Task) (worker.Workspac
 		return nil, err
 	}
 	return o, nil
+}
+
+// newSelf is this start of the process: host_name (else the machine's
+// name), the PID, a new random instance id and the configured lease.
+func newSelf(cfg *config.Config) (store.Owner, error) {
+	host := cfg.HostName
+	if host == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return store.Owner{}, fmt.Errorf("reading the host name (set host_name): %w", err)
+		}
+		host = h
+	}
+	id := make([]byte, 6)
+	if _, err := rand.Read(id); err != nil {
+		return store.Owner{}, fmt.Errorf("making an instance id: %w", err)
+	}
+	return store.Owner{Host: host, PID: os.Getpid(), Instance: hex.EncodeToString(id), Lease: cfg.Lease()}, nil
 }

@@ -88,6 +88,15 @@ type Config struct {
 	// or tool call is cancelled (that step is done again on resume);
 	// default 5, >= 0.
 	ShutdownGraceSeconds int `yaml:"shutdown_grace_seconds"`
+
+	// HostName names this host in the store and in the comments a takeover
+	// posts; default the machine's host name.
+	HostName string `yaml:"host_name"`
+	// LeaseSeconds is how long a running task stays held by its process
+	// without a renewal; the holder renews it every third of that, and
+	// any process sharing the store takes over a task whose lease expired;
+	// default 60, >= 3.
+	LeaseSeconds int `yaml:"lease_seconds"`
 }
 
 // Database is the database section: where the state store lives. With URL
@@ -461,6 +470,7 @@ func Default() *Config {
 		Queue: Queue{Type: QueueMemory, RabbitMQ: RabbitMQ{URL: "amqp://guest:guest@127.0.0.1:5672/",
 			Name: "coding-agent", MaxDeliveries: 5}},
 		ShutdownGraceSeconds: 5,
+		LeaseSeconds:         60,
 	}
 }
 
@@ -508,6 +518,11 @@ func (l LLM) Timeout() time.Duration { return time.Duration(l.TimeoutSeconds) * 
 
 // CallTimeout is the deadline of one tool call.
 func (t Tools) CallTimeout() time.Duration { return time.Duration(t.CallTimeoutSeconds) * time.Second }
+
+// Lease is how long a running task stays held without a renewal.
+func (c *Config) Lease() time.Duration {
+	return time.Duration(c.LeaseSeconds) * time.Second
+}
 
 // ShutdownGrace is how long a task in hand may take to reach a checkpoint
 // after a shutdown signal before its step is cut.

@@ -146,6 +146,7 @@ func TestGitHubOpenAIExample(t *testing.T) {
 		},
 		Trust:                config.Trust{LabelerNeedsWriteAccess: true, HearAuthorWithoutAccess: true},
 		ShutdownGraceSeconds: 5,
+		LeaseSeconds:         60,
 		Workspace:            config.Workspace{Root: "./workspaces", Keep: config.KeepFailed},
 		Delivery: config.Delivery{Enabled: true, Draft: true, BranchPrefix: "coding-agent/",
 			Author: config.Identity{Name: "coding-agent", Email: "coding-agent@users.noreply.example"}},

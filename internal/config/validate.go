@@ -48,6 +48,7 @@ func (c *Config) Validate() error {
 	}
 	k.atLeast("continuous.consumer.workers", c.Continuous.Consumer.Workers, 1)
 	k.atLeast("shutdown_grace_seconds", c.ShutdownGraceSeconds, 0)
+	k.atLeast("lease_seconds", c.LeaseSeconds, 3)
 	k.oneOf("logging.level", c.Logging.Level, "debug", "info", "warn", "error")
 	k.atLeast("logging.max_age_days", c.Logging.MaxAgeDays, 0)
 	if c.Logging.File == "" && !c.Logging.Stdout {

@@ -35,7 +35,7 @@ var _ Store = marked{}
 // caller's context ended: a statement cut mid-way by the cancellation fails
 // with the database's own error (SQLite: interrupted), not the context's.
 func mark(ctx context.Context, err error) error {
-	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrClaimed) || IsFailure(err) ||
+	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrClaimed) || errors.Is(err, ErrNotHeld) || IsFailure(err) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 		return err
 	}
@@ -44,6 +44,21 @@ func mark(ctx context.Context, err error) error {
 
 func (m marked) Claim(ctx context.Context, ref task.Ref, owner Owner) (Record, error) {
 	r, err := m.s.Claim(ctx, ref, owner)
+	return r, mark(ctx, err)
+}
+
+func (m marked) TakeOver(ctx context.Context, ref task.Ref, owner Owner) (Record, error) {
+	r, err := m.s.TakeOver(ctx, ref, owner)
+	return r, mark(ctx, err)
+}
+
+func (m marked) Renew(ctx context.Context, owner Owner) ([]task.Ref, error) {
+	refs, err := m.s.Renew(ctx, owner)
+	return refs, mark(ctx, err)
+}
+
+func (m marked) Release(ctx context.Context, ref task.Ref) (Record, error) {
+	r, err := m.s.Release(ctx, ref)
 	return r, mark(ctx, err)
 }
 

@@ -1,14 +1,18 @@
 package store
 
 import (
+	"cmp"
 	"fmt"
 	"os"
+	"time"
+
+	"github.com/coding-agent/coding-agent/internal/task"
 )
 
 // Holders is the claim rule every backend applies to a task that is
-// running: its holder still holds it unless it ran on this host and its
-// process is gone. A holder on another host cannot be probed and always
-// holds.
+// running: its holder holds it while its lease runs, unless it ran on this
+// host and its process is gone (then at once: no need to wait for the
+// lease). A holder on another host cannot be probed: its lease decides.
 type Holders struct {
 	host  string
 	alive func(pid int) bool
@@ -30,5 +34,24 @@ func NewHolders(host string, alive func(pid int) bool) (Holders, error) {
 	return Holders{host: host, alive: alive}, nil
 }
 
-// Hold reports whether cur's holder still holds it.
-func (h Holders) Hold(cur Record) bool { return cur.Host != h.host || h.alive(cur.PID) }
+// Hold reports whether cur's holder still holds it at now.
+func (h Holders) Hold(cur Record, now time.Time) bool {
+	if cur.Host == h.host && !h.alive(cur.PID) {
+		return false
+	}
+	return now.Before(cur.LeaseUntil)
+}
+
+// Free is nil when a claim may take cur at now: it is not running, or its
+// holder no longer holds it. Otherwise it is ErrClaimed, naming the holder.
+// With takeover, a task that is not running is not free (ErrNotHeld).
+func (h Holders) Free(cur Record, now time.Time, takeover bool) error {
+	switch {
+	case cur.Status != task.Running && takeover:
+		return fmt.Errorf("it is %s: %w", cur.Status, ErrNotHeld)
+	case cur.Status == task.Running && h.Hold(cur, now):
+		return fmt.Errorf("held by %s (pid %d on %s) until %s: %w", cmp.Or(cur.Instance, "an older version"),
+			cur.PID, cur.Host, cur.LeaseUntil.Format(time.RFC3339), ErrClaimed)
+	}
+	return nil
+}

@@ -17,6 +17,10 @@ var ErrNotFound = errors.New("task not in store")
 // ErrClaimed is returned by Claim when another live process holds the task.
 var ErrClaimed = errors.New("task is claimed by another process")
 
+// ErrNotHeld is returned by Release for a task that is neither running nor
+// queued: nothing holds it.
+var ErrNotHeld = errors.New("task is not running or queued")
+
 // Counters are what a task has cost so far.
 type Counters struct {
 	LLMCalls  int `json:"llm_calls"`
@@ -27,16 +31,20 @@ type Counters struct {
 
 // Record is a task's row.
 type Record struct {
-	Ref       task.Ref
-	Status    task.Status
-	Host      string // host that last claimed it
-	PID       int    // process that last claimed it
-	Provider  string
-	Model     string
-	Counters  Counters
-	Error     string // last failure, empty unless Status is failed
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	Ref      task.Ref
+	Status   task.Status
+	Host     string // host that last claimed it
+	PID      int    // process that last claimed it
+	Instance string // process start that last claimed it; "" once released
+	// LeaseUntil is when a running task's claim lapses unless its holder
+	// renews it; zero once released.
+	LeaseUntil time.Time
+	Provider   string
+	Model      string
+	Counters   Counters
+	Error      string // last failure, empty unless Status is failed
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 // Checkpoint is the saved state of a task's conversation after a step. Data
@@ -61,17 +69,37 @@ type Conversation struct {
 type Owner struct {
 	Host     string
 	PID      int
+	Instance string // this start of the process: unique across hosts and restarts
 	Provider string
 	Model    string
+	// Lease is how long a claim holds without a renewal (Renew).
+	Lease time.Duration
 }
 
 // Store holds task state. Every method is safe for concurrent use, and for
 // use by several processes sharing one store.
 type Store interface {
-	// Claim marks the task running for owner, atomically. It fails with
-	// ErrClaimed when the task is running under another process that is
-	// still alive (a dead process on the same host does not hold it).
+	// Claim marks the task running for owner, atomically, with a lease of
+	// owner.Lease. It fails with ErrClaimed when the task is running and
+	// its holder still holds it (Holders.Hold: its lease has not lapsed,
+	// and it is not a dead process of this host).
 	Claim(ctx context.Context, ref task.Ref, owner Owner) (Record, error)
+	// TakeOver claims for owner a task that is running under a holder
+	// that no longer holds it (its lease lapsed, or it was released, or
+	// it is a dead process of this host), atomically, and returns the
+	// task's record as it was before. It fails with ErrClaimed when the
+	// holder still holds it and ErrNotHeld when the task is not running.
+	TakeOver(ctx context.Context, ref task.Ref, owner Owner) (Record, error)
+	// Renew extends by owner.Lease the lease of every running task whose
+	// holder is owner.Instance, and returns those tasks: a task this
+	// process works on that is missing was released or taken over.
+	Renew(ctx context.Context, owner Owner) ([]task.Ref, error)
+	// Release frees a running or queued task from its holder, whoever
+	// that is: its lease lapses at once and its instance is cleared, so
+	// its holder's next Renew misses it and any process may take it over
+	// from its checkpoint. It fails with ErrNotHeld for a task in any
+	// other status and ErrNotFound for an unknown one.
+	Release(ctx context.Context, ref task.Ref) (Record, error)
 	// SetStatus moves the task to status; errMsg is kept for failed tasks.
 	SetStatus(ctx context.Context, ref task.Ref, status task.Status, errMsg string) error
 	// AddCounters adds delta to the task's counters.

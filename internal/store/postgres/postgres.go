@@ -5,8 +5,8 @@
 // Claims are atomic across hosts: a claim inserts the task's row or locks it
 // (SELECT ... FOR UPDATE) inside one transaction before deciding, so of two
 // processes claiming one task at once exactly one wins. A task running under
-// a process on another host always holds; one on this host holds while its
-// process lives.
+// a process holds while its lease runs (judged by the database's clock), or
+// until its process is found dead on this host.
 //
 // Migrations run in one transaction under a transaction-scoped advisory
 // lock, so hosts starting at once on an empty database apply each version
@@ -57,6 +57,7 @@ type Store struct {
 	pool      *pgxpool.Pool
 	holders   store.Holders // who still holds a running task
 	now       func() time.Time
+	fixed     bool // now was given (Options.Now): leases are judged by it too
 	log       *slog.Logger
 	closeOnce sync.Once
 }
@@ -102,7 +103,7 @@ func openSchema(ctx context.Context, url string, opts Options, schema []string) 
 }
 
 func newStore(opts Options) (*Store, error) {
-	s := &Store{now: opts.Now, log: opts.Logger}
+	s := &Store{now: opts.Now, fixed: opts.Now != nil, log: opts.Logger}
 	holders, err := store.NewHolders(opts.Hostname, opts.Alive)
 	if err != nil {
 		return nil, err
@@ -163,6 +164,11 @@ var migrations = []string{
 		since     TEXT NOT NULL,
 		summaries JSON NOT NULL CHECK (json_typeof(summaries) = 'array')
 	);`,
+	// Version 2: a claim is a lease held by one start of a process (its
+	// instance), renewed while it works; '' is no lease (released).
+	`ALTER TABLE tasks ADD COLUMN instance TEXT NOT NULL DEFAULT '';
+	ALTER TABLE tasks ADD COLUMN lease_until TEXT COLLATE "C" NOT NULL DEFAULT '';
+	CREATE INDEX tasks_by_instance ON tasks (instance);`,
 }
 
 // migrate applies the missing ones of schema in one transaction that first

@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/store/postgres/pgtest"
@@ -34,7 +36,7 @@ func TestHelperClaim(t *testing.T) {
 	}
 	defer s.Close()
 	host, _ := os.Hostname()
-	_, err = s.Claim(context.Background(), storetest.Ref(1), store.Owner{Host: host, PID: os.Getpid()})
+	_, err = s.Claim(context.Background(), storetest.Ref(1), store.Owner{Host: host, PID: os.Getpid(), Instance: strconv.Itoa(os.Getpid()), Lease: time.Hour})
 	switch {
 	case err == nil:
 		fmt.Println("won")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -12,7 +13,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
-const recordColumns = `forge, repo, kind, number, status, host, pid, provider, model,
+const recordColumns = `forge, repo, kind, number, status, host, pid, instance, lease_until, provider, model,
 	llm_calls, tool_calls, tokens_in, tokens_out, error, created_at, updated_at`
 
 func scanRecord(row pgx.Row) (store.Record, error) {
@@ -20,9 +21,10 @@ func scanRecord(row pgx.Row) (store.Record, error) {
 		r                store.Record
 		kind, status     string
 		created, updated string
+		lease            string
 	)
 	err := row.Scan(&r.Ref.Forge, &r.Ref.Repo, &kind, &r.Ref.Number, &status,
-		&r.Host, &r.PID, &r.Provider, &r.Model,
+		&r.Host, &r.PID, &r.Instance, &lease, &r.Provider, &r.Model,
 		&r.Counters.LLMCalls, &r.Counters.ToolCalls, &r.Counters.TokensIn, &r.Counters.TokensOut,
 		&r.Error, &created, &updated)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -38,6 +40,11 @@ func scanRecord(row pgx.Row) (store.Record, error) {
 	}
 	if r.UpdatedAt, err = parseTime(updated); err != nil {
 		return store.Record{}, err
+	}
+	if lease != "" {
+		if r.LeaseUntil, err = parseTime(lease); err != nil {
+			return store.Record{}, err
+		}
 	}
 	return r, nil
 }
@@ -55,51 +62,139 @@ func getRecord(ctx context.Context, q querier, ref task.Ref) (store.Record, erro
 // row is inserted (a concurrent insert of the same row waits for the other
 // transaction and then inserts nothing); a known task's row is locked FOR
 // UPDATE before its holder is judged, so concurrent claimers, on any host,
-// are serialised and only the first finds the task free.
+// are serialised and only the first finds the task free. Leases are
+// judged by the database's clock, so the hosts' clocks need not agree.
 func (s *Store) Claim(ctx context.Context, ref task.Ref, owner store.Owner) (store.Record, error) {
-	rec, err := s.claim(ctx, ref, owner)
+	rec, _, err := s.claim(ctx, ref, owner, false)
 	if err != nil {
 		return store.Record{}, fmt.Errorf("claiming %s: %w", ref, err)
 	}
 	return rec, nil
 }
 
-func (s *Store) claim(ctx context.Context, ref task.Ref, owner store.Owner) (store.Record, error) {
+// TakeOver is Claim for a task that must be running under a holder that
+// no longer holds it; it returns the record as it was.
+func (s *Store) TakeOver(ctx context.Context, ref task.Ref, owner store.Owner) (store.Record, error) {
+	_, prev, err := s.claim(ctx, ref, owner, true)
+	if err != nil {
+		return store.Record{}, fmt.Errorf("taking over %s: %w", ref, err)
+	}
+	return prev, nil
+}
+
+// claim claims ref for owner and returns the new record and the one before
+// (zero for a new task); with takeover only a running task is claimed.
+func (s *Store) claim(ctx context.Context, ref task.Ref, owner store.Owner, takeover bool) (rec, prev store.Record, err error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return store.Record{}, fmt.Errorf("beginning transaction: %w", err)
+		return rec, prev, fmt.Errorf("beginning transaction: %w", err)
 	}
 	defer tx.Rollback(context.Background())
-	now := formatTime(s.now())
-	rec, err := scanRecord(tx.QueryRow(ctx, `INSERT INTO tasks
-		(ref, forge, repo, kind, number, status, host, pid, provider, model, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)
-		ON CONFLICT (ref) DO NOTHING RETURNING `+recordColumns,
-		ref.String(), ref.Forge, ref.Repo, string(ref.Kind), ref.Number, string(task.Running),
-		owner.Host, owner.PID, owner.Provider, owner.Model, now))
-	switch {
-	case err == nil:
-		return rec, commit(ctx, tx)
-	case !errors.Is(err, store.ErrNotFound): // ErrNotFound: the row was there
-		return store.Record{}, fmt.Errorf("writing task: %w", err)
-	}
-	cur, err := scanRecord(tx.QueryRow(ctx, `SELECT `+recordColumns+` FROM tasks WHERE ref = $1 FOR UPDATE`, ref.String()))
+	at, err := s.clock(ctx, tx)
 	if err != nil {
-		return store.Record{}, fmt.Errorf("reading task: %w", err)
+		return rec, prev, err
 	}
-	if cur.Status == task.Running && s.holders.Hold(cur) {
-		return store.Record{}, fmt.Errorf("held by pid %d on %s: %w", cur.PID, cur.Host, store.ErrClaimed)
+	now, lease := formatTime(s.now()), formatTime(at.Add(owner.Lease))
+	if !takeover {
+		rec, err = scanRecord(tx.QueryRow(ctx, `INSERT INTO tasks
+			(ref, forge, repo, kind, number, status, host, pid, instance, lease_until, provider, model, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)
+			ON CONFLICT (ref) DO NOTHING RETURNING `+recordColumns,
+			ref.String(), ref.Forge, ref.Repo, string(ref.Kind), ref.Number, string(task.Running),
+			owner.Host, owner.PID, owner.Instance, lease, owner.Provider, owner.Model, now))
+		switch {
+		case err == nil:
+			return rec, prev, commit(ctx, tx)
+		case !errors.Is(err, store.ErrNotFound): // ErrNotFound: the row was there
+			return rec, prev, fmt.Errorf("writing task: %w", err)
+		}
 	}
-	if cur.Status == task.Running {
-		s.log.Info("taking over task of a dead process", "task", ref.String(), "host", cur.Host, "pid", cur.PID)
+	prev, err = scanRecord(tx.QueryRow(ctx, `SELECT `+recordColumns+` FROM tasks WHERE ref = $1 FOR UPDATE`, ref.String()))
+	if errors.Is(err, store.ErrNotFound) && takeover {
+		return rec, prev, fmt.Errorf("not in store: %w", store.ErrNotHeld)
 	}
-	rec, err = scanRecord(tx.QueryRow(ctx, `UPDATE tasks SET status = $1, host = $2, pid = $3, provider = $4,
-		model = $5, error = '', updated_at = $6 WHERE ref = $7 RETURNING `+recordColumns,
-		string(task.Running), owner.Host, owner.PID, owner.Provider, owner.Model, now, ref.String()))
 	if err != nil {
-		return store.Record{}, fmt.Errorf("writing task: %w", err)
+		return rec, prev, fmt.Errorf("reading task: %w", err)
 	}
-	return rec, commit(ctx, tx)
+	if err := s.holders.Free(prev, at, takeover); err != nil {
+		return rec, prev, err
+	}
+	if prev.Status == task.Running {
+		s.log.Info("taking over a task its holder no longer holds", "task", ref.String(),
+			"host", prev.Host, "pid", prev.PID, "instance", prev.Instance)
+	}
+	rec, err = scanRecord(tx.QueryRow(ctx, `UPDATE tasks SET status = $1, host = $2, pid = $3, instance = $4,
+		lease_until = $5, provider = $6, model = $7, error = '', updated_at = $8 WHERE ref = $9 RETURNING `+recordColumns,
+		string(task.Running), owner.Host, owner.PID, owner.Instance, lease, owner.Provider, owner.Model, now, ref.String()))
+	if err != nil {
+		return rec, prev, fmt.Errorf("writing task: %w", err)
+	}
+	return rec, prev, commit(ctx, tx)
+}
+
+// clock is the time leases are judged by: the database's, shared by every
+// host, unless Options.Now sets one.
+func (s *Store) clock(ctx context.Context, q querier) (time.Time, error) {
+	if s.fixed {
+		return s.now(), nil
+	}
+	var at time.Time
+	if err := q.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&at); err != nil {
+		return time.Time{}, fmt.Errorf("reading the database's clock: %w", err)
+	}
+	return at.UTC(), nil
+}
+
+// Renew extends the lease of the running tasks owner.Instance holds.
+func (s *Store) Renew(ctx context.Context, owner store.Owner) ([]task.Ref, error) {
+	at, err := s.clock(ctx, s.pool)
+	if err != nil {
+		return nil, fmt.Errorf("renewing the leases of %s: %w", owner.Instance, err)
+	}
+	rows, err := s.pool.Query(ctx, `UPDATE tasks SET lease_until = $1 WHERE instance = $2 AND instance != '' AND status = $3
+		RETURNING forge, repo, kind, number`, formatTime(at.Add(owner.Lease)), owner.Instance, string(task.Running))
+	if err != nil {
+		return nil, fmt.Errorf("renewing the leases of %s: %w", owner.Instance, err)
+	}
+	defer rows.Close()
+	var refs []task.Ref
+	for rows.Next() {
+		var r task.Ref
+		var kind string
+		if err := rows.Scan(&r.Forge, &r.Repo, &kind, &r.Number); err != nil {
+			return nil, fmt.Errorf("renewing the leases of %s: %w", owner.Instance, err)
+		}
+		r.Kind = task.Kind(kind)
+		refs = append(refs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("renewing the leases of %s: %w", owner.Instance, err)
+	}
+	return refs, nil
+}
+
+// Release frees a running or queued task from its holder.
+func (s *Store) Release(ctx context.Context, ref task.Ref) (store.Record, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return store.Record{}, fmt.Errorf("releasing %s: beginning transaction: %w", ref, err)
+	}
+	defer tx.Rollback(context.Background())
+	prev, err := scanRecord(tx.QueryRow(ctx, `SELECT `+recordColumns+` FROM tasks WHERE ref = $1 FOR UPDATE`, ref.String()))
+	if err != nil {
+		return store.Record{}, fmt.Errorf("releasing %s: %w", ref, err)
+	}
+	if prev.Status != task.Running && prev.Status != task.Queued {
+		return store.Record{}, fmt.Errorf("releasing %s: it is %s: %w", ref, prev.Status, store.ErrNotHeld)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE tasks SET instance = '', lease_until = '', updated_at = $1 WHERE ref = $2`,
+		formatTime(s.now()), ref.String()); err != nil {
+		return store.Record{}, fmt.Errorf("releasing %s: %w", ref, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return store.Record{}, fmt.Errorf("releasing %s: committing: %w", ref, err)
+	}
+	return prev, nil
 }
 
 func commit(ctx context.Context, tx pgx.Tx) error {

@@ -63,10 +63,19 @@ func testUpgradeFrom(t *testing.T, version int) {
 	if version < conversationsVersion && hasTable(t, old, "conversations") {
 		t.Fatalf("version %d database already has the conversations table", version)
 	}
-	rec, err := old.Claim(ctx, ref, storetest.LiveOwner(t, "m"))
-	if err != nil {
-		t.Fatalf("Claim in the old database: %v", err)
+	// The row as the first version wrote it: running, held by host and
+	// PID (no lease).
+	owner := storetest.LiveOwner(t, "m")
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if _, err := old.db.ExecContext(ctx, `INSERT INTO tasks
+		(ref, forge, repo, kind, number, status, host, pid, provider, model, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)`,
+		ref.String(), ref.Forge, ref.Repo, string(ref.Kind), ref.Number, owner.Host, owner.PID,
+		owner.Provider, owner.Model, formatTime(at), formatTime(at)); err != nil {
+		t.Fatalf("writing a task in the old database: %v", err)
 	}
+	rec := store.Record{Ref: ref, Status: task.Running, Host: owner.Host, PID: owner.PID,
+		Provider: owner.Provider, Model: owner.Model, CreatedAt: at, UpdatedAt: at}
 	cp := store.Checkpoint{Step: 4, Data: []byte("old state"), CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)}
 	if err := old.SaveCheckpoint(ctx, ref, cp); err != nil {
 		t.Fatalf("SaveCheckpoint in the old database: %v", err)
@@ -98,6 +107,11 @@ func testUpgradeFrom(t *testing.T, version int) {
 	}
 	if got, ok, err := s.LoadConversation(ctx, ref); err != nil || !ok || !cmp.Equal(conv, got) {
 		t.Errorf("conversation after upgrade = %+v, %v, %v; want %+v", got, ok, err, conv)
+	}
+	// A row an older version left running has no lease: any process may
+	// take it over.
+	if _, err := s.TakeOver(ctx, ref, storetest.LiveOwner(t, "new")); err != nil {
+		t.Errorf("taking over a task an older version left running: %v", err)
 	}
 }
 

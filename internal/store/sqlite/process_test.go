@@ -8,9 +8,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/store/storetest"
@@ -34,7 +36,7 @@ func TestHelperClaim(t *testing.T) {
 	}
 	defer s.Close()
 	host, _ := os.Hostname()
-	_, err = s.Claim(context.Background(), storetest.Ref(1), store.Owner{Host: host, PID: os.Getpid()})
+	_, err = s.Claim(context.Background(), storetest.Ref(1), store.Owner{Host: host, PID: os.Getpid(), Instance: strconv.Itoa(os.Getpid()), Lease: time.Hour})
 	switch {
 	case err == nil:
 		fmt.Println("won")

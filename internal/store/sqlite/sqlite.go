@@ -231,6 +231,12 @@ var migrations = []string{
 		since     TEXT NOT NULL,
 		summaries TEXT NOT NULL CHECK (json_type(summaries) = 'array')
 	) STRICT;`,
+	// Version 3: a claim is a lease held by one start of a process (its
+	// instance), renewed while it works; '' is no lease (a row written
+	// before, or released).
+	`ALTER TABLE tasks ADD COLUMN instance TEXT NOT NULL DEFAULT '';
+	ALTER TABLE tasks ADD COLUMN lease_until TEXT NOT NULL DEFAULT '';
+	CREATE INDEX tasks_by_instance ON tasks (instance);`,
 }
 
 // migrate applies the missing ones of schema in one IMMEDIATE transaction, so

@@ -190,14 +190,15 @@ func TestTakeoverRules(t *testing.T) {
 		Hostname: "h1",
 		Alive:    func(pid int) bool { return pid != deadPID },
 	})
-	me := store.Owner{Host: "h1", PID: 1000, Model: "new"}
+	me := store.Owner{Host: "h1", PID: 1000, Instance: "me", Model: "new", Lease: time.Hour}
 	cases := []struct {
 		holder   store.Owner
 		takeover bool
 	}{
-		{store.Owner{Host: "h1", PID: deadPID}, true},
-		{store.Owner{Host: "h1", PID: deadPID + 1}, false},
-		{store.Owner{Host: "h2", PID: deadPID}, false},
+		{store.Owner{Host: "h1", PID: deadPID, Instance: "a", Lease: time.Hour}, true},
+		{store.Owner{Host: "h1", PID: deadPID + 1, Instance: "b", Lease: time.Hour}, false},
+		{store.Owner{Host: "h2", PID: deadPID, Instance: "c", Lease: time.Hour}, false},
+		{store.Owner{Host: "h2", PID: deadPID + 1, Instance: "d"}, true}, // its lease has lapsed
 	}
 	for i, c := range cases {
 		ref := storetest.Ref(i + 1)

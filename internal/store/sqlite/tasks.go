@@ -10,7 +10,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
-const recordColumns = `forge, repo, kind, number, status, host, pid, provider, model,
+const recordColumns = `forge, repo, kind, number, status, host, pid, instance, lease_until, provider, model,
 	llm_calls, tool_calls, tokens_in, tokens_out, error, created_at, updated_at`
 
 type scanner interface {
@@ -22,9 +22,10 @@ func scanRecord(row scanner) (store.Record, error) {
 		r                store.Record
 		kind, status     string
 		created, updated string
+		lease            string
 	)
 	err := row.Scan(&r.Ref.Forge, &r.Ref.Repo, &kind, &r.Ref.Number, &status,
-		&r.Host, &r.PID, &r.Provider, &r.Model,
+		&r.Host, &r.PID, &r.Instance, &lease, &r.Provider, &r.Model,
 		&r.Counters.LLMCalls, &r.Counters.ToolCalls, &r.Counters.TokensIn, &r.Counters.TokensOut,
 		&r.Error, &created, &updated)
 	if err != nil {
@@ -37,6 +38,11 @@ func scanRecord(row scanner) (store.Record, error) {
 	}
 	if r.UpdatedAt, err = parseTime(updated); err != nil {
 		return store.Record{}, err
+	}
+	if lease != "" {
+		if r.LeaseUntil, err = parseTime(lease); err != nil {
+			return store.Record{}, err
+		}
 	}
 	return r, nil
 }
@@ -60,51 +66,121 @@ func getRecord(ctx context.Context, q queryer, ref task.Ref) (store.Record, erro
 // so concurrent claimers (goroutines or processes) are serialised and only the
 // first finds the task free.
 func (s *Store) Claim(ctx context.Context, ref task.Ref, owner store.Owner) (store.Record, error) {
-	rec, err := s.claim(ctx, ref, owner)
+	rec, _, err := s.claim(ctx, ref, owner, false)
 	if err != nil {
 		return store.Record{}, fmt.Errorf("claiming %s: %w", ref, err)
 	}
 	return rec, nil
 }
 
-func (s *Store) claim(ctx context.Context, ref task.Ref, owner store.Owner) (store.Record, error) {
+// TakeOver is Claim for a task that must be running under a holder that
+// no longer holds it; it returns the record as it was.
+func (s *Store) TakeOver(ctx context.Context, ref task.Ref, owner store.Owner) (store.Record, error) {
+	_, prev, err := s.claim(ctx, ref, owner, true)
+	if err != nil {
+		return store.Record{}, fmt.Errorf("taking over %s: %w", ref, err)
+	}
+	return prev, nil
+}
+
+// claim claims ref for owner and returns the new record and the one before
+// (zero for a new task); with takeover only a running task is claimed.
+func (s *Store) claim(ctx context.Context, ref task.Ref, owner store.Owner, takeover bool) (rec, prev store.Record, err error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return store.Record{}, fmt.Errorf("beginning transaction: %w", err)
+		return rec, prev, fmt.Errorf("beginning transaction: %w", err)
 	}
 	defer tx.Rollback()
-	now := formatTime(s.now())
-	cur, err := getRecord(ctx, tx, ref)
+	at := s.now()
+	now, lease := formatTime(at), formatTime(at.Add(owner.Lease))
+	prev, err = getRecord(ctx, tx, ref)
 	switch {
+	case errors.Is(err, store.ErrNotFound) && takeover:
+		return rec, prev, fmt.Errorf("not in store: %w", store.ErrNotHeld)
 	case errors.Is(err, store.ErrNotFound):
 		_, err = tx.ExecContext(ctx, `INSERT INTO tasks
-			(ref, forge, repo, kind, number, status, host, pid, provider, model, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			(ref, forge, repo, kind, number, status, host, pid, instance, lease_until, provider, model, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			ref.String(), ref.Forge, ref.Repo, string(ref.Kind), ref.Number, string(task.Running),
-			owner.Host, owner.PID, owner.Provider, owner.Model, now, now)
+			owner.Host, owner.PID, owner.Instance, lease, owner.Provider, owner.Model, now, now)
 	case err != nil:
-		return store.Record{}, fmt.Errorf("reading task: %w", err)
-	case cur.Status == task.Running && s.holders.Hold(cur):
-		return store.Record{}, fmt.Errorf("held by pid %d on %s: %w", cur.PID, cur.Host, store.ErrClaimed)
+		return rec, prev, fmt.Errorf("reading task: %w", err)
 	default:
-		if cur.Status == task.Running {
-			s.log.Info("taking over task of a dead process", "task", ref.String(), "host", cur.Host, "pid", cur.PID)
+		if err := s.holders.Free(prev, at, takeover); err != nil {
+			return rec, prev, err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE tasks SET status = ?, host = ?, pid = ?, provider = ?,
-			model = ?, error = '', updated_at = ? WHERE ref = ?`,
-			string(task.Running), owner.Host, owner.PID, owner.Provider, owner.Model, now, ref.String())
+		if prev.Status == task.Running {
+			s.log.Info("taking over a task its holder no longer holds", "task", ref.String(),
+				"host", prev.Host, "pid", prev.PID, "instance", prev.Instance)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE tasks SET status = ?, host = ?, pid = ?, instance = ?, lease_until = ?,
+			provider = ?, model = ?, error = '', updated_at = ? WHERE ref = ?`,
+			string(task.Running), owner.Host, owner.PID, owner.Instance, lease, owner.Provider, owner.Model, now, ref.String())
 	}
 	if err != nil {
-		return store.Record{}, fmt.Errorf("writing task: %w", err)
+		return rec, prev, fmt.Errorf("writing task: %w", err)
 	}
-	rec, err := getRecord(ctx, tx, ref)
-	if err != nil {
-		return store.Record{}, fmt.Errorf("reading task: %w", err)
+	if rec, err = getRecord(ctx, tx, ref); err != nil {
+		return rec, prev, fmt.Errorf("reading task: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return store.Record{}, fmt.Errorf("committing claim: %w", err)
+		return rec, prev, fmt.Errorf("committing claim: %w", err)
 	}
-	return rec, nil
+	return rec, prev, nil
+}
+
+// Renew extends the lease of the running tasks owner.Instance holds.
+func (s *Store) Renew(ctx context.Context, owner store.Owner) ([]task.Ref, error) {
+	at := s.now()
+	rows, err := s.db.QueryContext(ctx, `UPDATE tasks SET lease_until = ? WHERE instance = ? AND instance != '' AND status = ?
+		RETURNING forge, repo, kind, number`, formatTime(at.Add(owner.Lease)), owner.Instance, string(task.Running))
+	if err != nil {
+		return nil, fmt.Errorf("renewing the leases of %s: %w", owner.Instance, err)
+	}
+	refs, err := scanRefs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("renewing the leases of %s: %w", owner.Instance, err)
+	}
+	return refs, nil
+}
+
+func scanRefs(rows *sql.Rows) ([]task.Ref, error) {
+	defer rows.Close()
+	var refs []task.Ref
+	for rows.Next() {
+		var r task.Ref
+		var kind string
+		if err := rows.Scan(&r.Forge, &r.Repo, &kind, &r.Number); err != nil {
+			return nil, err
+		}
+		r.Kind = task.Kind(kind)
+		refs = append(refs, r)
+	}
+	return refs, rows.Err()
+}
+
+// Release frees a running or queued task from its holder.
+func (s *Store) Release(ctx context.Context, ref task.Ref) (store.Record, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return store.Record{}, fmt.Errorf("releasing %s: beginning transaction: %w", ref, err)
+	}
+	defer tx.Rollback()
+	prev, err := getRecord(ctx, tx, ref)
+	if err != nil {
+		return store.Record{}, fmt.Errorf("releasing %s: %w", ref, err)
+	}
+	if prev.Status != task.Running && prev.Status != task.Queued {
+		return store.Record{}, fmt.Errorf("releasing %s: it is %s: %w", ref, prev.Status, store.ErrNotHeld)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE tasks SET instance = '', lease_until = '', updated_at = ? WHERE ref = ?`,
+		formatTime(s.now()), ref.String()); err != nil {
+		return store.Record{}, fmt.Errorf("releasing %s: %w", ref, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return store.Record{}, fmt.Errorf("releasing %s: committing: %w", ref, err)
+	}
+	return prev, nil
 }
 
 // SetStatus moves the task to status. errMsg is kept only for task.Failed;

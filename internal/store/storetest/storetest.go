@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -36,6 +37,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ReclaimAfterStatus", testReclaimAfterStatus},
 		{"DeadOwnerTakeover", testDeadOwnerTakeover},
 		{"ConcurrentClaim", testConcurrentClaim},
+		{"LeaseLapses", testLeaseLapses},
+		{"TakeOver", testTakeOver},
+		{"Renew", testRenew},
+		{"Release", testRelease},
 		{"SetStatus", testSetStatus},
 		{"ConcurrentCounters", testConcurrentCounters},
 		{"List", testList},
@@ -74,7 +79,7 @@ func LiveOwner(t *testing.T, model string) store.Owner {
 	if err != nil {
 		t.Fatalf("hostname: %v", err)
 	}
-	return store.Owner{Host: host, PID: os.Getpid(), Provider: "openai", Model: model}
+	return store.Owner{Host: host, PID: os.Getpid(), Instance: "live-" + model, Provider: "openai", Model: model, Lease: time.Hour}
 }
 
 // DeadOwner is an owner on this host whose process has exited: the PID of a
@@ -112,7 +117,7 @@ func testClaimNew(t *testing.T, s store.Store) {
 	ref := task.Ref{Forge: task.GitLab, Repo: "group/sub/app", Kind: task.MergeRequest, Number: 7}
 	owner := LiveOwner(t, "m1")
 	rec := mustClaim(t, s, ref, owner)
-	want := store.Record{Ref: ref, Status: task.Running, Host: owner.Host, PID: owner.PID,
+	want := store.Record{Ref: ref, Status: task.Running, Host: owner.Host, PID: owner.PID, Instance: owner.Instance,
 		Provider: owner.Provider, Model: owner.Model}
 	if diff := cmp.Diff(want, rec, ignoreTimes); diff != "" {
 		t.Errorf("Claim record (-want +got):\n%s", diff)
@@ -138,7 +143,7 @@ func testClaimHeld(t *testing.T, s store.Store) {
 	if got := mustGet(t, s, ref); !cmp.Equal(first, got) {
 		t.Errorf("refused Claim changed the row (-before +after):\n%s", cmp.Diff(first, got))
 	}
-	// A holder on another host cannot be probed: it holds, even with a dead PID.
+	// A holder on another host cannot be probed: its lease holds, even with a dead PID.
 	other := DeadOwner(t)
 	other.Host = "elsewhere.invalid"
 	mustClaim(t, s, Ref(2), other)
@@ -165,7 +170,7 @@ func testReclaimAfterStatus(t *testing.T, s store.Store) {
 		if err != nil {
 			t.Fatalf("Claim after %s: %v", st, err)
 		}
-		want := store.Record{Ref: ref, Status: task.Running, Host: next.Host, PID: next.PID,
+		want := store.Record{Ref: ref, Status: task.Running, Host: next.Host, PID: next.PID, Instance: next.Instance,
 			Provider: "ollama", Model: "m2", Counters: delta}
 		if diff := cmp.Diff(want, rec, ignoreTimes); diff != "" {
 			t.Errorf("Claim after %s (-want +got):\n%s", st, diff)
@@ -389,5 +394,168 @@ func testClose(t *testing.T, s store.Store) {
 	_, err := s.Get(t.Context(), Ref(1))
 	if err == nil || errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Get after Close: err = %v, want a closed-store error", err)
+	}
+}
+
+// otherHost is an owner on another host (its process cannot be probed)
+// whose claims hold for lease.
+func otherHost(t *testing.T, instance string, lease time.Duration) store.Owner {
+	o := LiveOwner(t, "m-"+instance)
+	o.Host, o.PID, o.Instance, o.Lease = "elsewhere.invalid", 1, instance, lease
+	return o
+}
+
+// lapse waits until a lease of d taken now has lapsed.
+func lapse(d time.Duration) { time.Sleep(d + 20*time.Millisecond) }
+
+func testLeaseLapses(t *testing.T, s store.Store) {
+	ref := Ref(20)
+	held := mustClaim(t, s, ref, otherHost(t, "a", 50*time.Millisecond))
+	if held.Instance != "a" || !held.LeaseUntil.After(held.UpdatedAt) {
+		t.Fatalf("claim record: instance %q lease until %v (updated %v)", held.Instance, held.LeaseUntil, held.UpdatedAt)
+	}
+	if _, err := s.Claim(t.Context(), ref, otherHost(t, "b", time.Hour)); !errors.Is(err, store.ErrClaimed) {
+		t.Fatalf("Claim within another host's lease: err = %v, want ErrClaimed", err)
+	}
+	lapse(50 * time.Millisecond)
+	rec, err := s.Claim(t.Context(), ref, otherHost(t, "b", time.Hour))
+	if err != nil {
+		t.Fatalf("Claim after the lease lapsed: %v", err)
+	}
+	if rec.Instance != "b" || rec.Status != task.Running || time.Until(rec.LeaseUntil) < 30*time.Minute {
+		t.Errorf("after the lapse: instance %q status %s lease until %v", rec.Instance, rec.Status, rec.LeaseUntil)
+	}
+}
+
+func testTakeOver(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	if _, err := s.TakeOver(ctx, Ref(30), otherHost(t, "b", time.Hour)); !errors.Is(err, store.ErrNotHeld) {
+		t.Errorf("TakeOver of an unknown task: %v, want ErrNotHeld", err)
+	}
+	mustClaim(t, s, Ref(31), otherHost(t, "a", time.Hour))
+	if _, err := s.TakeOver(ctx, Ref(31), otherHost(t, "b", time.Hour)); !errors.Is(err, store.ErrClaimed) {
+		t.Errorf("TakeOver within the lease: %v, want ErrClaimed", err)
+	}
+	for i, st := range []task.Status{task.Queued, task.Done, task.Failed, task.Awaiting, task.Paused, task.Stopped} {
+		ref := Ref(40 + i)
+		mustClaim(t, s, ref, otherHost(t, "a", time.Millisecond))
+		if err := s.SetStatus(ctx, ref, st, ""); err != nil {
+			t.Fatal(err)
+		}
+		lapse(time.Millisecond)
+		if _, err := s.TakeOver(ctx, ref, otherHost(t, "b", time.Hour)); !errors.Is(err, store.ErrNotHeld) {
+			t.Errorf("TakeOver of a %s task: %v, want ErrNotHeld", st, err)
+		}
+		if got := mustGet(t, s, ref); got.Status != st || got.Instance != "a" {
+			t.Errorf("refused TakeOver changed a %s task: %+v", st, got)
+		}
+	}
+	a := otherHost(t, "a", time.Millisecond)
+	mustClaim(t, s, Ref(32), a)
+	lapse(time.Millisecond)
+	prev, err := s.TakeOver(ctx, Ref(32), otherHost(t, "b", time.Hour))
+	if err != nil {
+		t.Fatalf("TakeOver after the lease lapsed: %v", err)
+	}
+	if prev.Instance != "a" || prev.Host != a.Host || prev.Status != task.Running {
+		t.Errorf("TakeOver returned %+v, want the record as a held it", prev)
+	}
+	if got := mustGet(t, s, Ref(32)); got.Instance != "b" || got.Status != task.Running {
+		t.Errorf("after TakeOver: %+v", got)
+	}
+	// Of several processes taking over at once, one wins.
+	mustClaim(t, s, Ref(33), a)
+	lapse(time.Millisecond)
+	var wg sync.WaitGroup
+	wins := make(chan string, 8)
+	for i := range 8 {
+		wg.Go(func() {
+			id := fmt.Sprintf("c%d", i)
+			if _, err := s.TakeOver(ctx, Ref(33), otherHost(t, id, time.Hour)); err == nil {
+				wins <- id
+			} else if !errors.Is(err, store.ErrClaimed) {
+				t.Errorf("concurrent TakeOver: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	close(wins)
+	var won []string
+	for id := range wins {
+		won = append(won, id)
+	}
+	if len(won) != 1 || mustGet(t, s, Ref(33)).Instance != won[0] {
+		t.Errorf("concurrent TakeOver winners %q, row held by %q", won, mustGet(t, s, Ref(33)).Instance)
+	}
+}
+
+func testRenew(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	a := otherHost(t, "a", 200*time.Millisecond)
+	for _, n := range []int{50, 51, 52} {
+		mustClaim(t, s, Ref(n), a)
+	}
+	if err := s.SetStatus(ctx, Ref(52), task.Done, ""); err != nil {
+		t.Fatal(err)
+	}
+	mustClaim(t, s, Ref(53), otherHost(t, "b", time.Hour))
+	before := mustGet(t, s, Ref(50)).LeaseUntil
+	a.Lease = time.Hour
+	refs, err := s.Renew(ctx, a)
+	if err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	slices.SortFunc(refs, func(x, y task.Ref) int { return x.Number - y.Number })
+	if !slices.Equal(refs, []task.Ref{Ref(50), Ref(51)}) {
+		t.Errorf("Renew returned %v, want the two running tasks a holds", refs)
+	}
+	if after := mustGet(t, s, Ref(50)).LeaseUntil; !after.After(before.Add(30 * time.Minute)) {
+		t.Errorf("lease until %v after Renew, was %v", after, before)
+	}
+	lapse(200 * time.Millisecond)
+	if _, err := s.Claim(ctx, Ref(50), otherHost(t, "b", time.Hour)); !errors.Is(err, store.ErrClaimed) {
+		t.Errorf("Claim of a renewed task past its first lease: %v, want ErrClaimed", err)
+	}
+	if refs, err := s.Renew(ctx, otherHost(t, "nobody", time.Hour)); err != nil || len(refs) != 0 {
+		t.Errorf("Renew of an instance holding nothing: %v, %v", refs, err)
+	}
+}
+
+func testRelease(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	a := otherHost(t, "a", time.Hour)
+	mustClaim(t, s, Ref(60), a)
+	prev, err := s.Release(ctx, Ref(60))
+	if err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if prev.Instance != "a" {
+		t.Errorf("Release returned %+v, want the record as a held it", prev)
+	}
+	got := mustGet(t, s, Ref(60))
+	if got.Instance != "" || !got.LeaseUntil.IsZero() || got.Status != task.Running {
+		t.Errorf("after Release: instance %q lease %v status %s, want no holder, still running", got.Instance, got.LeaseUntil, got.Status)
+	}
+	if refs, err := s.Renew(ctx, a); err != nil || len(refs) != 0 {
+		t.Errorf("the old holder's Renew after Release: %v, %v; want nothing", refs, err)
+	}
+	if _, err := s.TakeOver(ctx, Ref(60), otherHost(t, "b", time.Hour)); err != nil {
+		t.Errorf("TakeOver after Release: %v", err)
+	}
+	mustClaim(t, s, Ref(61), a)
+	if err := s.SetStatus(ctx, Ref(61), task.Queued, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Release(ctx, Ref(61)); err != nil {
+		t.Errorf("Release of a queued task: %v", err)
+	}
+	if err := s.SetStatus(ctx, Ref(61), task.Done, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Release(ctx, Ref(61)); !errors.Is(err, store.ErrNotHeld) {
+		t.Errorf("Release of a done task: %v, want ErrNotHeld", err)
+	}
+	if _, err := s.Release(ctx, Ref(62)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Release of an unknown task: %v, want ErrNotFound", err)
 	}
 }
