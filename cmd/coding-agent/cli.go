@@ -32,16 +32,18 @@ commands:
   pause REF      pause a task at its next checkpoint (adds the paused label)
   resume REF     resume a paused task (removes the paused label)
   stop REF       stop a task at its next checkpoint (adds the stopped label)
+  release REF    free a task from the process holding it (one that died or hangs), from any
+                 host: the next pass of any process sharing the store takes it over
                  REF is github:owner/repo#12 (! for a pull request) or gitlab:group/project#3 (! for an MR)
   config check   validate the config file and list every problem
 `
 
 // commands are the commands run knows, besides help.
 var commands = []string{"run", "serve", "produce", "consume", "status", "config check",
-	app.SignalPause, app.SignalResume, app.SignalStop}
+	app.SignalPause, app.SignalResume, app.SignalStop, "release"}
 
 // signals are the commands that take a task ref.
-var signals = []string{app.SignalPause, app.SignalResume, app.SignalStop}
+var signals = []string{app.SignalPause, app.SignalResume, app.SignalStop, "release"}
 
 // run is main without the process: it returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -129,6 +131,8 @@ func runCommand(ctx context.Context, cmd string, once bool, ref task.Ref, cfg *c
 		do = func(a *app.App) error { return a.Status(ctx, stdout) }
 	case app.SignalPause, app.SignalResume, app.SignalStop:
 		do = func(a *app.App) error { return a.Signal(ctx, cmd, ref, stdout) }
+	case "release":
+		do = func(a *app.App) error { return a.Release(ctx, ref, stdout) }
 	default:
 		fmt.Fprintf(stderr, "coding-agent: unknown command %q\n\n%s", cmd, usage)
 		return exitUsage

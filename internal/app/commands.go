@@ -2,12 +2,14 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/coding-agent/coding-agent/internal/worker"
 )
@@ -40,10 +42,8 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	defer q.close(a)
 	w := a.newWorker(q, ctx.Done())
-	if q.backlog {
-		if _, err := w.Backlog(ctx); err != nil {
-			return err
-		}
+	if _, err := w.Backlog(ctx); err != nil {
+		return err
 	}
 	n, err := w.Produce(ctx)
 	if err != nil {
@@ -86,10 +86,8 @@ func (a *App) Serve(ctx context.Context) error {
 		})
 	}()
 	a.poll(ctx, a.cfg.Continuous.Producer.Interval(), func(ctx context.Context) error {
-		if q.backlog {
-			if _, err := w.Backlog(ctx); err != nil {
-				return err
-			}
+		if _, err := w.Backlog(ctx); err != nil {
+			return err
 		}
 		_, err := w.Produce(ctx)
 		return err
@@ -114,13 +112,21 @@ func (a *App) Produce(ctx context.Context, once bool) error {
 	} else {
 		w = a.newWorker(nil, ctx.Done())
 	}
+	pass := func(ctx context.Context) (int, error) {
+		n, err := w.Backlog(ctx) // tasks whose holder stopped renewing its lease
+		if err != nil {
+			return n, err
+		}
+		m, err := w.Produce(ctx)
+		return n + m, err
+	}
 	if once {
-		n, err := w.Produce(ctx)
+		n, err := pass(ctx)
 		a.Log.Info("produce: tasks queued", "count", n)
 		return err
 	}
 	a.poll(ctx, a.cfg.Continuous.Producer.Interval(), func(ctx context.Context) error {
-		_, err := w.Produce(ctx)
+		_, err := pass(ctx)
 		return err
 	})
 	return nil
@@ -142,23 +148,19 @@ func (a *App) Consume(ctx context.Context, once bool) error {
 	tctx, cancel := a.taskContext(ctx)
 	defer cancel()
 	if once {
-		if q.backlog {
-			if _, err := w.Backlog(ctx); err != nil {
-				return err
-			}
+		if _, err := w.Backlog(ctx); err != nil {
+			return err
 		}
 		q.Close()
 		return w.Consume(tctx)
 	}
 	done, ctx := a.consume(ctx, w, tctx)
-	if q.backlog {
-		a.poll(ctx, a.cfg.Continuous.Producer.Interval(), func(ctx context.Context) error {
-			_, err := w.Backlog(ctx)
-			return err
-		})
-	} else {
-		<-ctx.Done() // the broker delivers; nothing to poll
-	}
+	// The store's queued tasks (in-process queue), and with any queue the
+	// tasks whose holder stopped renewing its lease.
+	a.poll(ctx, a.cfg.Continuous.Producer.Interval(), func(ctx context.Context) error {
+		_, err := w.Backlog(ctx)
+		return err
+	})
 	q.Close()
 	return <-done
 }
@@ -204,16 +206,54 @@ func (a *App) Status(ctx context.Context, out io.Writer) error {
 		return fmt.Errorf("listing tasks: %w", err)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tSTATUS\tLLM CALLS\tTOOL CALLS\tTOKENS IN\tTOKENS OUT\tMODEL\tHOST:PID\tUPDATED\tERROR")
+	fmt.Fprintln(tw, "TASK\tSTATUS\tLLM CALLS\tTOOL CALLS\tTOKENS IN\tTOKENS OUT\tMODEL\tHOST:PID\tLEASE\tUPDATED\tERROR")
 	for _, r := range recs {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s:%d\t%s\t%s\n", r.Ref, r.Status,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s:%d\t%s\t%s\t%s\n", r.Ref, r.Status,
 			r.Counters.LLMCalls, r.Counters.ToolCalls, r.Counters.TokensIn, r.Counters.TokensOut,
-			r.Provider+"/"+r.Model, r.Host, r.PID, r.UpdatedAt.Local().Format(time.DateTime), oneLine(a.redact(r.Error), 80))
+			r.Provider+"/"+r.Model, r.Host, r.PID, lease(r, time.Now()), r.UpdatedAt.Local().Format(time.DateTime),
+			oneLine(a.redact(r.Error), 80))
 	}
 	if len(recs) == 0 {
 		fmt.Fprintln(tw, "(no tasks yet)")
 	}
 	return tw.Flush()
+}
+
+// lease says how a running task is held at now: the instance and until
+// when, or that its lease lapsed (any process takes it over at its next
+// pass) or was released.
+func lease(r store.Record, now time.Time) string {
+	switch {
+	case r.Status != task.Running:
+		return "-"
+	case r.Instance == "" || r.LeaseUntil.IsZero():
+		return "released"
+	case now.After(r.LeaseUntil):
+		return r.Instance + " lapsed " + r.LeaseUntil.Local().Format(time.DateTime)
+	}
+	return r.Instance + " until " + r.LeaseUntil.Local().Format(time.TimeOnly)
+}
+
+// Release frees a task from the process holding it, from any host: its
+// lease lapses at once, the holder's run ends at its next renewal, and
+// the next pass of any process sharing the store takes the task over from
+// its last checkpoint.
+func (a *App) Release(ctx context.Context, ref task.Ref, out io.Writer) error {
+	prev, err := a.store.Release(ctx, ref)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("releasing %s: the store has no such task", ref)
+	case errors.Is(err, store.ErrNotHeld):
+		return fmt.Errorf("%w; only a running or queued task is held by a process", err)
+	case err != nil:
+		return err
+	}
+	holder := fmt.Sprintf("%s, pid %d", prev.Host, prev.PID)
+	if prev.Instance != "" {
+		holder += ", instance " + prev.Instance
+	}
+	fmt.Fprintf(out, "%s: released from %s; the next pass of any process sharing the store takes it over from its last checkpoint\n", ref, holder)
+	return nil
 }
 
 func oneLine(s string, max int) string {

@@ -153,6 +153,15 @@ delivery:
 		c.LLM.OpenAI.ContextLength, c.LLM.OpenAI.MaxToken, mcp.String(), q(c.Logging.File), c.ShutdownGraceSeconds, c.Planning.Enabled,
 		c.Planning.Reflection.TriggerInterval, q(c.Planning.History.Directory), c.Conversation.Enabled,
 		q(c.Workspace.Root), c.Workspace.Keep, c.Delivery.Enabled, c.Delivery.Draft, q(c.Delivery.BranchPrefix))
+	if c.HostName != "" {
+		yaml += "host_name: " + q(c.HostName) + "\n"
+	}
+	if c.LeaseSeconds != 0 {
+		yaml += fmt.Sprintf("lease_seconds: %d\n", c.LeaseSeconds)
+	}
+	if c.Database.URL != "" {
+		yaml += "database:\n  url: " + q(c.Database.URL) + "\n"
+	}
 	p := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)

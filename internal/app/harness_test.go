@@ -19,6 +19,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/llm"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/store"
+	"github.com/coding-agent/coding-agent/internal/store/postgres"
 	"github.com/coding-agent/coding-agent/internal/store/sqlite"
 	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/coding-agent/coding-agent/internal/toolhost/mcptest"
@@ -218,9 +219,16 @@ func (e *env) run(ctx context.Context) error {
 // noWait replaces retry backoff in tests: the retry happens at once.
 func noWait(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 
+// record is the task's row in the configured store.
 func (e *env) record() store.Record {
 	e.t.Helper()
-	st, err := sqlite.Open(context.Background(), e.cfg.StateDir)
+	var st store.Store
+	var err error
+	if e.cfg.Database.URL != "" {
+		st, err = postgres.Open(context.Background(), e.cfg.Database.URL, postgres.Options{})
+	} else {
+		st, err = sqlite.Open(context.Background(), e.cfg.StateDir)
+	}
 	if err != nil {
 		e.t.Fatal(err)
 	}

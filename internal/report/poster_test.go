@@ -467,3 +467,18 @@ func TestDeliveryTemplates(t *testing.T) {
 		t.Run(name, func(t *testing.T) { golden.Check(t, name, body) })
 	}
 }
+
+func TestTakenOverTemplates(t *testing.T) {
+	for name, to := range map[string]report.TakeOver{
+		"takenover_lapsed": {From: "host-a, pid 1, instance 0a1b2c3d4e5f", To: "host-b",
+			Until: "2026-11-24 08:30:00 UTC"},
+		"takenover_released": {From: "host-a, pid 1, instance 0a1b2c3d4e5f", To: "host-b",
+			Released: true},
+	} {
+		body, err := report.TakenOver(to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(name, func(t *testing.T) { golden.Check(t, name, body) })
+	}
+}

@@ -37,6 +37,18 @@ func StoreFailed(turn int, reason string) (string, error) {
 	return render("storefailed.tmpl", map[string]any{"Turn": turn, "Reason": reason})
 }
 
+// TakeOver is what the comment that a task was taken over says: which
+// process held it (From: host, PID, instance) and until when (Until),
+// whether an operator released it, and the host that continues (To).
+type TakeOver struct {
+	From, To, Until string
+	Released        bool
+}
+
+// TakenOver is the comment posted when a process takes over a task whose
+// holder stopped renewing its lease, or that an operator released.
+func TakenOver(t TakeOver) (string, error) { return render("takenover.tmpl", t) }
+
 func render(name string, data any) (string, error) {
 	var b bytes.Buffer
 	if err := templates.ExecuteTemplate(&b, name, data); err != nil {

@@ -31,6 +31,10 @@ func (w *Worker) Consume(ctx context.Context) error {
 		stopped = make(chan struct{})
 		errs    = make(chan error, w.o.Workers) // each goroutine sends at most once, then returns
 	)
+	hctx, stopLeases := context.WithCancel(ctx)
+	leases := make(chan struct{})
+	go func() { defer close(leases); w.holdLeases(hctx) }()
+	defer func() { stopLeases(); <-leases }()
 	for range w.o.Workers {
 		wg.Go(func() {
 			for {
@@ -127,31 +131,6 @@ func (w *Worker) deadLettered(ctx context.Context, d queue.Delivery) error {
 		"where it stays for the operator", d.Count, d.Dead)
 	_, err = w.move(fctx, ending{ref: ref, post: post, log: log, labels: labels, reason: reason}, runBroke)
 	return failure(err)
-}
-
-// Backlog queues the tasks the store holds that no process is working on:
-// queued (claimed by a producer in another process, or left by a shutdown),
-// or running under another process of this host, which may have died (the
-// claim in Process takes over only a dead holder's task). It returns how
-// many it queued.
-func (w *Worker) Backlog(ctx context.Context) (int, error) {
-	recs, err := w.o.Store.List(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("listing queued tasks: %w", err)
-	}
-	n := 0
-	for i := len(recs) - 1; i >= 0; i-- { // oldest first
-		r := recs[i]
-		orphan := r.Status == task.Running && r.Host == w.o.Owner.Host && r.PID != w.o.Owner.PID
-		if r.Status != task.Queued && !orphan {
-			continue
-		}
-		if err := w.enqueue(ctx, r.Ref); err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
 }
 
 func isClosed(c <-chan struct{}) bool {

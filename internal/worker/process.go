@@ -50,7 +50,10 @@ const (
 
 // process is Process, saying what becomes of the task's job.
 func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) {
-	if _, busy := w.active.LoadOrStore(ref, struct{}{}); busy {
+	ctx, drop := context.WithCancelCause(ctx)
+	defer drop(nil)
+	h := &inHand{cancel: drop}
+	if _, busy := w.active.LoadOrStore(ref, h); busy {
 		return ack, nil
 	}
 	defer w.active.Delete(ref)
@@ -72,6 +75,7 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 		}
 		return ack, nil
 	}
+	w.claimed(h) // the heartbeat renews its lease from now on
 	in, skip, err := w.load(ctx, ref, post)
 	if skip {
 		return ack, failure(err)
@@ -92,6 +96,7 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 		out, err = w.o.Agent.Run(ctx, in)
 		log.Info("task run ended", "end", out.End, "calls", out.Calls, "duration", w.o.Now().Sub(started).String(), "error", err)
 	}
+	h.claimed.Store(0) // the run is over: what follows is its ending
 	f := ending{ref: ref, post: post, log: log, labels: in.Task.Labels, reason: w.o.Redact(sanitize.Hosts(out.Reason)), calls: out.Calls,
 		reported: out.Reported, mark: max(out.Mark, in.Mark), ws: ws}
 	return w.end(ctx, fctx, f, out, err)
@@ -103,6 +108,10 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 func (w *Worker) end(ctx, fctx context.Context, f ending, out engine.Outcome, err error) (settlement, error) {
 	ev := runFailed
 	switch {
+	case errors.Is(context.Cause(ctx), errLeaseLost):
+		// Released, or taken over: the task is someone else's now.
+		f.log.Warn("run ended: this process lost the task's lease; leaving the task to its new holder", "error", err)
+		return ack, nil
 	case store.IsFailure(err):
 		f.reason = w.o.Redact(err.Error())
 		w.move(fctx, f, storeFailed)

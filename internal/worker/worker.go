@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/engine"
@@ -69,8 +70,9 @@ type Options struct {
 // Worker produces and consumes jobs.
 type Worker struct {
 	o       Options
-	active  sync.Map   // task.Ref → struct{}: tasks in hand in this process
-	judging sync.Mutex // Replies runs one at a time
+	active  sync.Map      // task.Ref → *inHand: tasks in hand in this process
+	judging sync.Mutex    // Replies runs one at a time
+	rounds  atomic.Uint64 // lease renewal rounds begun (holdLeases)
 }
 
 // New returns a Worker.

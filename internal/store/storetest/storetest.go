@@ -79,7 +79,7 @@ func LiveOwner(t *testing.T, model string) store.Owner {
 	if err != nil {
 		t.Fatalf("hostname: %v", err)
 	}
-	return store.Owner{Host: host, PID: os.Getpid(), Instance: "live-" + model, Provider: "openai", Model: model, Lease: time.Hour}
+	return store.Owner{Host: host, PID: os.Getpid(), Instance: "this-process", Provider: "openai", Model: model, Lease: time.Hour}
 }
 
 // DeadOwner is an owner on this host whose process has exited: the PID of a
