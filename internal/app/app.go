@@ -199,7 +199,7 @@ func (a *App) startAgent(ctx context.Context) error {
 	if c.LLM.Provider == config.ProviderOpenAI {
 		maxTools = openAIMaxTools
 	}
-	e, err := engine.New(engine.Options{LLM: model, Tools: host, State: a.store, Logger: a.Log,
+	e, err := engine.New(engine.Options{LLM: model, Tools: host, State: store.HeldBy(a.store, a.self.Instance), Logger: a.Log,
 		FunctionCalling: c.LLM.FunctionCalling, MaxCalls: c.MaxLLMProcessNum, Budget: budget, MaxTools: maxTools, Now: a.o.Now})
 	if err != nil {
 		return err

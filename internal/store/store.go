@@ -53,6 +53,11 @@ type Checkpoint struct {
 	Step      int
 	Data      []byte
 	CreatedAt time.Time
+	// Holder, when set, is the instance that must hold the task for the
+	// save to happen: a run whose lease was lost or released cannot
+	// overwrite its new holder's checkpoint (SaveCheckpoint fails with
+	// ErrClaimed). Not stored.
+	Holder string
 }
 
 // Conversation is what a task's follow-up conversation keeps between
@@ -104,7 +109,8 @@ type Store interface {
 	SetStatus(ctx context.Context, ref task.Ref, status task.Status, errMsg string) error
 	// AddCounters adds delta to the task's counters.
 	AddCounters(ctx context.Context, ref task.Ref, delta Counters) error
-	// SaveCheckpoint stores the task's latest checkpoint (replacing older ones).
+	// SaveCheckpoint stores the task's latest checkpoint (replacing older
+	// ones); with cp.Holder set, only while that instance holds the task.
 	SaveCheckpoint(ctx context.Context, ref task.Ref, cp Checkpoint) error
 	// LoadCheckpoint returns the latest checkpoint; ok is false when none.
 	LoadCheckpoint(ctx context.Context, ref task.Ref) (cp Checkpoint, ok bool, err error)
@@ -119,4 +125,19 @@ type Store interface {
 	// List returns every row, most recently updated first.
 	List(ctx context.Context) ([]Record, error)
 	Close() error
+}
+
+// HeldBy returns s with every checkpoint saved through it fenced by
+// instance (Checkpoint.Holder): the saves of a run stop the moment its
+// process no longer holds the task.
+func HeldBy(s Store, instance string) Store { return heldBy{Store: s, instance: instance} }
+
+type heldBy struct {
+	Store
+	instance string
+}
+
+func (h heldBy) SaveCheckpoint(ctx context.Context, ref task.Ref, cp Checkpoint) error {
+	cp.Holder = h.instance
+	return h.Store.SaveCheckpoint(ctx, ref, cp)
 }

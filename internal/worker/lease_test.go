@@ -250,3 +250,42 @@ func (wd *world) record() store.Record {
 	}
 	return rec
 }
+
+// fencedRunner saves its checkpoint fenced by instance, as the engine does
+// in the app, after release ran.
+type fencedRunner struct {
+	st       store.Store
+	instance string
+	release  func()
+}
+
+func (r fencedRunner) Run(ctx context.Context, in engine.Input) (engine.Outcome, error) {
+	r.release()
+	err := store.HeldBy(r.st, r.instance).SaveCheckpoint(ctx, in.Task.Ref, store.Checkpoint{Step: 2, Data: []byte(`{}`)})
+	return engine.Outcome{Calls: 1}, err
+}
+
+// A run that loses its task between two renewals finds out at its next
+// checkpoint, whose save is refused: it ends there and leaves the task to
+// its new holder, without failing it.
+func TestRefusedCheckpointEndsTheRunQuietly(t *testing.T) {
+	wd, q := leasedWorld(t, nil, nil)
+	wd.w.o.Owner.Lease = time.Hour // no renewal comes before the checkpoint
+	wd.w.o.Agent = fencedRunner{st: wd.st, instance: "a", release: func() {
+		if _, err := wd.st.Release(t.Context(), wd.ref); err != nil {
+			t.Error(err)
+		}
+	}}
+	wd.claim()
+	q.Close()
+	if err := wd.w.Consume(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(q.how, ","); got != "ack" {
+		t.Errorf("settled %q, want ack", got)
+	}
+	wd.want(task.Running, "bug", testLabels.Processing)
+	if c := wd.comments(); len(c) != 0 {
+		t.Errorf("comments %q, want none", c)
+	}
+}

@@ -108,7 +108,7 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 func (w *Worker) end(ctx, fctx context.Context, f ending, out engine.Outcome, err error) (settlement, error) {
 	ev := runFailed
 	switch {
-	case errors.Is(context.Cause(ctx), errLeaseLost):
+	case errors.Is(context.Cause(ctx), errLeaseLost), errors.Is(err, store.ErrClaimed):
 		// Released, or taken over: the task is someone else's now.
 		f.log.Warn("run ended: this process lost the task's lease; leaving the task to its new holder", "error", err)
 		return ack, nil

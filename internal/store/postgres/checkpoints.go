@@ -26,11 +26,15 @@ func (s *Store) SaveCheckpoint(ctx context.Context, ref task.Ref, cp store.Check
 	// INSERT ... SELECT ... WHERE EXISTS inserts nothing for an unknown task,
 	// which affectedOne turns into ErrNotFound.
 	tag, err := s.pool.Exec(ctx, `INSERT INTO checkpoints (ref, step, data, created_at)
-		SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM tasks WHERE ref = $1)
+		SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM tasks WHERE ref = $1 AND ($5 = '' OR instance = $5))
 		ON CONFLICT (ref) DO UPDATE SET step = excluded.step, data = excluded.data,
 			created_at = excluded.created_at`,
-		ref.String(), cp.Step, data, formatTime(created))
-	if err := affectedOne(tag, err); err != nil {
+		ref.String(), cp.Step, data, formatTime(created), cp.Holder)
+	err = affectedOne(tag, err)
+	if errors.Is(err, store.ErrNotFound) && cp.Holder != "" {
+		err = s.notHeld(ctx, ref, cp.Holder)
+	}
+	if err != nil {
 		return fmt.Errorf("saving checkpoint of %s: %w", ref, err)
 	}
 	return nil
@@ -139,4 +143,14 @@ func (s *Store) loadConversation(ctx context.Context, ref task.Ref) (store.Conve
 		return store.Conversation{}, false, fmt.Errorf("decoding stored summaries: %w", err)
 	}
 	return c, true, nil
+}
+
+// notHeld says why a save fenced by holder wrote nothing: the task is
+// unknown (ErrNotFound), or another instance holds it (ErrClaimed).
+func (s *Store) notHeld(ctx context.Context, ref task.Ref, holder string) error {
+	rec, err := getRecord(ctx, s.pool, ref)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%s no longer holds it (%q does): %w", holder, rec.Instance, store.ErrClaimed)
 }

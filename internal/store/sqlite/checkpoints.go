@@ -24,11 +24,15 @@ func (s *Store) SaveCheckpoint(ctx context.Context, ref task.Ref, cp store.Check
 	// INSERT ... SELECT ... WHERE EXISTS inserts nothing for an unknown task,
 	// which RowsAffected turns into ErrNotFound.
 	res, err := s.db.ExecContext(ctx, `INSERT INTO checkpoints (ref, step, data, created_at)
-		SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM tasks WHERE ref = ?)
+		SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM tasks WHERE ref = ? AND (? = '' OR instance = ?))
 		ON CONFLICT (ref) DO UPDATE SET step = excluded.step, data = excluded.data,
 			created_at = excluded.created_at`,
-		ref.String(), cp.Step, data, formatTime(created), ref.String())
-	if err := affectedOne(res, err); err != nil {
+		ref.String(), cp.Step, data, formatTime(created), ref.String(), cp.Holder, cp.Holder)
+	err = affectedOne(res, err)
+	if errors.Is(err, store.ErrNotFound) && cp.Holder != "" {
+		err = s.notHeld(ctx, ref, cp.Holder)
+	}
+	if err != nil {
 		return fmt.Errorf("saving checkpoint of %s: %w", ref, err)
 	}
 	return nil
@@ -92,4 +96,14 @@ func (s *Store) truncateWAL(ctx context.Context) {
 	if err != nil || busy != 0 {
 		s.log.Debug("the WAL could not be truncated now", "path", s.path, "error", err)
 	}
+}
+
+// notHeld says why a save fenced by holder wrote nothing: the task is
+// unknown (ErrNotFound), or another instance holds it (ErrClaimed).
+func (s *Store) notHeld(ctx context.Context, ref task.Ref, holder string) error {
+	rec, err := getRecord(ctx, s.db, ref)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%s no longer holds it (%q does): %w", holder, rec.Instance, store.ErrClaimed)
 }

@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"TakeOver", testTakeOver},
 		{"Renew", testRenew},
 		{"Release", testRelease},
+		{"FencedCheckpoint", testFencedCheckpoint},
 		{"SetStatus", testSetStatus},
 		{"ConcurrentCounters", testConcurrentCounters},
 		{"List", testList},
@@ -557,5 +558,38 @@ func testRelease(t *testing.T, s store.Store) {
 	}
 	if _, err := s.Release(ctx, Ref(62)); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Release of an unknown task: %v, want ErrNotFound", err)
+	}
+}
+
+func testFencedCheckpoint(t *testing.T, s store.Store) {
+	ctx, ref := t.Context(), Ref(70)
+	mustClaim(t, s, ref, otherHost(t, "a", time.Hour))
+	if err := store.HeldBy(s, "a").SaveCheckpoint(ctx, ref, store.Checkpoint{Step: 1, Data: []byte("a1")}); err != nil {
+		t.Fatalf("the holder's fenced save: %v", err)
+	}
+	step := func() int {
+		cp, ok, err := s.LoadCheckpoint(ctx, ref)
+		if err != nil || !ok {
+			t.Fatalf("LoadCheckpoint: %v, %v", ok, err)
+		}
+		return cp.Step
+	}
+	if err := s.SaveCheckpoint(ctx, ref, store.Checkpoint{Step: 2, Data: []byte("b"), Holder: "b"}); !errors.Is(err, store.ErrClaimed) {
+		t.Errorf("a save fenced by an instance that does not hold the task: %v, want ErrClaimed", err)
+	}
+	if got := step(); got != 1 {
+		t.Errorf("checkpoint step %d after a refused save, want 1", got)
+	}
+	if _, err := s.Release(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.HeldBy(s, "a").SaveCheckpoint(ctx, ref, store.Checkpoint{Step: 3, Data: []byte("a3")}); !errors.Is(err, store.ErrClaimed) {
+		t.Errorf("the released holder's save: %v, want ErrClaimed", err)
+	}
+	if err := s.SaveCheckpoint(ctx, ref, store.Checkpoint{Step: 4, Data: []byte("free")}); err != nil || step() != 4 {
+		t.Errorf("an unfenced save: %v, step %d; want it written", err, step())
+	}
+	if err := store.HeldBy(s, "a").SaveCheckpoint(ctx, Ref(71), store.Checkpoint{Step: 1}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a fenced save for an unknown task: %v, want ErrNotFound", err)
 	}
 }
