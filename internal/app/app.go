@@ -69,6 +69,9 @@ type App struct {
 	host    *toolhost.Host
 	ws      worker.Workspaces // nil: tasks get no workspace
 	runner  worker.Runner
+	// gitToken is the forge's token for git over HTTPS now (a GitHub
+	// App's changes every hour).
+	gitToken func(context.Context) (string, error)
 	// self is this start of the process as it claims tasks: host name,
 	// PID, instance id and lease (the model is added by newWorker).
 	self store.Owner
@@ -154,11 +157,20 @@ func (a *App) newForge() (forge.Forge, error) {
 	client := a.forgeHTTPClient()
 	switch c.TaskSource {
 	case task.GitHub:
-		f, err := ghforge.New(ghforge.Options{APIURL: c.GitHub.APIURL, Token: c.GitHub.Token, Owner: c.GitHub.Owner,
-			Repositories: c.GitHub.Repositories, Query: c.GitHub.Query, HTTPClient: client, Logger: a.Log, Sleep: a.o.Sleep})
+		o := ghforge.Options{APIURL: c.GitHub.APIURL, Token: c.GitHub.Token, Owner: c.GitHub.Owner,
+			Repositories: c.GitHub.Repositories, Query: c.GitHub.Query, HTTPClient: client, Logger: a.Log, Sleep: a.o.Sleep}
+		if app := c.GitHub.App; app != nil {
+			key, err := ghforge.ParseAppKey([]byte(app.PrivateKey))
+			if err != nil {
+				return nil, fmt.Errorf("setting up GitHub: %w", err)
+			}
+			o.App = &ghforge.App{ID: app.AppID, Key: key, InstallationID: app.InstallationID}
+		}
+		f, err := ghforge.New(o)
 		if err != nil {
 			return nil, fmt.Errorf("setting up GitHub: %w", err)
 		}
+		a.gitToken = f.Token
 		return f, nil
 	case task.GitLab:
 		f, err := glforge.New(glforge.Options{APIURL: c.GitLab.APIURL, Token: c.GitLab.Token, Projects: c.GitLab.Projects,
@@ -166,6 +178,7 @@ func (a *App) newForge() (forge.Forge, error) {
 		if err != nil {
 			return nil, fmt.Errorf("setting up GitLab: %w", err)
 		}
+		a.gitToken = func(context.Context) (string, error) { return c.GitLab.Token, nil }
 		return f, nil
 	}
 	return nil, fmt.Errorf("task_source %q is not github or gitlab", c.TaskSource)
@@ -408,12 +421,19 @@ func (a *App) workspaces() (worker.Workspaces, error) {
 		return nil, err
 	}
 	// The forge's git takes the token as a password: GitHub's user is
-	// x-access-token, GitLab's oauth2.
-	user, token := "x-access-token", c.GitHub.Token
+	// x-access-token, GitLab's oauth2. A GitHub App's token is asked for
+	// at each command: it changes every hour.
+	user := "x-access-token"
 	if c.TaskSource == task.GitLab {
-		user, token = "oauth2", c.GitLab.Token
+		user = "oauth2"
 	}
-	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+token))
+	auth := func(ctx context.Context) (string, error) {
+		token, err := a.gitToken(ctx)
+		if err != nil {
+			return "", err
+		}
+		return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+token)), nil
+	}
 	d := c.Delivery
 	return taskWorkspaces{workspace.NewTasks(workspace.TasksOptions{Manager: m, Host: a.host, Forge: a.forge, Auth: auth,
 		Delivery: workspace.Delivery{Enabled: d.Enabled, Draft: d.Draft, BranchPrefix: d.BranchPrefix},

@@ -111,21 +111,32 @@ func (d Database) Postgres() bool { return d.URL != "" }
 
 // GitHub is the github section.
 type GitHub struct {
-	APIURL          string   `yaml:"api_url"`          // REST root; a GHE URL ends in /api/v3; default https://api.github.com
-	Token           string   `yaml:"token"`            // personal access or app token; required unless TokenFile; secret
-	TokenFile       string   `yaml:"token_file"`       // file holding the token instead (read by Parse into Token)
-	Owner           string   `yaml:"owner"`            // user or org whose repositories are searched
-	Repositories    []string `yaml:"repositories"`     // "owner/name" each; with Owner, at least one is required
-	Query           string   `yaml:"query"`            // extra search qualifiers appended to the search
-	BotName         string   `yaml:"bot_name"`         // the token's login; empty: learned from GET /user
-	BotLabel        string   `yaml:"bot_label"`        // label that asks for the agent; default "coding agent"
-	ProcessingLabel string   `yaml:"processing_label"` // set while the agent works; default "coding agent processing"
-	DoneLabel       string   `yaml:"done_label"`       // set when finished; default "coding agent done"
-	FailedLabel     string   `yaml:"failed_label"`     // set when the task failed; default "coding agent failed"
+	APIURL          string     `yaml:"api_url"`          // REST root; a GHE URL ends in /api/v3; default https://api.github.com
+	Token           string     `yaml:"token"`            // personal access token; required unless TokenFile or App; secret
+	TokenFile       string     `yaml:"token_file"`       // file holding the token instead (read by Parse into Token)
+	App             *GitHubApp `yaml:"app"`              // sign in as a GitHub App installation instead of a token
+	Owner           string     `yaml:"owner"`            // user or org whose repositories are searched
+	Repositories    []string   `yaml:"repositories"`     // "owner/name" each; with Owner, at least one is required
+	Query           string     `yaml:"query"`            // extra search qualifiers appended to the search
+	BotName         string     `yaml:"bot_name"`         // the token's login; empty: learned from GET /user
+	BotLabel        string     `yaml:"bot_label"`        // label that asks for the agent; default "coding agent"
+	ProcessingLabel string     `yaml:"processing_label"` // set while the agent works; default "coding agent processing"
+	DoneLabel       string     `yaml:"done_label"`       // set when finished; default "coding agent done"
+	FailedLabel     string     `yaml:"failed_label"`     // set when the task failed; default "coding agent failed"
 
 	PausedLabel           string `yaml:"paused_label"`            // the task is paused; default "coding agent paused"
 	StoppedLabel          string `yaml:"stopped_label"`           // the task was stopped; default "coding agent stopped"
 	AwaitingResponseLabel string `yaml:"awaiting_response_label"` // finished, awaiting a reply; default "coding agent awaiting response"
+}
+
+// GitHubApp is the github.app section: the agent acts as the app's bot
+// user through an installation token, renewed before it expires.
+type GitHubApp struct {
+	AppID          int64  `yaml:"app_id"`           // the app's id (its settings page); required
+	PrivateKeyFile string `yaml:"private_key_file"` // the app's private key (.pem, as GitHub hands it out); required
+	InstallationID int64  `yaml:"installation_id"`  // 0: the installation on the repositories (or owner), looked up
+	// PrivateKey is the key file's PEM, read by Parse; a secret.
+	PrivateKey string `yaml:"-"`
 }
 
 // GitLab is the gitlab section.
@@ -602,6 +613,9 @@ func plainValue(v string) bool {
 // them in order never leaves part of one behind.
 func (c *Config) Secrets() []string {
 	all := []string{c.GitHub.Token, c.GitLab.Token, c.LLM.OpenAI.APIKey}
+	if c.GitHub.App != nil {
+		all = append(all, c.GitHub.App.PrivateKey)
+	}
 	for _, s := range c.MCPServers {
 		for k, v := range s.Env {
 			if s.PerTask() {

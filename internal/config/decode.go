@@ -44,6 +44,11 @@ func (d *decoder) decode(path string, n ast.Node, v reflect.Value) {
 		return
 	}
 	switch v.Kind() {
+	case reflect.Pointer: // an optional section: present once written
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		d.decode(path, n, v.Elem())
 	case reflect.Struct:
 		d.decodeStruct(path, n, r, v)
 	case reflect.Slice:
@@ -171,6 +176,12 @@ func (d *decoder) decodeScalar(path string, orig, n ast.Node, v reflect.Value) {
 			d.problem(path, orig, "integer out of range")
 		default:
 			v.SetInt(i)
+		}
+	case reflect.Int64: // ids given by a forge
+		if i, ok := intValue(n, text, fromEnv); ok {
+			v.SetInt(i)
+		} else {
+			d.typeError(path, orig, n, "an integer")
 		}
 	case reflect.Float64:
 		f, ok := floatValue(n, text, fromEnv)

@@ -54,7 +54,7 @@ func Parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, []Warni
 		d.decode("", body, reflect.ValueOf(c).Elem())
 	}
 	problems := slices.Concat(d.problems, d.settleTemplates(c))
-	fileProblems := c.readSecretFiles()
+	fileProblems := slices.Concat(c.readSecretFiles(), c.readAppKey())
 	for _, p := range fileProblems {
 		p.Line = d.lines[p.Path]
 		problems = append(problems, p)

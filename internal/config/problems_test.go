@@ -51,7 +51,7 @@ metrics:
 		{Path: "github.processing_label", Msg: "must differ from github.bot_label", Line: 7},
 		{Path: "github.repositories[1]", Msg: `must be "owner/name"`, Line: 5},
 		{Path: "github.repositories[2]", Msg: "repeats github.repositories[0]", Line: 5},
-		{Path: "github.token", Msg: "required when task_source is github (or github.token_file)"},
+		{Path: "github.token", Msg: "required when task_source is github (or github.token_file, or github.app)"},
 		{Path: "github.tokn", Msg: `unknown key (did you mean "token"?)`, Line: 4},
 		{Path: "llm.openai.api_key", Msg: "environment variable OPENAI_API_KEY is not set", Line: 12},
 		{Path: "llm.openai.model", Msg: "required when llm.provider is openai"},

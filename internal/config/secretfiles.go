@@ -1,6 +1,9 @@
 package config
 
 import (
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"strings"
@@ -59,6 +62,46 @@ func (c *Config) readSecretFiles() Problems {
 		*s.value = v
 	}
 	return ps
+}
+
+// readAppKey reads github.app.private_key_file into PrivateKey, checking
+// that it holds an RSA private key in PEM (PKCS#1 or PKCS#8).
+func (c *Config) readAppKey() Problems {
+	a := c.GitHub.App
+	if c.TaskSource != task.GitHub || a == nil || a.PrivateKeyFile == "" {
+		return nil
+	}
+	const key = "github.app.private_key_file"
+	fi, err := os.Stat(a.PrivateKeyFile)
+	switch {
+	case err != nil:
+		return Problems{{Path: key, Msg: "cannot read the file: " + err.Error()}}
+	case fi.Size() > maxSecretFile:
+		return Problems{{Path: key, Msg: fmt.Sprintf("the file %s holds %d bytes; a private key is a few kilobytes", a.PrivateKeyFile, fi.Size())}}
+	}
+	b, err := os.ReadFile(a.PrivateKeyFile)
+	if err != nil {
+		return Problems{{Path: key, Msg: "cannot read the file: " + err.Error()}}
+	}
+	if !rsaKey(b) {
+		return Problems{{Path: key, Msg: "holds no RSA private key in PEM (download the key from the app's settings page)"}}
+	}
+	a.PrivateKey = string(b)
+	return nil
+}
+
+// rsaKey reports whether b begins with an RSA private key in PEM.
+func rsaKey(b []byte) bool {
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		return false
+	}
+	if _, err := x509.ParsePKCS1PrivateKey(blk.Bytes); err == nil {
+		return true
+	}
+	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	_, isRSA := k.(*rsa.PrivateKey)
+	return err == nil && isRSA
 }
 
 // readSecret returns the secret in the file at path, or what is wrong with

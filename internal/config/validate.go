@@ -132,7 +132,18 @@ func (p *Planning) validate(k *checker) {
 func (g *GitHub) validate(k *checker) {
 	const when = "required when task_source is github"
 	k.url("github.api_url", g.APIURL)
-	k.required("github.token", g.Token, when+" (or github.token_file)")
+	if a := g.App; a != nil {
+		if g.Token != "" {
+			k.add("github.app", "sign in with github.app or github.token, not both")
+		}
+		if a.AppID <= 0 {
+			k.add("github.app.app_id", "required: the app's id (a positive number, on the app's settings page)")
+		}
+		k.required("github.app.private_key_file", a.PrivateKeyFile, "required: the app's private key (.pem)")
+		k.atLeast("github.app.installation_id", int(a.InstallationID), 0)
+	} else {
+		k.required("github.token", g.Token, when+" (or github.token_file, or github.app)")
+	}
 	if g.Owner == "" && len(g.Repositories) == 0 {
 		k.add("github", "owner or repositories is required (or both)")
 	}

@@ -2,6 +2,7 @@ package forgetest
 
 import (
 	"crypto/rand"
+	"crypto/subtle"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -30,7 +31,7 @@ func NewGitServer(t testing.TB) *GitServer {
 	var raw [16]byte
 	_, _ = rand.Read(raw[:])
 	s := &GitServer{Token: "git-test-" + fmt.Sprintf("%x", raw[:])}
-	s.GitRepos = newGitRepos(t, "Git", func() string { return s.Token })
+	s.GitRepos = newGitRepos(t, "Git", func(tok string) bool { return subtle.ConstantTimeCompare([]byte(tok), []byte(s.Token)) == 1 })
 	s.srv = httptest.NewServer(s.wrap(s.GitRepos, gitErrBody))
 	s.url = s.srv.URL
 	t.Cleanup(s.srv.Close)

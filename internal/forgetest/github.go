@@ -44,6 +44,7 @@ type GitHub struct {
 	users  map[string]*ghUser
 	rates  map[string]*ghRate
 	nextID int64
+	app    *ghApp // the GitHub App installed, if any (InstallApp)
 }
 
 // PullSeed describes a pull request to add. Pull requests share the issue
@@ -155,7 +156,7 @@ func NewGitHub(t testing.TB) *GitHub {
 			"search": {limit: 30, window: time.Minute},
 		},
 	}
-	g.GitRepos = newGitRepos(t, "GitHub", func() string { return g.Token })
+	g.GitRepos = newGitRepos(t, "GitHub", g.accepts)
 	g.srv = httptest.NewServer(g.handler())
 	g.GitRepos.url = g.srv.URL
 	t.Cleanup(g.srv.Close)

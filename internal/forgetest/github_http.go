@@ -75,6 +75,11 @@ func (g *GitHub) handler() http.Handler {
 	route("GET /search/issues", g.searchIssues)
 	route("GET /repos/{owner}/{repo}/collaborators/{username}/permission", g.getPermission)
 	route("POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions", g.createReaction)
+	route("GET /app", g.getApp)
+	route("GET /repos/{owner}/{repo}/installation", g.getRepoInstallation)
+	route("GET /orgs/{owner}/installation", g.getAccountInstallation)
+	route("GET /users/{owner}/installation", g.getAccountInstallation)
+	route("POST /app/installations/{id}/access_tokens", g.createInstallationToken)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		g.fail(w, http.StatusNotFound, "Not Found")
 	})
@@ -102,8 +107,28 @@ func (g *GitHub) guard(next http.Handler) http.Handler {
 			g.fail(w, http.StatusUnauthorized, "Requires authentication")
 			return
 		}
-		if auth != "Bearer "+g.Token && auth != "token "+g.Token {
+		if appPath(r.URL.Path) {
+			// The app's endpoints take its JWT, never a token.
+			if msg, ok := g.checkJWT(r); !ok {
+				g.fail(w, http.StatusUnauthorized, msg)
+				return
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
+		tok, ok := strings.CutPrefix(auth, "Bearer ")
+		if !ok {
+			tok, _ = strings.CutPrefix(auth, "token ")
+		}
+		g.st.Lock()
+		accepted, installation := g.acceptsLocked(tok), g.installationTokenLocked(tok)
+		g.st.Unlock()
+		if !accepted {
 			g.fail(w, http.StatusUnauthorized, "Bad credentials")
+			return
+		}
+		if installation && strings.TrimPrefix(r.URL.Path, "/api/v3") == "/user" {
+			g.fail(w, http.StatusForbidden, "Resource not accessible by integration")
 			return
 		}
 		g.st.Lock()

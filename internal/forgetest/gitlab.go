@@ -2,6 +2,7 @@ package forgetest
 
 import (
 	"cmp"
+	"crypto/subtle"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -168,7 +169,7 @@ func NewGitLab(t testing.TB) *GitLab {
 	}
 	// Not a stamp: a clock set right after NewGitLab may start anywhere.
 	g.born = g.clock().UTC().Truncate(time.Millisecond)
-	g.GitRepos = newGitRepos(t, "GitLab", func() string { return g.Token })
+	g.GitRepos = newGitRepos(t, "GitLab", func(tok string) bool { return subtle.ConstantTimeCompare([]byte(tok), []byte(g.Token)) == 1 })
 	api := g.wrap(http.HandlerFunc(g.serve), glErrBody)
 	git := g.wrap(g.GitRepos, gitErrBody)
 	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -37,7 +37,7 @@ func BenchmarkPrepare(b *testing.B) {
 		size := float64(treeBytes(b, srv.GitDir(name))) / 1e6
 		for _, tr := range [][2]string{{"http", srv.RepoURL(name)}, {"file", "file://" + srv.GitDir(name)}} {
 			transport, url := tr[0], tr[1]
-			s := Spec{Ref: ref, CloneURL: url, Auth: basic("x-access-token", srv.Token), Base: "main", Branch: "coding-agent/issue-1"}
+			s := Spec{Ref: ref, CloneURL: url, Auth: Static(basic("x-access-token", srv.Token)), Base: "main", Branch: "coding-agent/issue-1"}
 			b.Run(repo+"/"+transport+"/clone", func(b *testing.B) {
 				m := newManager(b, Options{})
 				for range b.N {

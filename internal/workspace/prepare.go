@@ -22,11 +22,12 @@ type Spec struct {
 	// CloneURL is the repository's https URL, without credentials (http
 	// and file URLs are taken too: emulators and tests).
 	CloneURL string
-	// Auth is the value of an Authorization header for CloneURL's host,
-	// e.g. "Basic " + base64("x-access-token:" + token); "" → none. It
-	// reaches git only in the environment of each command that talks to
-	// the forge.
-	Auth string
+	// Auth gives the value of an Authorization header for CloneURL's
+	// host, e.g. "Basic " + base64("x-access-token:" + token); nil → none.
+	// It is asked before each command that talks to the forge (a GitHub
+	// App's token changes every hour) and reaches git only in that
+	// command's environment.
+	Auth Credential
 	// Base is the branch work starts from: an issue's default branch, a
 	// pull or merge request's target.
 	Base string
@@ -56,11 +57,12 @@ type Workspace struct {
 	Base     string
 	ReadOnly bool
 
-	m         *Manager
-	ref       task.Ref
-	gitDir    string
-	url, auth string
-	redact    func(string) string
+	m      *Manager
+	ref    task.Ref
+	gitDir string
+	url    string
+	auth   Credential
+	redact func(string) string
 }
 
 // Prepare returns s.Ref's workspace. The first time it is cloned: Base and
@@ -107,9 +109,8 @@ func (m *Manager) workspace(ctx context.Context, s Spec) (*Workspace, error) {
 	w := &Workspace{
 		Dir: m.Dir(s.Ref), Branch: s.Branch, Base: s.Base, ReadOnly: s.ReadOnly,
 		m: m, ref: s.Ref, gitDir: filepath.Join(m.folder(s.Ref), gitDir), url: s.CloneURL, auth: s.Auth,
+		redact: m.redact,
 	}
-	redactor := sanitize.NewRedactor(credentials(s.Auth))
-	w.redact = func(t string) string { return m.redact(redactor.Redact(t)) }
 	for _, b := range []string{s.Base, s.Branch} {
 		// Refuses "", "-x", "a..b", "HEAD", …: a name is never taken for an option.
 		if _, err := m.run(ctx, command{args: []string{"check-ref-format", "--branch", b}}); err != nil {
@@ -117,6 +118,14 @@ func (m *Manager) workspace(ctx context.Context, s Spec) (*Workspace, error) {
 		}
 	}
 	return w, nil
+}
+
+// Credential gives the value of an Authorization header.
+type Credential func(ctx context.Context) (string, error)
+
+// Static is a credential that never changes.
+func Static(auth string) Credential {
+	return func(context.Context) (string, error) { return auth, nil }
 }
 
 // credentials are the secrets in an Authorization header's value: the value,
@@ -336,7 +345,15 @@ func (w *Workspace) git(ctx context.Context, args ...string) (string, error) {
 // remote runs a command that talks to the forge, the credential in its
 // environment.
 func (w *Workspace) remote(ctx context.Context, args ...string) (string, error) {
-	c := command{args: args, auth: w.auth, redact: w.redact}
+	c := command{args: args, redact: w.redact}
+	if w.auth != nil {
+		auth, err := w.auth(ctx)
+		if err != nil {
+			return "", fmt.Errorf("getting the credential for git %s: %w", args[0], err)
+		}
+		redactor := sanitize.NewRedactor(credentials(auth))
+		c.auth, c.redact = auth, func(t string) string { return w.redact(redactor.Redact(t)) }
+	}
 	if args[0] != "ls-remote" {
 		c.gitDir, c.workTree = w.gitDir, w.Dir
 	}

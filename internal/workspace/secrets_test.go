@@ -90,7 +90,7 @@ func TestCredentialReachesGitOnlyInTheEnvironmentOfForgeCommands(t *testing.T) {
 	bin, log := recordingGit(t, "")
 	m := newManager(t, Options{Git: bin})
 	s := issueSpec(u, issue12)
-	s.Auth = basic("x-access-token", token)
+	s.Auth = Static(basic("x-access-token", token))
 	prepare(t, m, s)
 	u.commit("main", "", map[string]string{"b": "2\n"})
 	w := prepare(t, m, s) // a reuse that fetches
@@ -114,7 +114,7 @@ func TestCredentialReachesGitOnlyInTheEnvironmentOfForgeCommands(t *testing.T) {
 		if (auth == "auth") != forge {
 			t.Errorf("git %s ran with the credential: %v", args, auth == "auth")
 		}
-		if strings.Contains(args, token) || strings.Contains(args, s.Auth) {
+		if strings.Contains(args, token) || strings.Contains(args, basic("x-access-token", token)) {
 			t.Errorf("the credential is in an argument: %s", args)
 		}
 		seen[cmd] = true
@@ -124,7 +124,7 @@ func TestCredentialReachesGitOnlyInTheEnvironmentOfForgeCommands(t *testing.T) {
 			t.Errorf("git %s never ran: the check above looked at nothing", cmd)
 		}
 	}
-	grepTree(t, m.root, token, strings.TrimPrefix(s.Auth, "Basic "), base64.StdEncoding.EncodeToString([]byte(token)))
+	grepTree(t, m.root, token, strings.TrimPrefix(basic("x-access-token", token), "Basic "), base64.StdEncoding.EncodeToString([]byte(token)))
 }
 
 // forgeSide is one emulated forge serving a repository over smart HTTP.
@@ -171,7 +171,7 @@ func TestOverHTTPWithTheTokenInTheEnvironmentOnly(t *testing.T) {
 			f := side()
 			m := newManager(t, Options{})
 			ctx := context.Background()
-			s := Spec{Ref: f.ref(task.Issue, 12), CloneURL: f.url, Auth: basic(f.user, f.token),
+			s := Spec{Ref: f.ref(task.Issue, 12), CloneURL: f.url, Auth: Static(basic(f.user, f.token)),
 				Base: "main", Branch: "coding-agent/issue-12"}
 			w := prepare(t, m, s)
 			if got := read(t, w.Dir, "README.md"); !strings.HasPrefix(got, "# ") {
@@ -217,7 +217,7 @@ func TestOverHTTPWithTheTokenInTheEnvironmentOnly(t *testing.T) {
 				t.Fatalf("Patch = %q, %v", patch, err)
 			}
 
-			grepTree(t, m.root, f.token, strings.TrimPrefix(s.Auth, "Basic "),
+			grepTree(t, m.root, f.token, strings.TrimPrefix(basic(f.user, f.token), "Basic "),
 				base64.StdEncoding.EncodeToString([]byte(f.token)))
 		})
 	}
@@ -232,30 +232,30 @@ func TestWrongTokenFailsClearly(t *testing.T) {
 			m := newManager(t, Options{})
 			ctx := context.Background()
 			wrong := "glpat-wrongwrongwrongwrong"
-			s := Spec{Ref: f.ref(task.Issue, 1), CloneURL: f.url, Auth: basic(f.user, wrong),
+			s := Spec{Ref: f.ref(task.Issue, 1), CloneURL: f.url, Auth: Static(basic(f.user, wrong)),
 				Base: "main", Branch: "coding-agent/issue-1"}
 			_, err := m.Prepare(ctx, s)
 			if !errors.Is(err, ErrAuth) {
 				t.Fatalf("Prepare with a wrong token = %v, want ErrAuth", err)
 			}
-			noSecret(t, err, wrong, s.Auth)
+			noSecret(t, err, wrong, basic(f.user, wrong))
 			t.Logf("clone: %v", err)
 			if _, err := os.Stat(m.folder(s.Ref)); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("a refused clone left a workspace: %v", err)
 			}
 
-			s.Auth = basic(f.user, f.token)
+			s.Auth = Static(basic(f.user, f.token))
 			w := prepare(t, m, s)
 			write(t, w.Dir, "x", "x\n")
 			if _, err := w.Commit(ctx, "x"); err != nil {
 				t.Fatal(err)
 			}
-			w.auth = basic(f.user, wrong) // as if the token had been revoked since
+			w.auth = Static(basic(f.user, wrong)) // as if the token had been revoked since
 			_, err = w.Push(ctx)
 			if !errors.Is(err, ErrAuth) {
 				t.Fatalf("Push with a wrong token = %v, want ErrAuth", err)
 			}
-			noSecret(t, err, wrong, w.auth)
+			noSecret(t, err, wrong, basic(f.user, wrong))
 			t.Logf("push: %v", err)
 			if _, ok := f.repos.Head(f.repo, "coding-agent/issue-1"); ok {
 				t.Fatal("a refused push made the branch")

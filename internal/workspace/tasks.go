@@ -27,7 +27,7 @@ type TasksOptions struct {
 	Manager  *Manager
 	Host     *toolhost.Host // starts each task's task-scoped servers in its workspace
 	Forge    forge.Delivery
-	Auth     string // the Authorization header git sends to the forge
+	Auth     Credential // the Authorization header git sends to the forge
 	Delivery Delivery
 	Keep     string // workspace.keep
 	Redact   func(string) string

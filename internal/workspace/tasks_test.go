@@ -31,7 +31,7 @@ func TestDeliverAgainAfterEveryStepOpensOneChange(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+g.Token))
+			auth := Static("Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+g.Token)))
 			ts := NewTasks(TasksOptions{Manager: newManager(t, Options{}), Forge: c, Auth: auth, Keep: "failed",
 				Delivery: Delivery{Enabled: true, Draft: true, BranchPrefix: "coding-agent/"}})
 			repo, err := c.Repository(t.Context(), ref)

@@ -33,6 +33,8 @@ type Options struct {
 	APIURL string
 	// Token authenticates every request; comments are posted as its user.
 	Token string
+	// App authenticates as a GitHub App installation instead of Token.
+	App *App
 	// Owner makes discovery cover every repository of this user or
 	// organisation.
 	Owner string
@@ -62,6 +64,9 @@ type Client struct {
 	log   *slog.Logger
 	posts postonce.Options
 
+	app   *appTokens // nil: the client authenticates with a token
+	token string
+
 	mu  sync.Mutex
 	bot string // login of the token's user, once known
 }
@@ -79,8 +84,11 @@ func New(opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Token == "" {
-		return nil, errors.New("github: token is required")
+	switch {
+	case opts.Token == "" && opts.App == nil:
+		return nil, errors.New("github: a token or an app is required")
+	case opts.Token != "" && opts.App != nil:
+		return nil, errors.New("github: a token and an app are exclusive")
 	}
 	if opts.Owner == "" && len(opts.Repositories) == 0 {
 		return nil, errors.New("github: set an owner or repositories to discover tasks in")
@@ -101,20 +109,26 @@ func New(opts Options) (*Client, error) {
 	// reset time and refuse later calls without sending them, wedging the
 	// client after a retry (ours or the HTTP client's) already got past it.
 	// Waiting is done here (PostComment) and in the injected HTTP client.
-	c, err := gh.NewClient(
-		gh.WithHTTPClient(hc),
-		gh.WithAuthToken(opts.Token),
-		gh.WithURLs(&base, &base),
-		gh.WithUserAgent("coding-agent"),
-		gh.WithDisableRateLimitCheck(),
-	)
+	cl := &Client{
+		owner: opts.Owner, repos: dedupe(opts.Repositories), query: strings.TrimSpace(opts.Query),
+		log: opts.Logger, posts: postonce.Options{Sleep: opts.Sleep, MaxWait: opts.MaxRetryWait}, token: opts.Token,
+	}
+	with := []gh.ClientOptionsFunc{gh.WithURLs(&base, &base), gh.WithUserAgent("coding-agent"), gh.WithDisableRateLimitCheck()}
+	if opts.App != nil {
+		if cl.app, err = newAppTokens(*opts.App, base, hc, cl.repos, opts.Owner); err != nil {
+			return nil, err
+		}
+		withApp := *hc
+		withApp.Transport = &bearer{base: transport(hc), token: cl.app.Token, scheme: "token"}
+		with = append(with, gh.WithHTTPClient(&withApp))
+	} else {
+		with = append(with, gh.WithHTTPClient(hc), gh.WithAuthToken(opts.Token))
+	}
+	c, err := gh.NewClient(with...)
 	if err != nil {
 		return nil, fmt.Errorf("github: building client: %w", err)
 	}
-	cl := &Client{
-		gh: c, owner: opts.Owner, repos: dedupe(opts.Repositories), query: strings.TrimSpace(opts.Query),
-		log: opts.Logger, posts: postonce.Options{Sleep: opts.Sleep, MaxWait: opts.MaxRetryWait},
-	}
+	cl.gh = c
 	if cl.log == nil {
 		cl.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -162,6 +176,9 @@ func (c *Client) BotUser(ctx context.Context) (string, error) {
 	if bot != "" {
 		return bot, nil
 	}
+	if c.app != nil {
+		return c.app.botUser(ctx)
+	}
 	u, _, err := c.gh.Users.Get(ctx, "")
 	if err != nil {
 		return "", wrapErr("getting the token's user", err)
@@ -173,6 +190,15 @@ func (c *Client) BotUser(ctx context.Context) (string, error) {
 	c.bot = u.GetLogin()
 	c.mu.Unlock()
 	return u.GetLogin(), nil
+}
+
+// Token is what authenticates the client's requests now: the configured
+// token, or a live installation token of the app (for git over HTTPS).
+func (c *Client) Token(ctx context.Context) (string, error) {
+	if c.app != nil {
+		return c.app.Token(ctx)
+	}
+	return c.token, nil
 }
 
 // split checks that ref is a GitHub ref and returns its owner and name.

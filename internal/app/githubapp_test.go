@@ -1,0 +1,60 @@
+package app_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// Signed in as a GitHub App (github.app, no token), the agent acts as the
+// app's bot user through an installation token it asks for with the app's
+// JWT (the emulator checks it with the app's public key): its comments,
+// its push over git and its draft pull request are the bot's, and the
+// installation it found on the repository is the one used.
+func TestGitHubAppActsAsItsBot(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
+		respond: writeFiles("hello.txt")})
+	quickstart(t, e)
+	key := e.gh.InstallApp(4242, "coding-agent-app", "acme")
+	path := filepath.Join(t.TempDir(), "app.pem")
+	if err := os.WriteFile(path, key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.cfg.GitHub.Token = ""
+	e.cfg.GitHub.App = &config.GitHubApp{AppID: 4242, PrivateKeyFile: path, PrivateKey: string(key)}
+	e.runOK(t)
+	e.wantLabels(t, "bug", "coding agent done")
+	var bots, token []string
+	for _, c := range e.gh.Comments(e.ref.Repo, e.ref.Number) {
+		switch c.Author {
+		case "coding-agent-app[bot]":
+			bots = append(bots, c.Body)
+		case "coding-agent-bot": // the emulator's token user
+			token = append(token, c.Body)
+		}
+	}
+	if len(bots) < 2 || len(token) != 0 {
+		t.Errorf("comments by the app's bot %d, by the token's user %d; want the agent's all the bot's", len(bots), len(token))
+	}
+	g := e.git()
+	branch := "coding-agent/issue-" + strconv.Itoa(e.ref.Number)
+	if _, ok := g.file(branch, "hello.txt"); !ok {
+		t.Errorf("the push with the installation token did not land on %s: branches %v", branch, g.branches())
+	}
+	changes := slices.DeleteFunc(g.changes(), func(c change) bool { return c.Head != branch })
+	if len(changes) != 1 || !changes[0].Draft {
+		t.Errorf("changes %+v, want one draft", changes)
+	}
+	if n := e.gh.InstallationTokens(); n != 1 {
+		t.Errorf("%d installation tokens asked for, want 1 (it lives an hour)", n)
+	}
+	if logs, _ := os.ReadFile(e.cfg.Logging.File); strings.Contains(string(logs), "PRIVATE KEY") {
+		t.Error("the log holds the app's private key")
+	}
+}
