@@ -85,6 +85,28 @@ type Identity interface {
 	BotUser(ctx context.Context) (string, error)
 }
 
+// Account is the forge user the agent acts as.
+type Account struct {
+	Login string
+	// Bot: a bot user (a GitHub App's, a GitLab project or group access
+	// token's), not a person's or a machine user's account, whose owner
+	// might also write comments as it.
+	Bot bool
+}
+
+// Setup is what `coding-agent doctor` asks of a forge about a repository
+// (GitHub "owner/name", GitLab project path or id) before any task.
+type Setup interface {
+	Account(ctx context.Context) (Account, error)
+	// CanPush reports whether the agent may push to repo and open changes
+	// there (write access: GitHub push, GitLab Developer or higher).
+	CanPush(ctx context.Context, repo string) (bool, error)
+	// RepoLabels lists the labels repo defines.
+	RepoLabels(ctx context.Context, repo string) ([]string, error)
+	// CreateLabel defines a label in repo; color is "#rrggbb".
+	CreateLabel(ctx context.Context, repo, name, color string) error
+}
+
 // Repo is how to reach a task's repository with git.
 type Repo struct {
 	// CloneURL is the repository's HTTPS URL (GitHub's clone_url,

@@ -75,6 +75,8 @@ func (g *GitHub) handler() http.Handler {
 	route("GET /search/issues", g.searchIssues)
 	route("GET /repos/{owner}/{repo}/collaborators/{username}/permission", g.getPermission)
 	route("POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions", g.createReaction)
+	route("GET /repos/{owner}/{repo}/labels", g.listRepoLabels)
+	route("POST /repos/{owner}/{repo}/labels", g.createRepoLabel)
 	route("GET /app", g.getApp)
 	route("GET /repos/{owner}/{repo}/installation", g.getRepoInstallation)
 	route("GET /orgs/{owner}/installation", g.getAccountInstallation)

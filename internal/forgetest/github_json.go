@@ -200,7 +200,7 @@ func (g *GitHub) fullRepoJSON(u ghURLs, r *ghRepo) map[string]any {
 		"network_count": 0, "subscribers_count": 0, "visibility": "public", "topics": []any{},
 		"is_template": false, "allow_forking": true, "web_commit_signoff_required": false,
 		"temp_clone_token": nil,
-		"permissions":      map[string]any{"admin": false, "maintain": false, "push": true, "triage": true, "pull": true},
+		"permissions":      g.botPermissionsLocked(r),
 	} {
 		v[k] = x
 	}

@@ -111,6 +111,7 @@ type glProject struct {
 	issues  map[int]*glItem
 	mrs     map[int]*glItem
 	members map[string]*glMember // direct members, by lowercased username
+	labels  map[string]string    // created through the API: name → color
 }
 
 type glItem struct {

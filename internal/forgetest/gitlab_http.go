@@ -45,6 +45,8 @@ var glRoutes = []glRoute{
 	{http.MethodPut, []string{"projects", ":id", "issues", ":iid", "notes", ":note_id"}, updateNote(KindIssue)},
 	{http.MethodPut, []string{"projects", ":id", "merge_requests", ":iid", "notes", ":note_id"}, updateNote(KindMergeRequest)},
 	{http.MethodGet, []string{"projects", ":id", "members", "all"}, (*GitLab).listAllMembers},
+	{http.MethodGet, []string{"projects", ":id", "labels"}, listProjectLabels},
+	{http.MethodPost, []string{"projects", ":id", "labels"}, createProjectLabel},
 	{http.MethodGet, []string{"projects", ":id", "issues", ":iid", "notes", ":note_id", "award_emoji"}, listNoteAwards(KindIssue)},
 	{http.MethodGet, []string{"projects", ":id", "merge_requests", ":iid", "notes", ":note_id", "award_emoji"}, listNoteAwards(KindMergeRequest)},
 	{http.MethodPost, []string{"projects", ":id", "issues", ":iid", "notes", ":note_id", "award_emoji"}, awardNote(KindIssue)},

@@ -23,6 +23,12 @@ func (c *Client) CanWrite(ctx context.Context, ref task.Ref, user string) (bool,
 	if err := checkRef(ref); err != nil {
 		return false, fmt.Errorf("%s: %w", action, err)
 	}
+	return c.canWrite(ctx, ref.Repo, user, action)
+}
+
+// canWrite reports whether user is a member of project at Developer or
+// higher, inherited membership included.
+func (c *Client) canWrite(ctx context.Context, project, user, action string) (bool, error) {
 	if strings.TrimSpace(user) == "" {
 		return false, fmt.Errorf("%s: empty user", action)
 	}
@@ -32,7 +38,7 @@ func (c *Client) CanWrite(ctx context.Context, ref task.Ref, user string) (bool,
 	// turns up.
 	members, err := collect(func(page int64) ([]*gl.ProjectMember, *gl.Response, error) {
 		opt.Page = page
-		return c.api.ProjectMembers.ListAllProjectMembers(ref.Repo, opt, gl.WithContext(ctx))
+		return c.api.ProjectMembers.ListAllProjectMembers(project, opt, gl.WithContext(ctx))
 	}, func(page []*gl.ProjectMember) bool { return slices.ContainsFunc(page, same) })
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", action, translateErr(err))
