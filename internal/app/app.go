@@ -72,6 +72,8 @@ type App struct {
 	// gitToken is the forge's token for git over HTTPS now (a GitHub
 	// App's changes every hour).
 	gitToken func(context.Context) (string, error)
+	// setup is the forge as doctor checks it.
+	setup forge.Setup
 	// self is this start of the process as it claims tasks: host name,
 	// PID, instance id and lease (the model is added by newWorker).
 	self store.Owner
@@ -170,7 +172,7 @@ func (a *App) newForge() (forge.Forge, error) {
 		if err != nil {
 			return nil, fmt.Errorf("setting up GitHub: %w", err)
 		}
-		a.gitToken = f.Token
+		a.gitToken, a.setup = f.Token, f
 		return f, nil
 	case task.GitLab:
 		f, err := glforge.New(glforge.Options{APIURL: c.GitLab.APIURL, Token: c.GitLab.Token, Projects: c.GitLab.Projects,
@@ -178,7 +180,7 @@ func (a *App) newForge() (forge.Forge, error) {
 		if err != nil {
 			return nil, fmt.Errorf("setting up GitLab: %w", err)
 		}
-		a.gitToken = func(context.Context) (string, error) { return c.GitLab.Token, nil }
+		a.gitToken, a.setup = func(context.Context) (string, error) { return c.GitLab.Token, nil }, f
 		return f, nil
 	}
 	return nil, fmt.Errorf("task_source %q is not github or gitlab", c.TaskSource)

@@ -79,7 +79,7 @@ func (c *Client) CreateLabel(ctx context.Context, repo, label, color string) err
 	if !ok {
 		return fmt.Errorf("repository %q is not owner/name", repo)
 	}
-	_, _, err := c.gh.Issues.CreateLabel(ctx, owner, name, gh.CreateIssueLabelRequest{Name: label, Color: gh.Ptr(strings.TrimPrefix(color, "#"))})
+	_, _, err := c.gh.Issues.CreateLabel(ctx, owner, name, gh.CreateIssueLabelRequest{Name: label, Color: new(strings.TrimPrefix(color, "#"))})
 	if statusOf(err) == http.StatusUnprocessableEntity && strings.Contains(err.Error(), "already_exists") {
 		return nil
 	}

@@ -169,3 +169,16 @@ func (c *Client) ModelContextLength(ctx context.Context) (int, error) {
 	}
 	return 0, nil
 }
+
+// Models lists the models the server has pulled (GET /api/tags).
+func (c *Client) Models(ctx context.Context) ([]string, error) {
+	list, err := c.api.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing ollama's models: %w", err)
+	}
+	out := make([]string, 0, len(list.Models))
+	for _, m := range list.Models {
+		out = append(out, m.Name)
+	}
+	return out, nil
+}

@@ -1,0 +1,281 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/engine"
+	"github.com/coding-agent/coding-agent/internal/forge"
+	"github.com/coding-agent/coding-agent/internal/llm"
+	"github.com/coding-agent/coding-agent/internal/llm/ollama"
+	"github.com/coding-agent/coding-agent/internal/llm/openai"
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// ErrDoctor is returned by Doctor when a check failed.
+var ErrDoctor = errors.New("a check failed")
+
+// labelColors are the colors doctor --fix gives the labels it creates.
+var labelColors = []struct {
+	of    func(task.Labels) string
+	color string
+}{
+	{func(l task.Labels) string { return l.Bot }, "#1d76db"},
+	{func(l task.Labels) string { return l.Processing }, "#fbca04"},
+	{func(l task.Labels) string { return l.Done }, "#0e8a16"},
+	{func(l task.Labels) string { return l.Failed }, "#d93f0b"},
+	{func(l task.Labels) string { return l.Paused }, "#c5def5"},
+	{func(l task.Labels) string { return l.Stopped }, "#b60205"},
+	{func(l task.Labels) string { return l.Awaiting }, "#5319e7"},
+}
+
+// doctor writes the checks' lines.
+type doctor struct {
+	out    io.Writer
+	failed bool
+}
+
+func (d *doctor) line(level, what, msg string, args ...any) {
+	if level == "FAIL" {
+		d.failed = true
+	}
+	fmt.Fprintf(d.out, "%-4s  %-6s %s\n", level, what, fmt.Sprintf(msg, args...))
+}
+
+// Doctor talks to the configured services and writes one line per check:
+// ok, warn, or FAIL with what to fix. With fix it creates the labels the
+// repositories lack. It returns ErrDoctor when a check failed.
+func (a *App) Doctor(ctx context.Context, out io.Writer, fix bool) error {
+	d := &doctor{out: out}
+	a.doctorForge(ctx, d, fix)
+	a.doctorModel(ctx, d)
+	a.doctorTools(ctx, d)
+	if d.failed {
+		return ErrDoctor
+	}
+	return nil
+}
+
+// repositories are the configured repositories (GitHub) or projects
+// (GitLab), and the owner or group discovered beyond them.
+func (a *App) repositories() (repos []string, beyond string) {
+	if a.cfg.TaskSource == task.GitLab {
+		return a.cfg.GitLab.Projects, a.cfg.GitLab.Group
+	}
+	return a.cfg.GitHub.Repositories, a.cfg.GitHub.Owner
+}
+
+func (a *App) doctorForge(ctx context.Context, d *doctor, fix bool) {
+	setup := a.setup
+	acct, err := setup.Account(ctx)
+	if err != nil {
+		d.line("FAIL", "forge", "%s: %s (check the token or app and the api_url)", a.cfg.TaskSource, a.redact(err.Error()))
+		return
+	}
+	if acct.Bot {
+		d.line("ok", "forge", "%s: acting as @%s, a bot user", a.cfg.TaskSource, acct.Login)
+	} else {
+		fixWith := "a dedicated account"
+		if a.cfg.TaskSource == task.GitHub {
+			fixWith += " or a GitHub App (github.app)"
+		} else {
+			fixWith += " or a project access token (its user is a bot)"
+		}
+		d.line("warn", "forge", "%s: acting as @%s, a user account: comments written as @%s are taken for the agent's own "+
+			"and never heard; if that is you, use %s", a.cfg.TaskSource, acct.Login, acct.Login, fixWith)
+	}
+	repos, beyond := a.repositories()
+	if beyond != "" {
+		d.line("warn", "forge", "the repositories of %s are discovered, not checked one by one here: list them to have them checked", beyond)
+	}
+	labels := a.cfg.Labels()
+	for _, r := range repos {
+		if ok, err := setup.CanPush(ctx, r); err != nil {
+			d.line("FAIL", "forge", "%s: %s", r, a.redact(err.Error()))
+			continue
+		} else if !ok {
+			d.line("FAIL", "forge", "%s: @%s cannot write there (it labels, comments and pushes): give it write access "+
+				"(GitLab: Developer or higher)", r, acct.Login)
+		} else {
+			d.line("ok", "forge", "%s: @%s may write", r, acct.Login)
+		}
+		a.doctorLabels(ctx, d, setup, r, labels, fix)
+	}
+}
+
+func (a *App) doctorLabels(ctx context.Context, d *doctor, setup forge.Setup, repo string, labels task.Labels, fix bool) {
+	have, err := setup.RepoLabels(ctx, repo)
+	if err != nil {
+		d.line("FAIL", "labels", "%s: %s", repo, a.redact(err.Error()))
+		return
+	}
+	var missing, created []string
+	for _, lc := range labelColors {
+		name := lc.of(labels)
+		if name == "" || slices.ContainsFunc(have, func(h string) bool { return strings.EqualFold(h, name) }) {
+			continue
+		}
+		if !fix {
+			missing = append(missing, name)
+			continue
+		}
+		if err := setup.CreateLabel(ctx, repo, name, lc.color); err != nil {
+			d.line("FAIL", "labels", "%s: %s", repo, a.redact(err.Error()))
+			return
+		}
+		created = append(created, name)
+	}
+	switch {
+	case len(missing) > 0:
+		d.line("warn", "labels", "%s lacks %s: `coding-agent doctor --fix` creates them (the bot label must exist for "+
+			"people to add it)", repo, quoteAll(missing))
+	case len(created) > 0:
+		d.line("ok", "labels", "%s: created %s", repo, quoteAll(created))
+	default:
+		d.line("ok", "labels", "%s: every label the agent uses exists", repo)
+	}
+}
+
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}
+
+// probeTool is the tool both protocol probes ask the model to call.
+const probeTool = "probe_echo"
+
+func (a *App) doctorModel(ctx context.Context, d *doctor) {
+	c := a.cfg.LLM
+	provider, model := a.model()
+	hc := a.httpClient(c.Timeout(), false)
+	var served []string
+	var err error
+	where := ""
+	switch provider {
+	case config.ProviderOllama:
+		where = c.Ollama.Endpoint
+		var m *ollama.Client
+		if m, err = ollama.New(ollama.Options{Endpoint: c.Ollama.Endpoint, Model: model, HTTPClient: hc, Logger: a.Log}); err == nil {
+			served, err = m.Models(ctx)
+		}
+	case config.ProviderLMStudio:
+		where = c.LMStudio.BaseURL
+		served, err = openai.ListModels(ctx, hc, c.LMStudio.BaseURL, "lm-studio")
+	default:
+		where = c.OpenAI.BaseURL
+		served, err = openai.ListModels(ctx, hc, c.OpenAI.BaseURL, c.OpenAI.APIKey)
+	}
+	if err != nil {
+		d.line("FAIL", "model", "%s at %s: %s (is the server running? the api key right?)", provider, where, a.redact(err.Error()))
+		return
+	}
+	if !slices.ContainsFunc(served, func(s string) bool { return s == model || s == model+":latest" }) {
+		hint := ""
+		if provider == config.ProviderOllama {
+			hint = fmt.Sprintf("; `ollama pull %s`", model)
+		}
+		d.line("FAIL", "model", "%s at %s does not serve %q (it serves %s)%s", provider, where, model, quoteAll(served), hint)
+		return
+	}
+	budget := a.budget(ctx)
+	d.line("ok", "model", "%s at %s serves %q; context %d tokens, %d kept for the reply", provider, where, model,
+		budget.ContextLength, budget.Reserve)
+	m, err := a.newLLM(budget)
+	if err != nil {
+		d.line("FAIL", "model", "%s", err)
+		return
+	}
+	native, nerr := probeNative(ctx, m)
+	jsonOK, jerr := probeJSON(ctx, m)
+	switch {
+	case nerr != nil || jerr != nil:
+		d.line("FAIL", "model", "probing the model: %s", a.redact(errors.Join(nerr, jerr).Error()))
+	case native && jsonOK:
+		d.line("ok", "model", "it calls tools natively and in the JSON protocol (function_calling: %t)", c.FunctionCalling)
+	case native && !c.FunctionCalling:
+		d.line("warn", "model", "it calls tools natively but did not follow the JSON protocol: set llm.function_calling: true")
+	case native:
+		d.line("ok", "model", "it calls tools natively (function_calling: true)")
+	case jsonOK && c.FunctionCalling:
+		d.line("FAIL", "model", "it made no native tool call but follows the JSON protocol: set llm.function_calling: false")
+	case jsonOK:
+		d.line("ok", "model", "it follows the JSON protocol (function_calling: false)")
+	default:
+		d.line("FAIL", "model", "it neither made a native tool call nor followed the JSON protocol when asked to: "+
+			"it cannot drive tools; choose a model trained for tool use")
+	}
+}
+
+// probeNative asks for one native call of probeTool.
+func probeNative(ctx context.Context, m llm.Client) (bool, error) {
+	resp, err := m.Chat(ctx, llm.Request{
+		Messages: []llm.Message{
+			{Role: llm.System, Content: "You are checking that tool calls work. Use the tools you are given."},
+			{Role: llm.User, Content: `Call the tool ` + probeTool + ` with the text "ready". Do not answer in prose.`},
+		},
+		Tools: []llm.Tool{{Name: probeTool, Description: "Echoes its text back.",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)}},
+	})
+	if err != nil {
+		return false, fmt.Errorf("native tool call: %w", err)
+	}
+	return slices.ContainsFunc(resp.Message.ToolCalls, func(c llm.ToolCall) bool { return c.Name == probeTool }), nil
+}
+
+// probeJSON asks for the same call written as the JSON protocol's object.
+func probeJSON(ctx context.Context, m llm.Client) (bool, error) {
+	resp, err := m.Chat(ctx, llm.Request{Messages: []llm.Message{
+		{Role: llm.System, Content: "You are checking that you can answer in JSON. Reply with one JSON object and nothing else."},
+		{Role: llm.User, Content: `Reply with exactly this JSON object: {"comment": "ready", "command": {"tool": "probe/echo", "args": {"text": "ready"}}}`},
+	}})
+	if err != nil {
+		return false, fmt.Errorf("JSON protocol: %w", err)
+	}
+	for _, obj := range engine.JSONObjects(engine.StripThink(resp.Message.Content)) {
+		var r struct {
+			Command struct {
+				Tool string `json:"tool"`
+			} `json:"command"`
+		}
+		if json.Unmarshal([]byte(obj), &r) == nil && r.Command.Tool == "probe/echo" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (a *App) doctorTools(ctx context.Context, d *doctor) {
+	if len(a.cfg.MCPServers) == 0 {
+		d.line("warn", "mcp", "no mcp_servers: the agent has no tools and can only comment")
+		return
+	}
+	start := time.Now()
+	if err := a.startAgent(ctx); err != nil {
+		d.line("FAIL", "mcp", "%s", a.redact(err.Error()))
+		return
+	}
+	per := map[string]int{}
+	for _, t := range a.host.Tools() {
+		per[t.Server]++
+	}
+	for _, s := range a.host.Servers() {
+		scope := ""
+		if s.Scope != "" {
+			scope = fmt.Sprintf(" (scope %s: an instance per task)", s.Scope)
+		}
+		d.line("ok", "mcp", "%s started with %d tools%s", s.Name, per[s.Name], scope)
+	}
+	b := a.budget(ctx)
+	d.line("ok", "mcp", "the system prompt and tool catalog fit in half of the %d-token budget (started in %s)",
+		b.ContextLength-b.Reserve, time.Since(start).Round(time.Millisecond))
+}

@@ -1,0 +1,139 @@
+package app_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/coding-agent/coding-agent/internal/app"
+	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// modelThat answers doctor's two probes: a native call of probe_echo when
+// native, the JSON protocol's object when json, prose otherwise.
+func modelThat(native, json bool) func(*env, llmtest.Received) llmtest.Step {
+	return func(_ *env, r llmtest.Received) llmtest.Step {
+		switch {
+		case len(r.Tools) > 0 && native:
+			return llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "probe_echo", Args: map[string]string{"text": "ready"}}}}
+		case len(r.Tools) == 0 && json:
+			return llmtest.Reply{Content: "<think>easy</think>\n```json\n" +
+				`{"comment": "ready", "command": {"tool": "probe/echo", "args": {"text": "ready"}}}` + "\n```"}
+		}
+		return llmtest.Reply{Content: "Sure! I would be glad to help with that."}
+	}
+}
+
+// doctor runs `coding-agent doctor` on e's config and returns its lines.
+func doctor(t *testing.T, e *env, fix bool) (string, error) {
+	t.Helper()
+	a, err := app.New(t.Context(), e.cfg, app.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	var out strings.Builder
+	err = a.Doctor(t.Context(), &out, fix)
+	t.Logf("doctor:\n%s", out.String())
+	return out.String(), err
+}
+
+func wantLines(t *testing.T, out string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("doctor's output lacks %q", w)
+		}
+	}
+}
+
+func TestDoctorPassesAndFixesLabels(t *testing.T) {
+	for fg, provider := range map[string]string{task.GitHub: config.ProviderOpenAI, task.GitLab: config.ProviderOllama} {
+		t.Run(fg, func(t *testing.T) {
+			e := newEnv(t, setup{forge: fg, kind: task.Issue, provider: provider, native: true,
+				respond: modelThat(true, true)})
+			e.cfg.LLM.OpenAI.Model, e.cfg.LLM.Ollama.Model = "test-model", "test-model" // what the scripted server lists
+			where := provider + " at " + e.model.OpenAIURL()
+			if fg == task.GitLab {
+				e.gl.AddMember("acme/app", e.gl.BotUsername, 30)
+				where = provider + " at " + e.model.URL()
+			}
+			out, err := doctor(t, e, false)
+			if err != nil {
+				t.Fatalf("doctor = %v, want no failed check", err)
+			}
+			wantLines(t, out, "warn  forge  "+fg+": acting as @", "a user account",
+				"ok    forge  acme/app: @", "may write",
+				"warn  labels acme/app lacks \"coding agent processing\"", "doctor --fix",
+				"ok    model  "+where+` serves "test-model"`,
+				"it calls tools natively and in the JSON protocol",
+				"ok    mcp    fs started with 14 tools", "fit in half of the")
+			if strings.Contains(out, "FAIL") {
+				t.Errorf("a FAIL line without an error")
+			}
+			out, err = doctor(t, e, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantLines(t, out, "ok    labels acme/app: created \"coding agent processing\", \"coding agent done\"")
+			color := func(name string) string {
+				if fg == task.GitHub {
+					return e.gh.RepoLabelColor("acme/app", name)
+				}
+				return e.gl.ProjectLabelColor("acme/app", name)
+			}
+			if c := strings.TrimPrefix(color("coding agent done"), "#"); c != "0e8a16" {
+				t.Errorf("the done label's color %q, want 0e8a16", c)
+			}
+			out, _ = doctor(t, e, false)
+			wantLines(t, out, "ok    labels acme/app: every label the agent uses exists")
+		})
+	}
+}
+
+func TestDoctorSaysWhatToFix(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		native bool // function_calling
+		model  func(*env, llmtest.Received) llmtest.Step
+		change func(*env)
+		want   []string
+	}{
+		{"read-only bot", true, modelThat(true, true),
+			func(e *env) { e.gh.SetPermission("acme/app", e.gh.BotLogin, "read") },
+			[]string{"FAIL  forge  acme/app: @coding-agent-bot cannot write there", "give it write access"}},
+		{"model not served", true, modelThat(true, true),
+			func(e *env) { e.cfg.LLM.OpenAI.Model = "gpt-nope" },
+			[]string{`FAIL  model  openai at`, `does not serve "gpt-nope" (it serves "test-model")`}},
+		{"no native calls", true, modelThat(false, true), nil,
+			[]string{"FAIL  model  it made no native tool call but follows the JSON protocol: set llm.function_calling: false"}},
+		{"no tool use at all", false, modelThat(false, false), nil,
+			[]string{"FAIL  model  it neither made a native tool call nor followed the JSON protocol", "cannot drive tools"}},
+		{"bad token", true, modelThat(true, true),
+			func(e *env) { e.cfg.GitHub.Token = "ghp_wrong" },
+			[]string{"FAIL  forge  github: ", "401", "check the token"}},
+		{"no tools", true, modelThat(true, true),
+			func(e *env) { e.cfg.MCPServers = nil },
+			[]string{"warn  mcp    no mcp_servers: the agent has no tools"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: tc.native,
+				respond: tc.model})
+			e.cfg.LLM.OpenAI.Model = "test-model"
+			if tc.change != nil {
+				tc.change(e)
+			}
+			out, err := doctor(t, e, false)
+			failing := strings.Contains(strings.Join(tc.want, ""), "FAIL")
+			if failing != errors.Is(err, app.ErrDoctor) {
+				t.Errorf("doctor = %v; want ErrDoctor %t", err, failing)
+			}
+			wantLines(t, out, tc.want...)
+			if strings.Contains(out, "ghp_wrong") {
+				t.Error("doctor printed the token")
+			}
+		})
+	}
+}
