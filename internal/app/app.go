@@ -54,6 +54,10 @@ type Options struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Now replaces the clock of what planning mode writes (tests); nil → time.Now.
 	Now func() time.Time
+	// DryRun, when set, makes the app change nothing on the forge: what it
+	// would write (labels, comments, changes) is printed there instead, and
+	// its state and workspaces live in a temporary folder (see dryRun).
+	DryRun io.Writer
 }
 
 // App holds the built components.
@@ -83,6 +87,15 @@ type App struct {
 // the agent also start the MCP servers and the model client (startAgent).
 func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	a := &App{cfg: cfg, o: o, redact: sanitize.NewRedactor(cfg.Secrets()).Redact}
+	if o.DryRun != nil {
+		dry := *cfg
+		dir, err := dryRun(&dry)
+		if err != nil {
+			return nil, err
+		}
+		a.cfg = &dry
+		a.closers = append(a.closers, removeDir(dir))
+	}
 	self, err := newSelf(cfg)
 	if err != nil {
 		return nil, err
@@ -110,6 +123,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	if err != nil {
 		a.Close()
 		return nil, err
+	}
+	if o.DryRun != nil {
+		f = &dryForge{Forge: f, out: o.DryRun}
 	}
 	a.forge = a.posts.Wrap(f)
 	return a, nil

@@ -1,0 +1,103 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/forge"
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// dryRun makes cfg a dry run's: the store, the workspaces and the planning
+// history go to a new temporary folder (a shared database or queue is never
+// touched), and nothing is delivered. It returns the folder, removed when
+// the app closes.
+func dryRun(cfg *config.Config) (string, error) {
+	dir, err := os.MkdirTemp("", "coding-agent-dry-run-")
+	if err != nil {
+		return "", fmt.Errorf("making the dry run's folder: %w", err)
+	}
+	c := *cfg
+	c.StateDir = filepath.Join(dir, "data")
+	c.Database = config.Database{}
+	c.Queue.Type = config.QueueMemory
+	c.Workspace.Root = filepath.Join(dir, "workspaces")
+	c.Workspace.Keep = config.KeepNever
+	c.Delivery.Enabled = false
+	c.Planning.History.Directory = filepath.Join(dir, "planning_history")
+	*cfg = c
+	return dir, nil
+}
+
+// removeDir closes by removing a folder.
+type removeDir string
+
+func (d removeDir) Close() error { return os.RemoveAll(string(d)) }
+
+// dryForge reads from the forge and prints what it would write instead of
+// writing it: labels, comments, edits, reactions and changes. Comments it
+// would post get ids of their own, so that a later edit of one is printed
+// too.
+type dryForge struct {
+	forge.Forge
+	out io.Writer
+
+	mu     sync.Mutex
+	nextID int64
+}
+
+func (d *dryForge) printf(ref task.Ref, format string, args ...any) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fmt.Fprintf(d.out, "[dry run] %s: %s\n", ref, fmt.Sprintf(format, args...))
+}
+
+func indentBody(body string) string {
+	return "    " + strings.ReplaceAll(strings.TrimRight(body, "\n"), "\n", "\n    ")
+}
+
+func (d *dryForge) AddLabel(_ context.Context, ref task.Ref, label string) error {
+	d.printf(ref, "would add the label %q", label)
+	return nil
+}
+
+func (d *dryForge) RemoveLabel(_ context.Context, ref task.Ref, label string) error {
+	d.printf(ref, "would remove the label %q", label)
+	return nil
+}
+
+func (d *dryForge) PostComment(_ context.Context, ref task.Ref, body string) (task.Comment, error) {
+	d.mu.Lock()
+	d.nextID++
+	id := -d.nextID // never a forge's id
+	d.mu.Unlock()
+	d.printf(ref, "would post comment %d:\n%s", -id, indentBody(body))
+	now := time.Now().UTC()
+	return task.Comment{ID: id, Body: body, CreatedAt: now}, nil
+}
+
+func (d *dryForge) EditComment(_ context.Context, ref task.Ref, id int64, body string) error {
+	which := fmt.Sprintf("comment %d", id)
+	if id < 0 {
+		which = fmt.Sprintf("its comment %d", -id)
+	}
+	d.printf(ref, "would edit %s to:\n%s", which, indentBody(body))
+	return nil
+}
+
+func (d *dryForge) React(_ context.Context, ref task.Ref, commentID int64, emoji string) error {
+	d.printf(ref, "would react %q to comment %d", emoji, commentID)
+	return nil
+}
+
+func (d *dryForge) OpenChange(_ context.Context, ref task.Ref, c forge.NewChange) (forge.Change, error) {
+	d.printf(ref, "would open a change from %s into %s: %s", c.Head, c.Base, c.Title)
+	return forge.Change{Head: c.Head, Base: c.Base, Draft: c.Draft}, nil
+}

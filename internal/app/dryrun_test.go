@@ -1,0 +1,80 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/coding-agent/coding-agent/internal/app"
+	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/forgetest"
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// `run --dry-run` works on the real labelled task with the real model and
+// tools but changes nothing on the forge (no label, no comment, no push: no
+// request but reads) and leaves no state behind: what it would post is
+// printed, and a real run afterwards does the task from the start.
+func TestDryRunChangesNothingOnTheForge(t *testing.T) {
+	for _, fg := range []string{task.GitHub, task.GitLab} {
+		t.Run(fg, func(t *testing.T) {
+			e := newEnv(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
+				respond: writeFiles("hello.txt")})
+			quickstart(t, e)
+			before := e.labels()
+			var out strings.Builder
+			a, err := app.New(t.Context(), e.cfg, app.Options{Sleep: noWait, DryRun: &out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = a.Run(context.Background())
+			a.Close()
+			if err != nil {
+				t.Fatalf("dry run: %v\n%s", err, out.String())
+			}
+			t.Logf("dry run printed:\n%s", out.String())
+			var reqs []forgetest.Request
+			if fg == task.GitHub {
+				reqs = e.gh.Requests()
+			} else {
+				reqs = e.gl.Requests()
+			}
+			for _, r := range reqs {
+				if r.Method != "GET" && r.Method != "HEAD" && !strings.Contains(r.Path, "git-upload-pack") {
+					t.Errorf("the dry run sent %s %s", r.Method, r.Path)
+				}
+			}
+			if l := e.labels(); !slices.Equal(l, before) {
+				t.Errorf("labels %v after the dry run, were %v", l, before)
+			}
+			if c := e.botComments(); len(c) != 0 {
+				t.Errorf("the dry run posted %q", c)
+			}
+			if n := len(e.model.Requests()); n == 0 {
+				t.Error("the dry run did not ask the model")
+			}
+			for _, w := range []string{`would add the label "coding agent processing"`, "would post comment 1:",
+				`would add the label "coding agent done"`} {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("the dry run did not print %q", w)
+				}
+			}
+			for _, dir := range []string{e.cfg.StateDir, e.checkout(t, e.ref)} {
+				if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("the dry run left %s: %v", dir, err)
+				}
+			}
+			if leftovers, _ := filepath.Glob(filepath.Join(os.TempDir(), "coding-agent-dry-run-*")); len(leftovers) != 0 {
+				t.Errorf("the dry run's folder is left: %v", leftovers)
+			}
+
+			e.runOK(t)
+			e.wantLabels(t, "bug", "coding agent done")
+		})
+	}
+}
