@@ -54,6 +54,10 @@ type Options struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Now replaces the clock of what planning mode writes (tests); nil → time.Now.
 	Now func() time.Time
+	// Terminal, when set, gets one human line per task event (claimed,
+	// working, each step, how it ended) and every error: stderr when it is
+	// a terminal, unless --quiet.
+	Terminal io.Writer
 	// DryRun, when set, makes the app change nothing on the forge: what it
 	// would write (labels, comments, changes) is printed there instead, and
 	// its state and workspaces live in a temporary folder (see dryRun).
@@ -103,7 +107,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	a.self = self
 	logger, closer, err := obs.NewLogger(obs.LogOptions{
 		File: cfg.Logging.File, Level: cfg.Logging.Level, Stdout: cfg.Logging.Stdout,
-		MaxAgeDays: cfg.Logging.MaxAgeDays, Secrets: cfg.Secrets(),
+		MaxAgeDays: cfg.Logging.MaxAgeDays, Secrets: cfg.Secrets(), Terminal: o.Terminal,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("setting up logging: %w", err)

@@ -39,6 +39,9 @@ type LogOptions struct {
 	Secrets []string
 	// Now is the clock that decides the day; nil means time.Now.
 	Now func() time.Time
+	// Terminal, when set, shows an operator the task events as human
+	// lines (see Terminal); secrets are redacted there too.
+	Terminal io.Writer
 }
 
 // ParseLevel reads "debug", "info", "warn" or "error" (any case); "" is info.
@@ -78,6 +81,9 @@ func NewLogger(opts LogOptions) (*slog.Logger, io.Closer, error) {
 	}
 	if opts.Stdout {
 		handlers = append(handlers, slog.NewTextHandler(os.Stdout, hopts))
+	}
+	if opts.Terminal != nil {
+		handlers = append(handlers, NewTerminal(opts.Terminal))
 	}
 	if len(handlers) == 0 {
 		handlers = append(handlers, slog.NewTextHandler(os.Stderr, hopts))

@@ -91,7 +91,7 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 	}
 	var out engine.Outcome
 	if err == nil {
-		log.Info("working on task", "title", in.Task.Title)
+		log.Info("working on task", "title", in.Task.Title, "url", in.Task.URL)
 		started := w.o.Now()
 		out, err = w.o.Agent.Run(ctx, in)
 		log.Info("task run ended", "end", out.End, "calls", out.Calls, "duration", w.o.Now().Sub(started).String(), "error", err)

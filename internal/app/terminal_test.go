@@ -1,0 +1,39 @@
+package app_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/coding-agent/coding-agent/internal/app"
+	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// On a terminal, `run` tells the operator what it does, one line per event
+// of the task, ending with the task's link; the log keeps the rest.
+func TestTerminalFollowsARun(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
+	var term strings.Builder
+	a, err := app.New(t.Context(), e.cfg, app.Options{Sleep: noWait, Terminal: &term})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = a.Run(context.Background())
+	a.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := term.String()
+	t.Logf("terminal:\n%s", got)
+	url := e.gh.URL() + "/acme/app/issues/1"
+	for _, w := range []string{"github:acme/app#1 claimed", "github:acme/app#1 working: Add a greeting file",
+		"github:acme/app#1   step: fs/write_file", "github:acme/app#1 done " + url} {
+		if !strings.Contains(got, w) {
+			t.Errorf("the terminal lacks %q", w)
+		}
+	}
+	if n := strings.Count(got, "\n"); n != 4 {
+		t.Errorf("%d lines, want 4 (claimed, working, one step, done)", n)
+	}
+}
