@@ -225,6 +225,9 @@ func (a *App) startAgent(ctx context.Context) error {
 	if a.ws, err = a.workspaces(); err != nil {
 		return err
 	}
+	if err := a.reachModel(ctx); err != nil {
+		return err
+	}
 	budget := a.budget(ctx)
 	model, err := a.newLLM(budget)
 	if err != nil {

@@ -154,13 +154,12 @@ func quoteAll(ss []string) string {
 // probeTool is the tool both protocol probes ask the model to call.
 const probeTool = "probe_echo"
 
-func (a *App) doctorModel(ctx context.Context, d *doctor) {
+// servedModels lists the models the configured server serves, and says
+// where it is.
+func (a *App) servedModels(ctx context.Context, timeout time.Duration) (served []string, where string, err error) {
 	c := a.cfg.LLM
 	provider, model := a.model()
-	hc := a.httpClient(c.Timeout(), false)
-	var served []string
-	var err error
-	where := ""
+	hc := a.httpClient(timeout, false)
 	switch provider {
 	case config.ProviderOllama:
 		where = c.Ollama.Endpoint
@@ -175,11 +174,41 @@ func (a *App) doctorModel(ctx context.Context, d *doctor) {
 		where = c.OpenAI.BaseURL
 		served, err = openai.ListModels(ctx, hc, c.OpenAI.BaseURL, c.OpenAI.APIKey)
 	}
+	return served, where, err
+}
+
+// serves reports whether served holds model (Ollama's ":latest" implied).
+func serves(served []string, model string) bool {
+	return slices.ContainsFunc(served, func(s string) bool { return s == model || s == model+":latest" })
+}
+
+// reachModel checks, before any task is claimed, that the model server
+// answers: a command that would work on tasks fails at its start when it
+// does not, rather than failing the first task it claims. A server that
+// answers without listing the model is only logged (some list their models
+// their own way); `doctor` says more.
+func (a *App) reachModel(ctx context.Context) error {
+	provider, model := a.model()
+	served, where, err := a.servedModels(ctx, 30*time.Second)
+	if err != nil {
+		return fmt.Errorf("the %s model server at %s does not answer: %s (is it running? `coding-agent doctor` checks it)",
+			provider, where, a.redact(err.Error()))
+	}
+	if !serves(served, model) {
+		a.Log.Warn("the model server does not list the configured model", "provider", provider, "model", model, "served", served)
+	}
+	return nil
+}
+
+func (a *App) doctorModel(ctx context.Context, d *doctor) {
+	c := a.cfg.LLM
+	provider, model := a.model()
+	served, where, err := a.servedModels(ctx, c.Timeout())
 	if err != nil {
 		d.line("FAIL", "model", "%s at %s: %s (is the server running? the api key right?)", provider, where, a.redact(err.Error()))
 		return
 	}
-	if !slices.ContainsFunc(served, func(s string) bool { return s == model || s == model+":latest" }) {
+	if !serves(served, model) {
 		hint := ""
 		if provider == config.ProviderOllama {
 			hint = fmt.Sprintf("; `ollama pull %s`", model)

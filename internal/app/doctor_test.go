@@ -54,7 +54,6 @@ func TestDoctorPassesAndFixesLabels(t *testing.T) {
 		t.Run(fg, func(t *testing.T) {
 			e := newEnv(t, setup{forge: fg, kind: task.Issue, provider: provider, native: true,
 				respond: modelThat(true, true)})
-			e.cfg.LLM.OpenAI.Model, e.cfg.LLM.Ollama.Model = "test-model", "test-model" // what the scripted server lists
 			where := provider + " at " + e.model.OpenAIURL()
 			if fg == task.GitLab {
 				e.gl.AddMember("acme/app", e.gl.BotUsername, 30)
@@ -67,7 +66,7 @@ func TestDoctorPassesAndFixesLabels(t *testing.T) {
 			wantLines(t, out, "warn  forge  "+fg+": acting as @", "a user account",
 				"ok    forge  acme/app: @", "may write",
 				"warn  labels acme/app lacks \"coding agent processing\"", "doctor --fix",
-				"ok    model  "+where+` serves "test-model"`,
+				"ok    model  "+where+` serves "`+map[string]string{task.GitHub: "gpt-test", task.GitLab: "qwen-test"}[fg]+`"`,
 				"it calls tools natively and in the JSON protocol",
 				"ok    mcp    fs started with 14 tools", "fit in half of the")
 			if strings.Contains(out, "FAIL") {
@@ -106,7 +105,7 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 			[]string{"FAIL  forge  acme/app: @coding-agent-bot cannot write there", "give it write access"}},
 		{"model not served", true, modelThat(true, true),
 			func(e *env) { e.cfg.LLM.OpenAI.Model = "gpt-nope" },
-			[]string{`FAIL  model  openai at`, `does not serve "gpt-nope" (it serves "test-model")`}},
+			[]string{`FAIL  model  openai at`, `does not serve "gpt-nope" (it serves "gpt-test", "local-model", "qwen-test")`}},
 		{"no native calls", true, modelThat(false, true), nil,
 			[]string{"FAIL  model  it made no native tool call but follows the JSON protocol: set llm.function_calling: false"}},
 		{"no tool use at all", false, modelThat(false, false), nil,
@@ -121,7 +120,6 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: tc.native,
 				respond: tc.model})
-			e.cfg.LLM.OpenAI.Model = "test-model"
 			if tc.change != nil {
 				tc.change(e)
 			}

@@ -187,6 +187,26 @@ func TestUnreachableForgeAtStartIsAnError(t *testing.T) {
 	}
 }
 
+// A model server that does not answer stops `run` at its start, before any
+// task is claimed (the task keeps its bot label for a later run), on
+// either wire.
+func TestUnreachableModelAtStartIsAnError(t *testing.T) {
+	for _, provider := range []string{config.ProviderOpenAI, config.ProviderOllama} {
+		t.Run(provider, func(t *testing.T) {
+			e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: provider})
+			down := unreachable(t)
+			e.cfg.LLM.OpenAI.BaseURL, e.cfg.LLM.Ollama.Endpoint = down+"/v1", down
+			err := e.run(context.Background())
+			if err == nil || !strings.Contains(err.Error(), "model server at "+down) || !strings.Contains(err.Error(), "does not answer") {
+				t.Fatalf("run = %v, want the model server named as not answering", err)
+			}
+			if l := e.labels(); !slices.Equal(l, []string{"bug", "coding agent"}) {
+				t.Errorf("labels %v: the task was touched", l)
+			}
+		})
+	}
+}
+
 // An MCP server that dies mid-call: the model is told, the server is
 // restarted, and the task goes on.
 func TestMCPServerCrashIsSurvived(t *testing.T) {

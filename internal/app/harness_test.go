@@ -84,14 +84,15 @@ func newEnv(t testing.TB, s setup) *env {
 	if s.provider == config.ProviderLMStudio {
 		key = "" // LM Studio takes any key
 	}
-	e.model = llmtest.NewServer(t, llmtest.Options{APIKey: key, Responder: func(r llmtest.Received) llmtest.Step {
-		if r.N == 1 {
-			e.mu.Lock()
-			e.claimedAt = e.labels()
-			e.mu.Unlock()
-		}
-		return respond(e, r)
-	}})
+	e.model = llmtest.NewServer(t, llmtest.Options{APIKey: key, Models: []string{"gpt-test", "local-model", "qwen-test"},
+		Responder: func(r llmtest.Received) llmtest.Step {
+			if r.N == 1 {
+				e.mu.Lock()
+				e.claimedAt = e.labels()
+				e.mu.Unlock()
+			}
+			return respond(e, r)
+		}})
 	cfg := config.Default()
 	cfg.StateDir = filepath.Join(tmp, "data")
 	cfg.Logging.File = filepath.Join(tmp, "logs", "coding-agent.log")

@@ -2,9 +2,13 @@ package app_test
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/coding-agent/coding-agent/internal/config"
@@ -30,7 +34,7 @@ func TestFailureCommentsNameNoHost(t *testing.T) {
 	})
 	t.Run("model-planned", func(t *testing.T) {
 		e := planned(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
-		e.cfg.LLM.OpenAI.BaseURL = unreachable(t) + "/v1"
+		e.cfg.LLM.OpenAI.BaseURL = vanishing(t) + "/v1"
 		if err := e.run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -99,4 +103,24 @@ func checkNoHost(t *testing.T, e *env, base string) {
 	if logs := readTree(t, e.cfg.Logging.File); !strings.Contains(logs, u.Host) {
 		t.Errorf("the log lost the host of the failed request")
 	}
+}
+
+// vanishing is the URL of a model server that lists its models (so that a
+// run starts) and goes away at the first chat request: that request's
+// connection is dropped and nothing listens on its port any more.
+func vanishing(t *testing.T) string {
+	t.Helper()
+	var once sync.Once
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"gpt-test","object":"model"}]}`)
+			return
+		}
+		once.Do(func() { srv.Listener.Close() })
+		panic(http.ErrAbortHandler)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

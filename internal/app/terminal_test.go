@@ -7,6 +7,7 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/app"
 	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -35,5 +36,25 @@ func TestTerminalFollowsARun(t *testing.T) {
 	}
 	if n := strings.Count(got, "\n"); n != 4 {
 		t.Errorf("%d lines, want 4 (claimed, working, one step, done)", n)
+	}
+}
+
+// Someone trying the agent with their own token labels their own issue:
+// they are told, on the terminal, that what they write there is not heard.
+func TestOwnAccountIsWarnedAbout(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
+		seed: func(s *forgetest.IssueSeed) { s.Author = "coding-agent-bot" }})
+	var term strings.Builder
+	a, err := app.New(t.Context(), e.cfg, app.Options{Sleep: noWait, Terminal: &term})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = a.Run(context.Background())
+	a.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(term.String(), "github:acme/app#1 warning: the task's author is the account the agent acts as") {
+		t.Errorf("no warning on the terminal:\n%s", term.String())
 	}
 }

@@ -12,7 +12,7 @@ import (
 // Terminal is a slog.Handler that shows an operator, one human line each,
 // the events of the tasks in the log's records: a task claimed, worked on,
 // each tool step, and how it ended (done with its link, failed with the
-// reason, paused, stopped, awaiting a reply), and every error. The log file
+// reason, paused, stopped, awaiting a reply), and every warning and error. The log file
 // keeps everything; this is a view of the same records, not a second
 // channel. Lines are written whole, one Write each.
 type Terminal struct {
@@ -103,8 +103,8 @@ func (t *Terminal) line(r slog.Record, a map[string]string) string {
 			return ref + " " + ev + " " + url
 		}
 		return ref + " " + ev + with("reason", ": ")
-	case r.Level >= slog.LevelError:
-		s := "error: " + r.Message + with("error", ": ")
+	case r.Level >= slog.LevelWarn:
+		s := map[bool]string{true: "error: ", false: "warning: "}[r.Level >= slog.LevelError] + r.Message + with("error", ": ")
 		if ref != "" {
 			s = ref + " " + s
 		}

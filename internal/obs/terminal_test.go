@@ -27,6 +27,7 @@ func TestTerminalShowsTaskEvents(t *testing.T) {
 	other.Error("task failed", "status", "failed", "reason", "the model answered 503 with key s3cretvalue123")
 	other.Info("task paused", "status", "paused", "reason", "the paused label was added")
 	log.Error("polling pass failed; retrying at the next tick", "error", "forge unreachable")
+	task.Warn("could not remove every label while claiming")
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	want := []string{
 		"github:acme/app#1 claimed",
@@ -37,6 +38,7 @@ func TestTerminalShowsTaskEvents(t *testing.T) {
 		"gitlab:acme/app#2 failed: the model answered 503 with key [REDACTED]",
 		"gitlab:acme/app#2 paused: the paused label was added",
 		"error: polling pass failed; retrying at the next tick: forge unreachable",
+		"github:acme/app#1 warning: could not remove every label while claiming",
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("terminal lines:\n%s\nwant %d lines", out.String(), len(want))

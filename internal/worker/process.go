@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/engine"
@@ -13,6 +14,12 @@ import (
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
+
+// ownAccount is logged when a task's author is the account the agent acts
+// as (someone trying it with their own token): what they write on the task
+// is taken for the agent's own and never heard.
+const ownAccount = "the task's author is the account the agent acts as: their comments are taken for the agent's own " +
+	"and not heard; give the agent an account of its own (a GitHub App, a GitLab project access token)"
 
 // finishTimeout bounds the last forge calls of a task (final labels and
 // comment), which run even when the task's context has ended.
@@ -182,6 +189,10 @@ func (w *Worker) load(ctx context.Context, ref task.Ref, post *report.Poster) (e
 	bot, err := w.botName(ctx)
 	if err != nil {
 		return engine.Input{}, false, err
+	}
+	if strings.EqualFold(t.Author, bot) {
+		// Its comments would all be taken for the agent's own.
+		w.log(ref).Warn(ownAccount, "account", bot)
 	}
 	// One audience rule for the first prompt, the checkpoints and a later
 	// round's prompt: what others wrote is counted, never shown.
