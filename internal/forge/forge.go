@@ -15,6 +15,10 @@ import (
 // comment or project.
 var ErrNotFound = errors.New("not found")
 
+// ErrLabelAbsent is returned (wrapped) by Labeler.TakeLabel when the label
+// was not on the task: another caller took it first, or nobody put it there.
+var ErrLabelAbsent = errors.New("label is not on the task")
+
 // Discoverer finds open tasks carrying a label, inside the configured scope
 // (repositories, owner, projects, group). The list is complete: every page
 // is read.
@@ -78,6 +82,16 @@ type Editor interface {
 type Labeler interface {
 	AddLabel(ctx context.Context, ref task.Ref, label string) error
 	RemoveLabel(ctx context.Context, ref task.Ref, label string) error
+	// TakeLabel removes label as a claim, the forge arbitrating: of
+	// callers racing to take one label (on any number of hosts, with the
+	// same token), exactly one gets nil; every other gets ErrLabelAbsent,
+	// as does a caller finding the label already gone. An error of any
+	// other kind says nothing about who took it: the caller must not act
+	// as the taker. A retry after an ambiguous failure (a 502 after the
+	// forge acted) finds the label gone and says ErrLabelAbsent to the
+	// caller that took it: that errs on the safe side (nobody works on
+	// the task until it is put up again).
+	TakeLabel(ctx context.Context, ref task.Ref, label string) error
 }
 
 // Identity tells who the token belongs to.

@@ -133,6 +133,7 @@ type glItem struct {
 	closed    time.Time
 	notes     []*glNote
 	events    []*glLabelEvent
+	awards    []*glAward // award emoji on the item itself
 }
 
 // glLabelEvent is a resource label event: a label added or removed.

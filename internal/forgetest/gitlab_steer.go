@@ -21,7 +21,7 @@ var glAccessLevels = []int{5, 10, 15, 20, 30, 40, 50}
 // enough to tell a valid name from a misspelt one.
 var glEmojiNames = []string{
 	"eyes", "thumbsup", "thumbsdown", "+1", "-1", "heart", "tada", "rocket", "smile",
-	"laughing", "confused", "white_check_mark", "hourglass", "ok_hand", "clap", "fire", "star",
+	"laughing", "confused", "white_check_mark", "hourglass", "ok_hand", "clap", "fire", "star", "lock",
 }
 
 type glMember struct {

@@ -301,3 +301,43 @@ func TestRateLimitDoesNotWedgeClient(t *testing.T) {
 		t.Errorf("GET issue reached the server %d times, want 3", got)
 	}
 }
+
+// Of many clients taking one label at once, exactly one takes it (GitHub
+// answers 200 to one DELETE and 404 "Label does not exist" to the rest);
+// RemoveLabel stays idempotent.
+func TestTakeLabelHasOneWinner(t *testing.T) {
+	g := forgetest.NewGitHub(t)
+	n := g.AddIssue("acme/app", forgetest.IssueSeed{Title: "a", Labels: []string{"coding agent", "bug"}})
+	r := ref(task.Issue, "acme/app", n)
+	const hosts = 8
+	errs := make(chan error, hosts)
+	var wg sync.WaitGroup
+	for range hosts {
+		c, _ := newClient(t, g)
+		wg.Go(func() { errs <- c.TakeLabel(t.Context(), r, "coding agent") })
+	}
+	wg.Wait()
+	close(errs)
+	won := 0
+	for err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, forge.ErrLabelAbsent):
+			t.Errorf("a loser heard %v, want ErrLabelAbsent", err)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d clients took the label, want 1", won)
+	}
+	if got := g.Labels("acme/app", n); !slices.Equal(got, []string{"bug"}) {
+		t.Errorf("labels %q, want [bug]", got)
+	}
+	c, _ := newClient(t, g)
+	if err := c.RemoveLabel(t.Context(), r, "coding agent"); err != nil {
+		t.Errorf("removing the absent label: %v, want nil", err)
+	}
+	if err := c.TakeLabel(t.Context(), ref(task.Issue, "acme/app", 99), "coding agent"); !errors.Is(err, forge.ErrNotFound) {
+		t.Errorf("taking from a missing issue: %v, want ErrNotFound", err)
+	}
+}

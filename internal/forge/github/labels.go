@@ -9,6 +9,7 @@ import (
 
 	gh "github.com/google/go-github/v92/github"
 
+	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/httpx"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
@@ -38,6 +39,17 @@ func (c *Client) AddLabel(ctx context.Context, ref task.Ref, label string) error
 // RemoveLabel removes one label. A label that is not there is not an error;
 // an issue that is not there is (forge.ErrNotFound).
 func (c *Client) RemoveLabel(ctx context.Context, ref task.Ref, label string) error {
+	if err := c.TakeLabel(ctx, ref, label); err != nil && !errors.Is(err, forge.ErrLabelAbsent) {
+		return err
+	}
+	return nil
+}
+
+// TakeLabel removes one label as a claim: GitHub deletes the label from
+// the issue in one request and answers 200 to the request that removed it
+// and 404 "Label does not exist" to every later one, which is
+// forge.ErrLabelAbsent. An issue that is not there is forge.ErrNotFound.
+func (c *Client) TakeLabel(ctx context.Context, ref task.Ref, label string) error {
 	owner, name, err := split(ref)
 	if err != nil {
 		return err
@@ -50,7 +62,7 @@ func (c *Client) RemoveLabel(ctx context.Context, ref task.Ref, label string) er
 	_, err = c.gh.Issues.RemoveLabelForIssue(ctx, owner, name, ref.Number, url.PathEscape(label))
 	if er, ok := errors.AsType[*gh.ErrorResponse](err); ok && er.Response != nil &&
 		er.Response.StatusCode == http.StatusNotFound && er.Message == labelAbsent {
-		return nil
+		return fmt.Errorf("removing label %q from %s: %w", label, refName(ref), forge.ErrLabelAbsent)
 	}
 	if err != nil {
 		return wrapErr(fmt.Sprintf("removing label %q from %s", label, refName(ref)), err)
