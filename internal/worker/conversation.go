@@ -161,8 +161,8 @@ func (w *Worker) judge(ctx context.Context, ref task.Ref) (bool, error) {
 	if watch.IsCompletion(latest.Body, w.o.Conversation.Keywords) {
 		return false, w.endConversation(ctx, t, c, fmt.Sprintf("@%s ended it (comment %d)", latest.Author, latest.ID))
 	}
-	// Store claim first (atomic across processes), then processing
-	// replaces the awaiting label.
+	// Processing replaces the awaiting label, whose removal the forge
+	// arbitrates (take): another host may judge the same reply.
 	if ok, err := w.take(ctx, t, replied, task.Awaiting); err != nil || !ok {
 		return false, err
 	}

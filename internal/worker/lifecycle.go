@@ -3,10 +3,12 @@ package worker
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 
+	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
@@ -71,9 +73,14 @@ type transition struct {
 	// removed only once the addition worked, so a task always keeps a label
 	// saying where it stands.
 	add, remove label
-	stale       []label
-	notice      notice
-	clear       bool // the checkpoint is dropped
+	// take: remove is the request this round answers, and removing it is
+	// the claim the forge arbitrates (forge.Labeler.TakeLabel): when it
+	// was already gone, another process took the task, and the transition
+	// stops there, removing nothing else.
+	take   bool
+	stale  []label
+	notice notice
+	clear  bool // the checkpoint is dropped
 	// retry is where a failed label change leaves the task, for the next
 	// pass to try the transition again: queued with the run's outcome in
 	// its checkpoint, or still awaiting with the reply unjudged. "": the
@@ -89,9 +96,9 @@ var unclaimed = []task.Status{"", task.Done, task.Failed, task.Paused, task.Stop
 
 // lifecycle is the whole life of a task, one row per event.
 var lifecycle = map[event]transition{
-	claimed: {from: unclaimed, to: task.Queued, add: processingLabel, remove: botLabel,
+	claimed: {from: unclaimed, to: task.Queued, add: processingLabel, remove: botLabel, take: true,
 		stale: []label{doneLabel, failedLabel, pausedLabel, stoppedLabel, awaitingLabel}},
-	replied:     {from: []task.Status{task.Awaiting}, to: task.Queued, add: processingLabel, remove: awaitingLabel},
+	replied:     {from: []task.Status{task.Awaiting}, to: task.Queued, add: processingLabel, remove: awaitingLabel, take: true},
 	closedEarly: {from: []task.Status{task.Running}, to: task.Stopped, remove: processingLabel, ws: wsDone},
 	runDone: {from: []task.Status{task.Running}, to: task.Done, add: doneLabel, remove: processingLabel,
 		stale: []label{botLabel, failedLabel, awaitingLabel}, clear: true, retry: task.Queued, ws: wsDone},
@@ -167,7 +174,10 @@ func (w *Worker) move(ctx context.Context, f ending, ev event) (bool, error) {
 
 // relabel adds the row's label, then removes its remove label and the stale
 // labels the task has, each once. It removes nothing when the addition
-// failed (its error), and reports whether every removal was made.
+// failed (its error), and reports whether every removal was made. With
+// tr.take, the remove label is taken first (forge.Labeler.TakeLabel): when
+// that fails, nothing else is removed and its error (forge.ErrLabelAbsent
+// when another process took it) is returned.
 func (w *Worker) relabel(ctx context.Context, f ending, tr transition) (bool, error) {
 	ls := w.o.Labels
 	add := tr.add.in(ls)
@@ -178,11 +188,18 @@ func (w *Worker) relabel(ctx context.Context, f ending, tr transition) (bool, er
 		}
 	}
 	var remove []string
-	if l := tr.remove.in(ls); l != "" {
+	if l := tr.remove.in(ls); l != "" && tr.take {
+		if err := w.o.Forge.TakeLabel(ctx, f.ref, l); err != nil {
+			if !errors.Is(err, forge.ErrLabelAbsent) {
+				f.log.Error("taking label", "label", l, "error", err)
+			}
+			return false, err
+		}
+	} else if l != "" {
 		remove = append(remove, l)
 	}
 	for _, s := range tr.stale {
-		if l := s.in(ls); l != "" && l != add && !slices.Contains(remove, l) && slices.Contains(f.labels, l) {
+		if l := s.in(ls); l != "" && l != add && l != tr.remove.in(ls) && !slices.Contains(remove, l) && slices.Contains(f.labels, l) {
 			remove = append(remove, l)
 		}
 	}

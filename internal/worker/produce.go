@@ -4,16 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
+	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/queue"
 	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
-// Produce discovers tasks carrying the bot label, claims each one (store
-// first, atomically, then the labels: processing added, bot removed) and
-// queues it, after the new rounds of conversations (Replies). It returns
+// Produce discovers tasks carrying the bot label, claims each one (the
+// labels first: processing added, the bot label taken, the forge deciding
+// between hosts; then the store) and queues it, after the new rounds of conversations (Replies). It returns
 // how many it queued. A task that fails to be claimed is logged and left for
 // the next pass; only a failed discovery or queueing, or a failure of the
 // store, is an error.
@@ -73,7 +75,7 @@ func (w *Worker) claim(ctx context.Context, ref task.Ref) (bool, error) {
 	log := w.log(ref)
 	// The discovery may be stale: another process may have claimed and even
 	// finished the task since. Only a task that still carries the bot label
-	// is ours; the store claim right after is atomic across processes.
+	// is asked for; taking that label (take) decides who works on it.
 	t, err := w.o.Forge.Get(ctx, ref)
 	if err != nil {
 		return false, fmt.Errorf("re-reading %s before claiming it: %w", ref, err)
@@ -82,8 +84,11 @@ func (w *Worker) claim(ctx context.Context, ref task.Ref) (bool, error) {
 	if err := failure(recErr); err != nil {
 		return false, fmt.Errorf("reading %s in the store: %w", ref, err)
 	}
-	// A paused task whose paused label is gone resumes without the bot label.
-	resuming := recErr == nil && rec.Status == task.Paused && w.o.Labels.Paused != "" && !t.HasLabel(w.o.Labels.Paused)
+	// A paused task whose paused label is gone resumes without the bot
+	// label, unless the forge shows it moved on since: another host's
+	// store may be the one that knows (its processing or a final label).
+	resuming := recErr == nil && rec.Status == task.Paused && w.o.Labels.Paused != "" && !t.HasLabel(w.o.Labels.Paused) &&
+		!w.movedOn(t)
 	if t.State != "open" || !(t.HasLabel(w.o.Labels.Bot) || resuming) {
 		log.Info("task no longer asks for the agent; skipping", "state", t.State)
 		return false, nil
@@ -95,6 +100,14 @@ func (w *Worker) claim(ctx context.Context, ref task.Ref) (bool, error) {
 		if ok, err := w.requested(ctx, t); err != nil || !ok {
 			return false, err
 		}
+	} else if !t.HasLabel(w.o.Labels.Bot) {
+		// Resuming is asking again: the bot label, added by the bot,
+		// puts the task up for the forge to arbitrate like any request,
+		// since another host's store may say paused too.
+		if err := w.o.Forge.AddLabel(ctx, ref, w.o.Labels.Bot); err != nil {
+			return false, fmt.Errorf("asking again to resume %s: %w", ref, err)
+		}
+		t.Labels = append(slices.Clone(t.Labels), w.o.Labels.Bot)
 	}
 	// Final labels of an earlier round go too, so that a task is never seen
 	// as done while this round works or fails; so does a pause or stop
@@ -107,39 +120,99 @@ func (w *Worker) claim(ctx context.Context, ref task.Ref) (bool, error) {
 	return ok, err
 }
 
-// take holds t for a round of work (event claimed or replied): the store
-// first (atomic across processes), then the row's labels, then the store
-// says queued. It reports false when another live process holds the task.
-// When the processing label cannot be added, the store goes back to undo (a
-// failed one records why) and the error is returned; the bot (or awaiting)
-// label is still there, so the next pass tries again.
+// take holds t for a round of work (event claimed or replied). The forge
+// arbitrates between every process on every host, whatever store each
+// uses: the processing label is added, then the request label (bot, or
+// awaiting) is taken (forge.Labeler.TakeLabel), and only the process whose
+// removal took it goes on; then the store claims the task and says
+// queued. A process that finds the request gone (another took it) or
+// loses the race returns false having written nothing else: not the
+// processing label (the winner's), no comment, no row. So a task always
+// carries a label saying where it stands, and a row in a store says the
+// task was won: a crash before the take leaves nothing to resume, one
+// after it a row its host resumes as its own.
+// When the processing label cannot be added (or the take fails for another
+// reason), a claimed task records why as failed, an awaiting one stays
+// awaiting, and the error is returned; the request label is still there
+// (or the task waits in processing for the vanished-holder rule), so the
+// next pass tries again. When the store refuses the claim after the take,
+// the task is given back (giveBack).
 func (w *Worker) take(ctx context.Context, t task.Task, ev event, undo task.Status) (bool, error) {
 	ref, log := t.Ref, w.log(t.Ref)
+	tr := lifecycle[ev]
+	if l := tr.remove.in(w.o.Labels); !t.HasLabel(l) {
+		log.Info("task no longer carries its request label; skipping", "label", l)
+		return false, nil
+	}
+	all, err := w.relabel(ctx, ending{ref: ref, log: log, labels: t.Labels}, tr)
+	if errors.Is(err, forge.ErrLabelAbsent) {
+		log.Info("another process took the task first; leaving it to it", "label", tr.remove.in(w.o.Labels))
+		return false, nil
+	}
+	if err != nil {
+		err = fmt.Errorf("claiming %s: %w", ref, err)
+		if undo == task.Failed {
+			// A row that says why, as a claim refused by the forge
+			// leaves it; a row held by another process stays as it is.
+			if _, cerr := w.o.Store.Claim(ctx, ref, w.o.Owner); cerr == nil {
+				w.setStatus(ctx, ref, undo, err.Error())
+			}
+		}
+		return false, err
+	}
+	if !all {
+		// Keep going: the task is ours (processing, and the request
+		// taken); its finish removes what is left.
+		log.Warn("could not remove every label while claiming")
+	}
 	if _, err := w.o.Store.Claim(ctx, ref, w.o.Owner); err != nil {
 		if errors.Is(err, store.ErrClaimed) {
-			log.Info("task is held by another process; skipping")
+			// The request was made again while a process sharing this
+			// store works on the task: that run answers it.
+			log.Info("task is held by another process of this store; it keeps it")
 			return false, nil
 		}
-		return false, fmt.Errorf("claiming %s in the store: %w", ref, err)
-	}
-	tr := lifecycle[ev]
-	if all, err := w.relabel(ctx, ending{ref: ref, log: log, labels: t.Labels}, tr); err != nil {
-		err = fmt.Errorf("claiming %s: %w", ref, err)
-		why := ""
-		if undo == task.Failed {
-			why = err.Error()
-		}
-		w.setStatus(ctx, ref, undo, why)
+		err = fmt.Errorf("claiming %s in the store: %w", ref, err)
+		w.giveBack(ctx, ref, tr)
 		return false, err
-	} else if !all {
-		// Keep going: the task is ours (processing, and held in the
-		// store); its finish removes what is left.
-		log.Warn("could not remove every label while claiming")
 	}
 	if err := w.o.Store.SetStatus(ctx, ref, tr.to, ""); err != nil {
 		return false, fmt.Errorf("marking %s queued: %w", ref, err)
 	}
 	return true, nil
+}
+
+// movedOn reports whether t carries a label a later round set: processing
+// (someone works on it) or a final one. A store whose row says paused is
+// then behind: another host took the task up again since.
+func (w *Worker) movedOn(t task.Task) bool {
+	ls := w.o.Labels
+	for _, l := range []string{ls.Processing, ls.Done, ls.Failed, ls.Stopped, ls.Awaiting} {
+		if l != "" && t.HasLabel(l) {
+			return true
+		}
+	}
+	return false
+}
+
+// giveBack puts a task taken on the forge, which the store then refused,
+// back up for any process to take: the processing label goes first (once
+// the request is back, another process may add its own), then the
+// request label comes back. Failures are logged: a task left in processing
+// waits for the vanished-holder rule.
+func (w *Worker) giveBack(ctx context.Context, ref task.Ref, tr transition) {
+	log := w.log(ref)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	if err := w.o.Forge.RemoveLabel(ctx, ref, tr.add.in(w.o.Labels)); err != nil {
+		log.Error("giving the task back: removing the processing label", "error", err)
+		return
+	}
+	if err := w.o.Forge.AddLabel(ctx, ref, tr.remove.in(w.o.Labels)); err != nil {
+		log.Error("giving the task back: adding its request label again", "error", err)
+		return
+	}
+	log.Warn("the store refused the claim; the task is given back to be taken again")
 }
 
 // unpaused lists paused tasks in the store whose paused label may have been

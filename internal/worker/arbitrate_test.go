@@ -1,0 +1,176 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	ghforge "github.com/coding-agent/coding-agent/internal/forge/github"
+	"github.com/coding-agent/coding-agent/internal/forgetest"
+	"github.com/coding-agent/coding-agent/internal/store"
+	"github.com/coding-agent/coding-agent/internal/store/sqlite"
+	"github.com/coding-agent/coding-agent/internal/task"
+	"github.com/coding-agent/coding-agent/internal/watch"
+)
+
+// host is another host watching wd's repository: its own forge client and
+// its own SQLite store, no store shared with wd.
+func (wd *world) host(t *testing.T, name string) (*Worker, *sqlite.Store) {
+	t.Helper()
+	f, err := ghforge.New(ghforge.Options{APIURL: wd.gh.URL(), Token: wd.gh.Token, Repositories: []string{"acme/app"},
+		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	w := New(Options{Forge: f, Store: st, Agent: &fakeRunner{st: st}, Labels: testLabels, BotName: wd.gh.BotLogin,
+		Owner: store.Owner{Host: name, PID: 1}, Trust: watch.Trust{HearAuthor: true, LabelerNeedsWrite: true},
+		Conversation: Conversation{Enabled: true, Keywords: []string{"thanks"}, Timeout: time.Hour, MaxRounds: 2},
+		Now:          func() time.Time { return wd.now }})
+	return w, st
+}
+
+// A host that read the task before another took it loses the take: it
+// does not run the task, leaves the winner's processing label, posts
+// nothing and has no row in its store.
+func TestLoserOfTheTakeLeavesNoTrace(t *testing.T) {
+	wd := newWorld(t, false)
+	loser, lst := wd.host(t, "b")
+	seen, err := wd.w.o.Forge.Get(t.Context(), wd.ref) // what the loser read before the winner took it
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd.claim()
+	ok, err := loser.take(t.Context(), seen, claimed, task.Failed)
+	if err != nil || ok {
+		t.Fatalf("loser's take: %v, %v; want false, nil", ok, err)
+	}
+	wd.want(task.Queued, "bug", testLabels.Processing)
+	if c := wd.comments(); len(c) != 0 {
+		t.Errorf("comments %q, want none", c)
+	}
+	if _, err := lst.Get(t.Context(), wd.ref); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("loser's store has the task (%v), want no row", err)
+	}
+	if n, err := loser.Backlog(t.Context()); err != nil || n != 0 {
+		t.Errorf("loser's backlog: %d, %v; want nothing to resume", n, err)
+	}
+}
+
+// Hosts with stores of their own polling at once: each task is claimed by
+// exactly one of them, and the replies of an awaiting task too.
+func TestConcurrentHostsClaimEachTaskOnce(t *testing.T) {
+	wd := newWorld(t, false)
+	for range 9 {
+		wd.gh.AddIssue("acme/app", forgetest.IssueSeed{Title: "more", Author: "alice", Labels: []string{testLabels.Bot}})
+	}
+	const hosts = 4
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		total  int
+		stores []*sqlite.Store
+	)
+	for i := range hosts {
+		w, st := wd.host(t, string(rune('a'+i)))
+		stores = append(stores, st)
+		wg.Go(func() {
+			n, err := w.Produce(t.Context())
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			total += n
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if total != 10 {
+		t.Errorf("%d claims for 10 tasks", total)
+	}
+	held := map[task.Ref]int{}
+	for _, st := range stores {
+		recs, err := st.List(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Status != task.Queued {
+				t.Errorf("%s: %s in a store, want only queued rows", r.Ref, r.Status)
+			}
+			held[r.Ref]++
+		}
+	}
+	for ref, n := range held {
+		if n != 1 {
+			t.Errorf("%s held in %d stores", ref, n)
+		}
+		if l := wd.gh.Labels(ref.Repo, ref.Number); !slices.Equal(l, []string{testLabels.Processing}) &&
+			!slices.Equal(l, []string{"bug", testLabels.Processing}) {
+			t.Errorf("%s labels %q", ref, l)
+		}
+	}
+	if len(held) != 10 {
+		t.Errorf("%d tasks held, want 10", len(held))
+	}
+}
+
+// A paused task is resumed by asking again (the bot adds the bot label):
+// of two hosts whose stores both say paused, one resumes it.
+func TestResumeIsArbitrated(t *testing.T) {
+	wd := newWorld(t, false)
+	other, ost := wd.host(t, "b")
+	for _, st := range []store.Store{wd.st, ost} {
+		if _, err := st.Claim(t.Context(), wd.ref, store.Owner{Host: "x", PID: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SetStatus(t.Context(), wd.ref, task.Paused, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wd.gh.RemoveLabelDirect(wd.ref.Repo, wd.ref.Number, testLabels.Bot) // a pause took it; removing paused resumes
+	var wg sync.WaitGroup
+	got := make(chan int, 2)
+	for _, w := range []*Worker{wd.w, other} {
+		wg.Go(func() {
+			n, err := w.Produce(t.Context())
+			if err != nil {
+				t.Error(err)
+			}
+			got <- n
+		})
+	}
+	wg.Wait()
+	close(got)
+	sum := 0
+	for n := range got {
+		sum += n
+	}
+	if sum != 1 {
+		t.Errorf("%d hosts resumed the task, want 1", sum)
+	}
+	if l := wd.labels(); !slices.Equal(l, []string{"agent processing", "bug"}) {
+		t.Errorf("labels %q", l)
+	}
+	// One after the other: the second sees the task taken up (processing),
+	// and once it is done, its stale paused row resumes nothing.
+	for _, w := range []*Worker{wd.w, other} {
+		if n, err := w.Produce(t.Context()); err != nil || n != 0 {
+			t.Errorf("a later pass: %d, %v; want nothing claimed", n, err)
+		}
+	}
+	wd.gh.RemoveLabelDirect(wd.ref.Repo, wd.ref.Number, testLabels.Processing)
+	wd.gh.AddLabelDirect(wd.ref.Repo, wd.ref.Number, testLabels.Done)
+	for _, w := range []*Worker{wd.w, other} {
+		if n, err := w.Produce(t.Context()); err != nil || n != 0 {
+			t.Errorf("a pass after the task was done: %d, %v; want nothing claimed", n, err)
+		}
+	}
+}
