@@ -76,6 +76,13 @@ type Editor interface {
 	EditComment(ctx context.Context, ref task.Ref, id int64, body string) error
 }
 
+// Deleter deletes a comment the token's user posted. Of callers racing to
+// delete one comment, one gets nil; the others, and a caller finding it
+// gone, get ErrNotFound.
+type Deleter interface {
+	DeleteComment(ctx context.Context, ref task.Ref, id int64) error
+}
+
 // Labeler adds and removes one label at a time, never replacing the whole
 // set, so labels other people set meanwhile survive. Adding a label that is
 // present and removing one that is absent are not errors.
@@ -168,6 +175,7 @@ type Forge interface {
 	Reader
 	Commenter
 	Editor
+	Deleter
 	Labeler
 	Identity
 	Permissions

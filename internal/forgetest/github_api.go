@@ -367,3 +367,24 @@ func (g *GitHub) listEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	g.reply(w, r, http.StatusOK, out)
 }
+
+const ghDocsDeleteComment = "https://docs.github.com/rest/issues/comments#delete-an-issue-comment"
+
+// deleteComment answers DELETE .../issues/comments/{comment_id}: 204, or
+// 404 for a comment that is not there (deleted already); the token's user
+// may delete only its own here (a collaborator could delete others').
+func (g *GitHub) deleteComment(w http.ResponseWriter, r *http.Request) {
+	g.st.Lock()
+	defer g.st.Unlock()
+	_, it, c := g.lookupComment(w, r, ghDocsDeleteComment)
+	if c == nil {
+		return
+	}
+	if !strings.EqualFold(c.author, g.BotLogin) {
+		g.failDoc(w, http.StatusForbidden, "You do not have permission to delete this comment.", ghDocsDeleteComment)
+		return
+	}
+	it.comments = slices.DeleteFunc(it.comments, func(o *ghComment) bool { return o == c })
+	it.updated = g.nowLocked()
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -68,6 +68,7 @@ func (g *GitHub) handler() http.Handler {
 	route("GET /repos/{owner}/{repo}/issues/{number}/comments", g.listComments)
 	route("POST /repos/{owner}/{repo}/issues/{number}/comments", g.createComment)
 	route("PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}", g.editComment)
+	route("DELETE /repos/{owner}/{repo}/issues/comments/{comment_id}", g.deleteComment)
 	route("GET /repos/{owner}/{repo}/issues/{number}/labels", g.listLabels)
 	route("GET /repos/{owner}/{repo}/issues/{number}/events", g.listEvents)
 	route("POST /repos/{owner}/{repo}/issues/{number}/labels", g.addLabels)

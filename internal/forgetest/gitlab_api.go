@@ -344,3 +344,21 @@ func listLabelEvents(kind string) glHandler {
 // glLabelID is a label's id: the same for the same name, as a project
 // label's id is.
 func glLabelID(name string) int64 { return int64(crc32.ChecksumIEEE([]byte(name))) }
+
+// deleteNote answers DELETE .../notes/:note_id: 204, or 404 for a note that
+// is not there (deleted already); a system note, or someone else's, is 403.
+func deleteNote(kind string) glHandler {
+	return func(g *GitLab, w http.ResponseWriter, r *http.Request, args []string) {
+		it, n := g.findNote(w, r, kind, args)
+		if n == nil {
+			return
+		}
+		if n.system || !strings.EqualFold(n.author, g.BotUsername) {
+			g.reply(w, r, http.StatusForbidden, glObj{"message": "403 Forbidden"})
+			return
+		}
+		it.notes = slices.DeleteFunc(it.notes, func(o *glNote) bool { return o == n })
+		it.updated = g.stamp()
+		w.WriteHeader(http.StatusNoContent)
+	}
+}

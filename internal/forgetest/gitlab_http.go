@@ -44,6 +44,8 @@ var glRoutes = []glRoute{
 	{http.MethodPost, []string{"projects", ":id", "merge_requests", ":iid", "notes"}, createNote(KindMergeRequest)},
 	{http.MethodPut, []string{"projects", ":id", "issues", ":iid", "notes", ":note_id"}, updateNote(KindIssue)},
 	{http.MethodPut, []string{"projects", ":id", "merge_requests", ":iid", "notes", ":note_id"}, updateNote(KindMergeRequest)},
+	{http.MethodDelete, []string{"projects", ":id", "issues", ":iid", "notes", ":note_id"}, deleteNote(KindIssue)},
+	{http.MethodDelete, []string{"projects", ":id", "merge_requests", ":iid", "notes", ":note_id"}, deleteNote(KindMergeRequest)},
 	{http.MethodGet, []string{"projects", ":id", "members", "all"}, (*GitLab).listAllMembers},
 	{http.MethodGet, []string{"projects", ":id", "labels"}, listProjectLabels},
 	{http.MethodPost, []string{"projects", ":id", "labels"}, createProjectLabel},

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"text/template"
+	"time"
 )
 
 //go:embed templates/*.tmpl
@@ -102,4 +105,25 @@ func Patch(kind, patch string) (string, error) {
 	}
 	fence := strings.Repeat("`", max(3, longest+1))
 	return render("patch.tmpl", map[string]any{"Kind": kind, "Patch": strings.TrimRight(patch, "\n"), "Fence": fence})
+}
+
+// Holder is the comment that says which host holds a task, edited at every
+// heartbeat (beat, the time of this edit, changes its body).
+func Holder(host string, beat time.Time, every, lease time.Duration) (string, error) {
+	return render("holder.tmpl", map[string]any{"Host": host, "Beat": beat.UTC().Format(time.RFC3339),
+		"Every": every.String(), "Lease": lease.String()})
+}
+
+// holderMark is the holder comment's hidden line.
+var holderMark = regexp.MustCompile(`(?m)^<!-- coding-agent holder: host=("(?:[^"\\]|\\.)*") beat=\S+ -->$`)
+
+// HolderOf returns the host a holder comment (Holder) names; false for any
+// other comment.
+func HolderOf(body string) (string, bool) {
+	m := holderMark.FindStringSubmatch(body)
+	if m == nil {
+		return "", false
+	}
+	host, err := strconv.Unquote(m[1])
+	return host, err == nil
 }

@@ -341,3 +341,35 @@ func TestTakeLabelHasOneWinner(t *testing.T) {
 		t.Errorf("taking from a missing issue: %v, want ErrNotFound", err)
 	}
 }
+
+// Of clients deleting one comment at once, one deletes it; the others hear
+// ErrNotFound.
+func TestDeleteCommentHasOneWinner(t *testing.T) {
+	g := forgetest.NewGitHub(t)
+	n := g.AddIssue("acme/app", forgetest.IssueSeed{Title: "a"})
+	r := ref(task.Issue, "acme/app", n)
+	c, _ := newClient(t, g)
+	posted, err := c.PostComment(t.Context(), r, "holder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { errs <- c.DeleteComment(t.Context(), r, posted.ID) })
+	}
+	wg.Wait()
+	close(errs)
+	deleted := 0
+	for err := range errs {
+		switch {
+		case err == nil:
+			deleted++
+		case !errors.Is(err, forge.ErrNotFound):
+			t.Errorf("a second delete heard %v, want ErrNotFound", err)
+		}
+	}
+	if deleted != 1 || len(g.Comments("acme/app", n)) != 0 {
+		t.Errorf("%d deletes succeeded, %d comments left; want 1 and 0", deleted, len(g.Comments("acme/app", n)))
+	}
+}

@@ -34,3 +34,21 @@ func (c *Client) EditComment(ctx context.Context, ref task.Ref, id int64, body s
 	}
 	return nil
 }
+
+// DeleteComment deletes comment id (DELETE .../issues/comments/{id}): GitHub
+// answers 204 to the request that deleted it and 404 to any later one,
+// which is forge.ErrNotFound.
+func (c *Client) DeleteComment(ctx context.Context, ref task.Ref, id int64) error {
+	owner, name, err := split(ref)
+	if err != nil {
+		return err
+	}
+	action := fmt.Sprintf("deleting comment %d on %s", id, refName(ref))
+	if id <= 0 {
+		return fmt.Errorf("%s: comment id must be positive", action)
+	}
+	if _, err := c.gh.Issues.DeleteComment(ctx, owner, name, id); err != nil {
+		return wrapErr(action, err)
+	}
+	return nil
+}

@@ -42,3 +42,29 @@ func (c *Client) updateNote(ctx context.Context, ref task.Ref, id int64, body st
 	}
 	return translateErr(err)
 }
+
+// DeleteComment deletes note id on the issue or merge request: GitLab
+// answers 204 to the request that deleted it and 404 to any later one,
+// which is forge.ErrNotFound.
+func (c *Client) DeleteComment(ctx context.Context, ref task.Ref, id int64) error {
+	if err := c.deleteNote(ctx, ref, id); err != nil {
+		return fmt.Errorf("deleting note %d on %s: %w", id, name(ref), err)
+	}
+	return nil
+}
+
+func (c *Client) deleteNote(ctx context.Context, ref task.Ref, id int64) error {
+	if err := checkRef(ref); err != nil {
+		return err
+	}
+	if id <= 0 {
+		return errors.New("note id must be positive")
+	}
+	var err error
+	if ref.Kind == task.MergeRequest {
+		_, err = c.api.Notes.DeleteMergeRequestNote(ref.Repo, int64(ref.Number), id, gl.WithContext(ctx))
+	} else {
+		_, err = c.api.Notes.DeleteIssueNote(ref.Repo, int64(ref.Number), id, gl.WithContext(ctx))
+	}
+	return translateErr(err)
+}

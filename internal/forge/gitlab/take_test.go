@@ -97,3 +97,36 @@ func TestTakeLabelLock(t *testing.T) {
 		t.Errorf("taking from a missing issue: %v, want ErrNotFound", err)
 	}
 }
+
+// Of clients deleting one note at once, one deletes it; the others hear
+// ErrNotFound.
+func TestDeleteCommentHasOneWinner(t *testing.T) {
+	g := forgetest.NewGitLab(t)
+	g.AddProject("grp/app")
+	n := g.AddIssue("grp/app", forgetest.IssueSeed{Title: "a"})
+	r := issueRef("grp/app", n)
+	c, _ := newClient(t, g, nil)
+	posted, err := c.PostComment(t.Context(), r, "holder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { errs <- c.DeleteComment(t.Context(), r, posted.ID) })
+	}
+	wg.Wait()
+	close(errs)
+	deleted := 0
+	for err := range errs {
+		switch {
+		case err == nil:
+			deleted++
+		case !errors.Is(err, forge.ErrNotFound):
+			t.Errorf("a second delete heard %v, want ErrNotFound", err)
+		}
+	}
+	if deleted != 1 || len(g.Notes("grp/app", forgetest.KindIssue, n)) != 0 {
+		t.Errorf("%d deletes succeeded, %d notes left; want 1 and 0", deleted, len(g.Notes("grp/app", forgetest.KindIssue, n)))
+	}
+}

@@ -1,0 +1,23 @@
+package report
+
+import (
+	"testing"
+	"time"
+)
+
+func TestHolderNamesItsHost(t *testing.T) {
+	for _, host := range []string{"build-1", `a "quoted" host name`, "ホスト"} {
+		body, err := Holder(host, time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC), 20*time.Second, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := HolderOf(body); !ok || got != host {
+			t.Errorf("HolderOf(Holder(%q)) = %q, %v\n%s", host, got, ok, body)
+		}
+	}
+	for _, body := range []string{"", "coding-agent is working on this", "<!-- coding-agent holder: host=x beat=y -->"} {
+		if h, ok := HolderOf(body); ok {
+			t.Errorf("HolderOf(%q) = %q, want no holder", body, h)
+		}
+	}
+}
