@@ -97,6 +97,12 @@ type Config struct {
 	// any process sharing the store takes over a task whose lease expired;
 	// default 60, >= 3.
 	LeaseSeconds int `yaml:"lease_seconds"`
+	// ForgeLeaseSeconds is, for hosts that each have a store of their
+	// own, how long a task a host took stays its own on the forge without
+	// a heartbeat (the host edits its holder comment every third of
+	// that); other hosts put a task whose holder stayed silent that long
+	// up again. 0 (default): off, no holder comment; else >= 30.
+	ForgeLeaseSeconds int `yaml:"forge_lease_seconds"`
 }
 
 // Database is the database section: where the state store lives. With URL
@@ -533,6 +539,12 @@ func (t Tools) CallTimeout() time.Duration { return time.Duration(t.CallTimeoutS
 // Lease is how long a running task stays held without a renewal.
 func (c *Config) Lease() time.Duration {
 	return time.Duration(c.LeaseSeconds) * time.Second
+}
+
+// ForgeLease is how long a task stays its host's on the forge without a
+// heartbeat; 0: off.
+func (c *Config) ForgeLease() time.Duration {
+	return time.Duration(c.ForgeLeaseSeconds) * time.Second
 }
 
 // ShutdownGrace is how long a task in hand may take to reach a checkpoint

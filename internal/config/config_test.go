@@ -257,6 +257,22 @@ func TestShutdownGrace(t *testing.T) {
 	}
 }
 
+func TestForgeLease(t *testing.T) {
+	if c, _ := mustParse(t, minimalGitHub, nil); c.ForgeLease() != 0 {
+		t.Errorf("default forge lease %v, want 0 (off)", c.ForgeLease())
+	}
+	if c, _ := mustParse(t, minimalGitHub+"forge_lease_seconds: 300\n", nil); c.ForgeLease() != 5*time.Minute {
+		t.Errorf("forge lease %v, want 5m", c.ForgeLease())
+	}
+	for _, v := range []string{"-1", "29"} {
+		got := problems(t, minimalGitHub+"forge_lease_seconds: "+v+"\n", nil)
+		want := config.Problems{{Path: "forge_lease_seconds", Msg: "must be 0 (off) or at least 30", Line: 10}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: problems (-want +got):\n%s", v, diff)
+		}
+	}
+}
+
 func TestFunctionCalling(t *testing.T) {
 	for _, tc := range []struct {
 		line string

@@ -49,6 +49,9 @@ func (c *Config) Validate() error {
 	k.atLeast("continuous.consumer.workers", c.Continuous.Consumer.Workers, 1)
 	k.atLeast("shutdown_grace_seconds", c.ShutdownGraceSeconds, 0)
 	k.atLeast("lease_seconds", c.LeaseSeconds, 3)
+	if c.ForgeLeaseSeconds != 0 && c.ForgeLeaseSeconds < minForgeLease {
+		k.add("forge_lease_seconds", fmt.Sprintf("must be 0 (off) or at least %d", minForgeLease))
+	}
 	k.oneOf("logging.level", c.Logging.Level, "debug", "info", "warn", "error")
 	k.atLeast("logging.max_age_days", c.Logging.MaxAgeDays, 0)
 	if c.Logging.File == "" && !c.Logging.Stdout {
@@ -287,6 +290,10 @@ func (k *checker) globs(key string, globs []string) {
 type checker struct{ ps Problems }
 
 func (k *checker) add(path, msg string) { k.ps = append(k.ps, Problem{Path: path, Msg: msg}) }
+
+// minForgeLease is the shortest forge lease: a heartbeat every 10 s at
+// most, and room for the forge's own latency.
+const minForgeLease = 30
 
 // required reports whether v is set, adding msg when it is not.
 func (k *checker) required(path, v, msg string) bool {

@@ -15,8 +15,8 @@ import (
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
-// testLease is short, so that the heartbeat (a third of it) runs often.
-const testLease = 150 * time.Millisecond
+// storeLease is short, so that the heartbeat (a third of it) runs often.
+const storeLease = 150 * time.Millisecond
 
 // blockingRunner saves a checkpoint, says it started, then runs until its
 // context ends (returning the context's error) or for d, then ends done.
@@ -46,12 +46,12 @@ func (r *blockingRunner) Run(ctx context.Context, in engine.Input) (engine.Outco
 	}
 }
 
-// leasedWorld is a queued world whose worker holds leases of testLease and
+// leasedWorld is a queued world whose worker holds leases of storeLease and
 // runs r.
 func leasedWorld(t *testing.T, r Runner, st func(store.Store) store.Store) (*world, *settled) {
 	wd, q := queuedWorld(t, memqueue.Options{})
 	o := wd.w.o
-	o.Owner = store.Owner{Host: "host-a", PID: 1, Instance: "a", Lease: testLease}
+	o.Owner = store.Owner{Host: "host-a", PID: 1, Instance: "a", Lease: storeLease}
 	o.Agent = r
 	if st != nil {
 		o.Store = st(wd.st)
@@ -79,7 +79,7 @@ func consumeInBackground(t *testing.T, w *Worker) <-chan error {
 // A run whose task keeps its lease runs to its end, however many leases
 // long: the heartbeat renews it, and no other host can take it over.
 func TestHeldLeaseIsRenewedForALongRun(t *testing.T) {
-	r := newBlockingRunner(nil, 6*testLease)
+	r := newBlockingRunner(nil, 6*storeLease)
 	wd, q := leasedWorld(t, r, nil)
 	r.st = wd.st
 	wd.claim()
@@ -88,7 +88,7 @@ func TestHeldLeaseIsRenewedForALongRun(t *testing.T) {
 	<-r.started
 	b, _ := wd.other("b")
 	for i := 0; i < 4; i++ {
-		time.Sleep(testLease)
+		time.Sleep(storeLease)
 		if n, err := b.Backlog(t.Context()); err != nil || n != 0 {
 			t.Fatalf("another host's backlog took over %d tasks (%v) while the holder renews its lease", n, err)
 		}
@@ -154,7 +154,7 @@ func TestReleasedTaskEndsItsRunAndIsTakenOver(t *testing.T) {
 // off) is taken over by another host's next pass, not before.
 func TestLapsedLeaseIsTakenOverByAnotherHost(t *testing.T) {
 	wd := newWorld(t, false)
-	a := store.Owner{Host: "host-a", PID: 1, Instance: "a", Lease: testLease}
+	a := store.Owner{Host: "host-a", PID: 1, Instance: "a", Lease: storeLease}
 	if _, err := wd.st.Claim(t.Context(), wd.ref, a); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestLapsedLeaseIsTakenOverByAnotherHost(t *testing.T) {
 	if n, err := b.Backlog(t.Context()); err != nil || n != 0 {
 		t.Fatalf("backlog within the lease queued %d (%v), want none", n, err)
 	}
-	time.Sleep(testLease + 20*time.Millisecond)
+	time.Sleep(storeLease + 20*time.Millisecond)
 	if n, err := b.Backlog(t.Context()); err != nil || n != 1 {
 		t.Fatalf("backlog after the lease lapsed queued %d (%v), want the task", n, err)
 	}

@@ -83,6 +83,12 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 		return ack, nil
 	}
 	w.claimed(h) // the heartbeat renews its lease from now on
+	if how, ok, err := w.stillOurs(ctx, ref); !ok {
+		return how, failure(err)
+	}
+	ctx, stop := context.WithCancelCause(ctx) // stopped when a heartbeat finds the hold lost
+	defer stop(nil)
+	defer w.track(ref, stop)()
 	in, skip, err := w.load(ctx, ref, post)
 	if skip {
 		return ack, failure(err)
@@ -104,6 +110,10 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 		log.Info("task run ended", "end", out.End, "calls", out.Calls, "duration", w.o.Now().Sub(started).String(), "error", err)
 	}
 	h.claimed.Store(0) // the run is over: what follows is its ending
+	if cause := context.Cause(ctx); errors.Is(cause, errHoldLost) {
+		// Another host took the task up: it is theirs to finish.
+		return ack, failure(w.setStatus(fctx, ref, task.Stopped, "let go: "+cause.Error()))
+	}
 	f := ending{ref: ref, post: post, log: log, labels: in.Task.Labels, reason: w.o.Redact(sanitize.Hosts(out.Reason)), calls: out.Calls,
 		reported: out.Reported, mark: max(out.Mark, in.Mark), ws: ws}
 	return w.end(ctx, fctx, f, out, err)

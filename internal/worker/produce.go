@@ -18,8 +18,10 @@ import (
 // between hosts; then the store) and queues it, after the new rounds of conversations (Replies). It returns
 // how many it queued. A task that fails to be claimed is logged and left for
 // the next pass; only a failed discovery or queueing, or a failure of the
-// store, is an error.
+// store, is an error. First, with the forge lease on, tasks whose holder
+// stopped beating are put up again (reclaim).
 func (w *Worker) Produce(ctx context.Context) (int, error) {
+	w.reclaim(ctx)
 	found, err := w.o.Forge.Discover(ctx, w.o.Labels.Bot)
 	if err != nil {
 		return 0, fmt.Errorf("discovering tasks labelled %q: %w", w.o.Labels.Bot, err)
@@ -179,6 +181,7 @@ func (w *Worker) take(ctx context.Context, t task.Task, ev event, undo task.Stat
 	if err := w.o.Store.SetStatus(ctx, ref, tr.to, ""); err != nil {
 		return false, fmt.Errorf("marking %s queued: %w", ref, err)
 	}
+	w.postHolder(ctx, ref)
 	return true, nil
 }
 

@@ -65,6 +65,10 @@ type Options struct {
 	Shutdown <-chan struct{}
 	// Now is the clock; nil → time.Now.
 	Now func() time.Time
+	// ForgeLease is how long a task this host holds stays its own on the
+	// forge without a heartbeat (see holder.go); 0: no holder comment,
+	// no heartbeat, no watching other hosts' tasks.
+	ForgeLease time.Duration
 }
 
 // Worker produces and consumes jobs.
@@ -73,6 +77,7 @@ type Worker struct {
 	active  sync.Map      // task.Ref → *inHand: tasks in hand in this process
 	judging sync.Mutex    // Replies runs one at a time
 	rounds  atomic.Uint64 // lease renewal rounds begun (holdLeases)
+	hold    holding       // holds on the forge (Options.ForgeLease)
 }
 
 // New returns a Worker.

@@ -1,0 +1,324 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/coding-agent/coding-agent/internal/forge"
+	"github.com/coding-agent/coding-agent/internal/report"
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+// Hosts each with a store of their own share nothing but the forge, so a
+// host's hold on a task lives there too (Options.ForgeLease): the host that
+// took a task posts a holder comment naming it, and edits it every
+// ForgeLease/3 while the task is queued or running in its store (Beat).
+// Every host watches the tasks in processing that it does not hold
+// (reclaim): a holder comment (or, with none, the processing label) seen
+// unchanged for ForgeLease by the watcher's own clock is stale; the watcher
+// that deletes it (or takes the processing label) puts the task up again
+// with the bot label, for the hosts to take as any request. A holder runs a
+// task only while the newest holder comment names it (holds), and a beat
+// that finds its comment deleted stops its run.
+
+// errHoldLost is the cause a run is stopped with when its host no longer
+// holds the task on the forge.
+var errHoldLost = errors.New("this host no longer holds the task on the forge")
+
+// beatsPerLease is how many heartbeats fit in a forge lease: two may be
+// missed (a slow forge, a long pause of the process) before watchers see
+// the task as left.
+const beatsPerLease = 3
+
+// holding is what this process knows of holds on the forge.
+type holding struct {
+	mu   sync.Mutex
+	ids  map[task.Ref]int64                   // this host's holder comment of a task
+	seen map[task.Ref]sighting                // another holder's last state, as this process saw it
+	runs map[task.Ref]context.CancelCauseFunc // runs in hand, to stop when their hold is lost
+}
+
+// sighting is the state of a task's hold seen by a watcher: the newest
+// holder comment's id and body (a beat changes the body), 0 and "" when
+// none; since is when the watcher first saw it so.
+type sighting struct {
+	id    int64
+	body  string
+	since time.Time
+}
+
+func (h *holding) init() {
+	if h.ids == nil {
+		h.ids, h.seen, h.runs = map[task.Ref]int64{}, map[task.Ref]sighting{}, map[task.Ref]context.CancelCauseFunc{}
+	}
+}
+
+// BeatInterval is how often Beat should run: ForgeLease/3; 0 when the
+// forge lease is off.
+func (w *Worker) BeatInterval() time.Duration {
+	return w.o.ForgeLease / beatsPerLease
+}
+
+// holderBody renders this host's holder comment as of now.
+func (w *Worker) holderBody() (string, error) {
+	return report.Holder(w.o.Owner.Host, w.o.Now(), w.BeatInterval(), w.o.ForgeLease)
+}
+
+// postHolder posts this host's holder comment on a task it just took. A
+// failure is logged: the task then has no holder comment, holds says it is
+// not this host's, and watchers put it up again once ForgeLease passes.
+func (w *Worker) postHolder(ctx context.Context, ref task.Ref) {
+	if w.o.ForgeLease <= 0 {
+		return
+	}
+	body, err := w.holderBody()
+	if err == nil {
+		var c task.Comment
+		if c, err = w.o.Forge.PostComment(ctx, ref, body); err == nil {
+			w.hold.mu.Lock()
+			w.hold.init()
+			w.hold.ids[ref] = c.ID
+			w.hold.mu.Unlock()
+			return
+		}
+	}
+	w.log(ref).Error("posting the holder comment; the task is put up again once the forge lease passes", "error", err)
+}
+
+// newestHolder is the newest holder comment the bot posted on ref.
+func (w *Worker) newestHolder(ctx context.Context, ref task.Ref) (task.Comment, string, bool, error) {
+	comments, err := w.o.Forge.Comments(ctx, ref)
+	if err != nil {
+		return task.Comment{}, "", false, fmt.Errorf("reading the holder comment of %s: %w", ref, err)
+	}
+	bot, err := w.botName(ctx)
+	if err != nil {
+		return task.Comment{}, "", false, err
+	}
+	for i := len(comments) - 1; i >= 0; i-- {
+		c := comments[i]
+		if c.Author != bot {
+			continue
+		}
+		if host, ok := report.HolderOf(c.Body); ok {
+			return c, host, true, nil
+		}
+	}
+	return task.Comment{}, "", false, nil
+}
+
+// holds reports whether this host holds ref on the forge: with the forge
+// lease on, the newest holder comment must name it. Without one, the task
+// is not this host's either: it took the task and died before posting,
+// or its comment was deleted by a watcher that put the task up again.
+func (w *Worker) holds(ctx context.Context, ref task.Ref) (bool, string, error) {
+	if w.o.ForgeLease <= 0 {
+		return true, "", nil
+	}
+	c, host, ok, err := w.newestHolder(ctx, ref)
+	if err != nil {
+		return false, "", err
+	}
+	if !ok {
+		return false, "the task has no holder comment of this host on the forge", nil
+	}
+	if host != w.o.Owner.Host {
+		return false, fmt.Sprintf("host %s holds the task on the forge", host), nil
+	}
+	w.hold.mu.Lock()
+	w.hold.init()
+	w.hold.ids[ref] = c.ID
+	w.hold.mu.Unlock()
+	return true, "", nil
+}
+
+// track registers the run of ref in hand, stopped by cancel when a beat
+// finds its hold lost; the returned func forgets it.
+func (w *Worker) track(ref task.Ref, cancel context.CancelCauseFunc) func() {
+	w.hold.mu.Lock()
+	defer w.hold.mu.Unlock()
+	w.hold.init()
+	w.hold.runs[ref] = cancel
+	return func() {
+		w.hold.mu.Lock()
+		defer w.hold.mu.Unlock()
+		delete(w.hold.runs, ref)
+	}
+}
+
+// Beat edits the holder comment of every task this host holds (queued or
+// running in its store), so that watchers see it alive. A holder comment
+// that is gone means a watcher put the task up again: its run in hand is
+// stopped and its row says stopped, for its next run to find it is not
+// this host's. It returns a failure of the store.
+func (w *Worker) Beat(ctx context.Context) error {
+	if w.o.ForgeLease <= 0 {
+		return nil
+	}
+	recs, err := w.o.Store.List(ctx)
+	if err != nil {
+		return failure(fmt.Errorf("listing the tasks to beat for: %w", err))
+	}
+	for _, r := range recs {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if r.Host != w.o.Owner.Host || (r.Status != task.Queued && r.Status != task.Running) {
+			continue
+		}
+		if err := failure(w.beat(ctx, r.Ref)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *Worker) beat(ctx context.Context, ref task.Ref) error {
+	log := w.log(ref)
+	w.hold.mu.Lock()
+	w.hold.init()
+	id, known := w.hold.ids[ref]
+	w.hold.mu.Unlock()
+	if !known {
+		ok, why, err := w.holds(ctx, ref)
+		if err != nil {
+			log.Warn("heartbeat: reading the holder comment", "error", err)
+			return nil
+		}
+		if !ok {
+			return w.lost(ctx, ref, why)
+		}
+		w.hold.mu.Lock()
+		id = w.hold.ids[ref]
+		w.hold.mu.Unlock()
+	}
+	body, err := w.holderBody()
+	if err == nil {
+		err = w.o.Forge.EditComment(ctx, ref, id, body)
+	}
+	if errors.Is(err, forge.ErrNotFound) {
+		return w.lost(ctx, ref, "its holder comment was deleted: another host put it up again")
+	}
+	if err != nil {
+		log.Warn("heartbeat: editing the holder comment", "error", err)
+	}
+	return nil
+}
+
+// lost lets go of a task whose hold on the forge is gone: its run in hand
+// stops (and, interrupted, comes back to process, which finds it is not
+// this host's); otherwise its row says stopped, why in its error.
+func (w *Worker) lost(ctx context.Context, ref task.Ref, why string) error {
+	w.hold.mu.Lock()
+	w.hold.init()
+	cancel := w.hold.runs[ref]
+	delete(w.hold.ids, ref)
+	w.hold.mu.Unlock()
+	w.log(ref).Warn("this host no longer holds the task; letting it go", "reason", why)
+	if cancel != nil {
+		cancel(fmt.Errorf("%w: %s", errHoldLost, why))
+		return nil
+	}
+	return w.setStatus(ctx, ref, task.Stopped, "let go: "+why)
+}
+
+// reclaim watches the tasks in processing this host does not hold and puts
+// up again (the bot label) those whose hold went stale: seen unchanged by
+// this process for ForgeLease. Failures are logged; the next pass tries
+// again.
+func (w *Worker) reclaim(ctx context.Context) {
+	if w.o.ForgeLease <= 0 || w.o.Labels.Processing == "" {
+		return
+	}
+	found, err := w.o.Forge.Discover(ctx, w.o.Labels.Processing)
+	if err != nil {
+		w.o.Logger.Error("discovering tasks in processing to watch their holders", "error", err)
+		return
+	}
+	watched := map[task.Ref]bool{}
+	for _, t := range found {
+		if ctx.Err() != nil {
+			return
+		}
+		watched[t.Ref] = true
+		if err := w.watchHolder(ctx, t.Ref); err != nil {
+			w.log(t.Ref).Error("watching the holder of a task", "error", err)
+		}
+	}
+	w.hold.mu.Lock()
+	defer w.hold.mu.Unlock()
+	for ref := range w.hold.seen {
+		if !watched[ref] {
+			delete(w.hold.seen, ref)
+		}
+	}
+}
+
+func (w *Worker) watchHolder(ctx context.Context, ref task.Ref) error {
+	if rec, err := w.o.Store.Get(ctx, ref); err == nil && rec.Host == w.o.Owner.Host &&
+		(rec.Status == task.Queued || rec.Status == task.Running) {
+		return nil // this host's: its beat keeps it
+	}
+	c, host, _, err := w.newestHolder(ctx, ref)
+	if err != nil {
+		return err
+	}
+	now := w.o.Now()
+	w.hold.mu.Lock()
+	w.hold.init()
+	was, ok := w.hold.seen[ref]
+	if !ok || was.id != c.ID || was.body != c.Body {
+		w.hold.seen[ref] = sighting{id: c.ID, body: c.Body, since: now}
+		w.hold.mu.Unlock()
+		return nil
+	}
+	w.hold.mu.Unlock()
+	if now.Sub(was.since) < w.o.ForgeLease {
+		return nil
+	}
+	// Stale. Of the watchers seeing it so, the one that revokes the hold
+	// puts the task up: deleting the holder comment, or with none, taking
+	// the processing label.
+	if c.ID != 0 {
+		err = w.o.Forge.DeleteComment(ctx, ref, c.ID)
+	} else {
+		err = w.o.Forge.TakeLabel(ctx, ref, w.o.Labels.Processing)
+	}
+	w.hold.mu.Lock()
+	delete(w.hold.seen, ref)
+	w.hold.mu.Unlock()
+	if errors.Is(err, forge.ErrNotFound) || errors.Is(err, forge.ErrLabelAbsent) {
+		return nil // another watcher revoked it
+	}
+	if err != nil {
+		return fmt.Errorf("revoking the stale hold on %s: %w", ref, err)
+	}
+	if err := w.o.Forge.AddLabel(ctx, ref, w.o.Labels.Bot); err != nil {
+		return fmt.Errorf("putting %s up again: %w", ref, err)
+	}
+	w.log(ref).Warn("the task's holder stopped beating; put up again", "holder", host,
+		"unchanged_for", now.Sub(was.since).String())
+	return nil
+}
+
+// stillOurs checks, before a run, that this host holds ref on the forge
+// (holds): a task resumed from this host's store after a crash or a restart
+// may have been put up again and taken by another host meanwhile. A task
+// that is not this host's any more is let go (stopped here) and its job
+// acked; when the forge cannot tell, the task goes back to queued for the
+// next pass and its job is left. Its error is the store's.
+func (w *Worker) stillOurs(ctx context.Context, ref task.Ref) (settlement, bool, error) {
+	ok, why, err := w.holds(ctx, ref)
+	switch {
+	case err != nil:
+		w.log(ref).Error("reading who holds the task; it waits for the next pass", "error", err)
+		return leave, false, w.setStatus(ctx, ref, task.Queued, "")
+	case !ok:
+		w.log(ref).Warn("this host no longer holds the task; letting it go", "reason", why)
+		return ack, false, w.setStatus(ctx, ref, task.Stopped, "let go: "+why)
+	}
+	return ack, true, nil
+}
