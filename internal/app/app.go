@@ -407,7 +407,8 @@ func (a *App) newWorker(q *jobs, shutdown <-chan struct{}) *worker.Worker {
 		Conversation: worker.Conversation{Enabled: cv.Enabled, AllowCollaborators: cv.AllowCollaborators,
 			Keywords: cv.CompletionKeywords, Timeout: cv.Timeout(), MaxRounds: cv.MaxRounds},
 		Owner:   self,
-		BotName: bot, Workers: a.cfg.Continuous.Consumer.Workers, Shutdown: shutdown, Redact: a.redact, Logger: a.Log}
+		BotName: bot, Workers: a.cfg.Continuous.Consumer.Workers, Shutdown: shutdown, Redact: a.redact, Logger: a.Log,
+		ForgeLease: a.cfg.ForgeLease()}
 	if q != nil {
 		o.Queue, o.Redeliver = q, !q.backlog
 	}

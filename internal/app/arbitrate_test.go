@@ -15,6 +15,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/config"
 	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
+	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/coding-agent/coding-agent/internal/toolhost/mcptest"
 )
@@ -33,12 +34,21 @@ func TestHostsWithOwnStoresRunEachTaskOnce(t *testing.T) {
 		reps  = 10 // per forge, as issue 12 asks; see docs/design.md for the wall time
 	)
 	bin := buildBinary(t)
-	for _, forge := range []string{task.GitHub, task.GitLab} {
-		t.Run(forge, func(t *testing.T) {
+	for _, c := range []struct {
+		forge string
+		lease int // forge_lease_seconds; 0: off
+		reps  int
+	}{{task.GitHub, 0, reps}, {task.GitLab, 0, reps}, {task.GitHub, 30, reps / 2}, {task.GitLab, 30, reps / 2}} {
+		name := c.forge
+		if c.lease > 0 {
+			name += "-forge-lease"
+		}
+		t.Run(name, func(t *testing.T) {
 			lost := 0
-			defer func() { t.Logf("%d takes lost to another host in %d repetitions", lost, reps) }()
-			for rep := range reps {
-				h := newHosts(t, forge, tasks)
+			defer func() { t.Logf("%d takes lost to another host in %d repetitions", lost, c.reps) }()
+			for rep := range c.reps {
+				h := newHosts(t, c.forge, tasks)
+				h.lease = c.lease
 				lost += h.runAll(t, bin, hosts)
 				if twice, dup, notDone := h.check(t); twice+dup+notDone > 0 {
 					t.Errorf("repetition %d: %d of %d tasks ran more than once, %d got more than one closing comment, %d are not done",
@@ -58,6 +68,7 @@ type hostsEnv struct {
 	model *llmtest.Server
 	mcp   string
 	tasks int
+	lease int // forge_lease_seconds; 0: off
 	mu    sync.Mutex
 	asked map[int]int // task's number → model requests
 }
@@ -128,13 +139,33 @@ planning:
   enabled: false
 conversation:
   enabled: false
+forge_lease_seconds: %d
 `, h.forge, host, q(filepath.Join(dir, "data")), source, q(h.model.OpenAIURL()), testContext, maxToken, q(h.mcp),
-		q(filepath.Join(dir, "logs", "coding-agent.log")))
+		q(filepath.Join(dir, "logs", "coding-agent.log")), h.lease)
 	p := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// holders counts the holder comments on task n.
+func (h *hostsEnv) holders(n int) int {
+	count := 0
+	if h.gh != nil {
+		for _, c := range h.gh.Comments("acme/app", n) {
+			if _, ok := report.HolderOf(c.Body); ok && c.Author == h.gh.BotLogin {
+				count++
+			}
+		}
+		return count
+	}
+	for _, c := range h.gl.Notes("acme/app", forgetest.KindIssue, n) {
+		if _, ok := report.HolderOf(c.Body); ok && c.Author == h.gl.BotUsername {
+			count++
+		}
+	}
+	return count
 }
 
 func (h *hostsEnv) url() string {
@@ -217,6 +248,9 @@ func (h *hostsEnv) check(t *testing.T) (twice, dup, notDone int) {
 		if closing > 1 {
 			dup++
 		}
+		if holders := h.holders(n); h.lease > 0 && holders != 1 {
+			t.Errorf("task %d: %d holder comments, want 1", n, holders)
+		}
 		if h.asked[n] == 0 || closing == 0 || len(labels) != 1 || labels[0] != "coding agent done" {
 			notDone++
 			t.Errorf("task %d: %d model requests, %d closing comments, labels %q", n, h.asked[n], closing, labels)
@@ -231,33 +265,42 @@ func (h *hostsEnv) check(t *testing.T) (twice, dup, notDone int) {
 // BenchmarkForgeRequestsPerTask reports the forge requests one host makes
 // for one task, from discovery to done (the plain loop, one model request,
 // no workspace): the cost of a claim the forge arbitrates is in the
-// difference with the same run before TakeLabel (see docs/design.md).
+// difference with the same run before TakeLabel, and of the forge lease in
+// the -forge-lease variants (see docs/design.md).
 func BenchmarkForgeRequestsPerTask(b *testing.B) {
 	for _, forge := range []string{task.GitHub, task.GitLab} {
-		b.Run(forge, func(b *testing.B) {
-			kind := task.Issue
-			total, labels := 0, 0
-			for b.Loop() {
-				e := newEnv(b, setup{forge: forge, kind: kind, provider: config.ProviderOpenAI,
-					respond: func(*env, llmtest.Received) llmtest.Step { return done("Done.") }})
-				if err := e.run(context.Background()); err != nil {
-					b.Fatal(err)
-				}
-				var reqs []forgetest.Request
-				if e.gh != nil {
-					reqs = e.gh.Requests()
-				} else {
-					reqs = e.gl.Requests()
-				}
-				total += len(reqs)
-				for _, r := range reqs {
-					if strings.Contains(r.Path, "/labels") || strings.Contains(r.Path, "/award_emoji") || r.Method == "PUT" {
-						labels++
-					}
-				}
+		for _, lease := range []int{0, 30} {
+			name := forge
+			if lease > 0 {
+				name += "-forge-lease"
 			}
-			b.ReportMetric(float64(total)/float64(b.N), "requests/task")
-			b.ReportMetric(float64(labels)/float64(b.N), "label-requests/task")
-		})
+			b.Run(name, func(b *testing.B) { benchRequests(b, forge, lease) })
+		}
 	}
+}
+
+func benchRequests(b *testing.B, forge string, lease int) {
+	total, labels := 0, 0
+	for b.Loop() {
+		e := newEnv(b, setup{forge: forge, kind: task.Issue, provider: config.ProviderOpenAI,
+			respond: func(*env, llmtest.Received) llmtest.Step { return done("Done.") }})
+		e.cfg.ForgeLeaseSeconds = lease
+		if err := e.run(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		var reqs []forgetest.Request
+		if e.gh != nil {
+			reqs = e.gh.Requests()
+		} else {
+			reqs = e.gl.Requests()
+		}
+		total += len(reqs)
+		for _, r := range reqs {
+			if strings.Contains(r.Path, "/labels") || strings.Contains(r.Path, "/award_emoji") || r.Method == "PUT" {
+				labels++
+			}
+		}
+	}
+	b.ReportMetric(float64(total)/float64(b.N), "requests/task")
+	b.ReportMetric(float64(labels)/float64(b.N), "label-requests/task")
 }
