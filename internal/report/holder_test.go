@@ -7,15 +7,17 @@ import (
 
 func TestHolderNamesItsHost(t *testing.T) {
 	for _, host := range []string{"build-1", `a "quoted" host name`, "ホスト"} {
-		body, err := Holder(host, time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC), 20*time.Second, time.Minute)
+		beat := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+		body, err := Holder(host, beat.In(time.FixedZone("JST", 9*3600)), 20*time.Second, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, ok := HolderOf(body); !ok || got != host {
-			t.Errorf("HolderOf(Holder(%q)) = %q, %v\n%s", host, got, ok, body)
+		if got, ok := HolderOf(body); !ok || got.Host != host || !got.Beat.Equal(beat) {
+			t.Errorf("HolderOf(Holder(%q)) = %+v, %v\n%s", host, got, ok, body)
 		}
 	}
-	for _, body := range []string{"", "coding-agent is working on this", "<!-- coding-agent holder: host=x beat=y -->"} {
+	for _, body := range []string{"", "coding-agent is working on this", "<!-- coding-agent holder: host=x beat=y -->",
+		`<!-- coding-agent holder: host="x" beat=yesterday -->`} {
 		if h, ok := HolderOf(body); ok {
 			t.Errorf("HolderOf(%q) = %q, want no holder", body, h)
 		}

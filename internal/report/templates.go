@@ -115,15 +115,28 @@ func Holder(host string, beat time.Time, every, lease time.Duration) (string, er
 }
 
 // holderMark is the holder comment's hidden line.
-var holderMark = regexp.MustCompile(`(?m)^<!-- coding-agent holder: host=("(?:[^"\\]|\\.)*") beat=\S+ -->$`)
+var holderMark = regexp.MustCompile(`(?m)^<!-- coding-agent holder: host=("(?:[^"\\]|\\.)*") beat=(\S+) -->$`)
 
-// HolderOf returns the host a holder comment (Holder) names; false for any
-// other comment.
-func HolderOf(body string) (string, bool) {
+// Holding is what a holder comment (Holder) says: the host and the time of
+// its last heartbeat, by that host's clock.
+type Holding struct {
+	Host string
+	Beat time.Time
+}
+
+// HolderOf reads a holder comment; false for any other comment.
+func HolderOf(body string) (Holding, bool) {
 	m := holderMark.FindStringSubmatch(body)
 	if m == nil {
-		return "", false
+		return Holding{}, false
 	}
 	host, err := strconv.Unquote(m[1])
-	return host, err == nil
+	if err != nil {
+		return Holding{}, false
+	}
+	beat, err := time.Parse(time.RFC3339, m[2])
+	if err != nil {
+		return Holding{}, false
+	}
+	return Holding{Host: host, Beat: beat}, true
 }

@@ -14,15 +14,17 @@ import (
 
 // Hosts each with a store of their own share nothing but the forge, so a
 // host's hold on a task lives there too (Options.ForgeLease): the host that
-// took a task posts a holder comment naming it, and edits it every
-// ForgeLease/3 while the task is queued or running in its store (Beat).
-// Every host watches the tasks in processing that it does not hold
-// (reclaim): a holder comment (or, with none, the processing label) seen
-// unchanged for ForgeLease by the watcher's own clock is stale; the watcher
-// that deletes it (or takes the processing label) puts the task up again
-// with the bot label, for the hosts to take as any request. A holder runs a
-// task only while the newest holder comment names it (holds), and a beat
-// that finds its comment deleted stops its run.
+// took a task posts a holder comment naming it and the time, and edits it
+// (the time) every ForgeLease/3 while the task is queued or running in its
+// store (Beat). Every host watches the tasks in processing that it does not
+// hold (reclaim): one whose newest holder comment says no heartbeat for
+// ForgeLease (or, with no holder comment, that has not changed for that
+// long) is left; the watcher that deletes that comment (or, with none,
+// takes the processing label) puts the task up again with the bot label,
+// for the hosts to take as any request. The times are the hosts' clocks:
+// they must agree to well within ForgeLease (NTP). A host runs a task only
+// while the newest holder comment names it (holds), and a beat that finds
+// its comment deleted stops its run.
 
 // errHoldLost is the cause a run is stopped with when its host no longer
 // holds the task on the forge.
@@ -37,22 +39,12 @@ const beatsPerLease = 3
 type holding struct {
 	mu   sync.Mutex
 	ids  map[task.Ref]int64                   // this host's holder comment of a task
-	seen map[task.Ref]sighting                // another holder's last state, as this process saw it
 	runs map[task.Ref]context.CancelCauseFunc // runs in hand, to stop when their hold is lost
-}
-
-// sighting is the state of a task's hold seen by a watcher: the newest
-// holder comment's id and body (a beat changes the body), 0 and "" when
-// none; since is when the watcher first saw it so.
-type sighting struct {
-	id    int64
-	body  string
-	since time.Time
 }
 
 func (h *holding) init() {
 	if h.ids == nil {
-		h.ids, h.seen, h.runs = map[task.Ref]int64{}, map[task.Ref]sighting{}, map[task.Ref]context.CancelCauseFunc{}
+		h.ids, h.runs = map[task.Ref]int64{}, map[task.Ref]context.CancelCauseFunc{}
 	}
 }
 
@@ -88,26 +80,27 @@ func (w *Worker) postHolder(ctx context.Context, ref task.Ref) {
 	w.log(ref).Error("posting the holder comment; the task is put up again once the forge lease passes", "error", err)
 }
 
-// newestHolder is the newest holder comment the bot posted on ref.
-func (w *Worker) newestHolder(ctx context.Context, ref task.Ref) (task.Comment, string, bool, error) {
+// newestHolder is the newest holder comment the bot posted on ref, and
+// what it says.
+func (w *Worker) newestHolder(ctx context.Context, ref task.Ref) (task.Comment, report.Holding, bool, error) {
 	comments, err := w.o.Forge.Comments(ctx, ref)
 	if err != nil {
-		return task.Comment{}, "", false, fmt.Errorf("reading the holder comment of %s: %w", ref, err)
+		return task.Comment{}, report.Holding{}, false, fmt.Errorf("reading the holder comment of %s: %w", ref, err)
 	}
 	bot, err := w.botName(ctx)
 	if err != nil {
-		return task.Comment{}, "", false, err
+		return task.Comment{}, report.Holding{}, false, err
 	}
 	for i := len(comments) - 1; i >= 0; i-- {
 		c := comments[i]
 		if c.Author != bot {
 			continue
 		}
-		if host, ok := report.HolderOf(c.Body); ok {
-			return c, host, true, nil
+		if h, ok := report.HolderOf(c.Body); ok {
+			return c, h, true, nil
 		}
 	}
-	return task.Comment{}, "", false, nil
+	return task.Comment{}, report.Holding{}, false, nil
 }
 
 // holds reports whether this host holds ref on the forge: with the forge
@@ -118,15 +111,15 @@ func (w *Worker) holds(ctx context.Context, ref task.Ref) (bool, string, error) 
 	if w.o.ForgeLease <= 0 {
 		return true, "", nil
 	}
-	c, host, ok, err := w.newestHolder(ctx, ref)
+	c, h, ok, err := w.newestHolder(ctx, ref)
 	if err != nil {
 		return false, "", err
 	}
 	if !ok {
 		return false, "the task has no holder comment of this host on the forge", nil
 	}
-	if host != w.o.Owner.Host {
-		return false, fmt.Sprintf("host %s holds the task on the forge", host), nil
+	if h.Host != w.o.Owner.Host {
+		return false, fmt.Sprintf("host %s holds the task on the forge", h.Host), nil
 	}
 	w.hold.mu.Lock()
 	w.hold.init()
@@ -226,9 +219,8 @@ func (w *Worker) lost(ctx context.Context, ref task.Ref, why string) error {
 }
 
 // reclaim watches the tasks in processing this host does not hold and puts
-// up again (the bot label) those whose hold went stale: seen unchanged by
-// this process for ForgeLease. Failures are logged; the next pass tries
-// again.
+// up again (the bot label) those whose holder went silent for ForgeLease.
+// Failures are logged; the next pass tries again.
 func (w *Worker) reclaim(ctx context.Context) {
 	if w.o.ForgeLease <= 0 || w.o.Labels.Processing == "" {
 		return
@@ -238,69 +230,52 @@ func (w *Worker) reclaim(ctx context.Context) {
 		w.o.Logger.Error("discovering tasks in processing to watch their holders", "error", err)
 		return
 	}
-	watched := map[task.Ref]bool{}
 	for _, t := range found {
 		if ctx.Err() != nil {
 			return
 		}
-		watched[t.Ref] = true
-		if err := w.watchHolder(ctx, t.Ref); err != nil {
+		if err := w.watchHolder(ctx, t); err != nil {
 			w.log(t.Ref).Error("watching the holder of a task", "error", err)
-		}
-	}
-	w.hold.mu.Lock()
-	defer w.hold.mu.Unlock()
-	for ref := range w.hold.seen {
-		if !watched[ref] {
-			delete(w.hold.seen, ref)
 		}
 	}
 }
 
-func (w *Worker) watchHolder(ctx context.Context, ref task.Ref) error {
+func (w *Worker) watchHolder(ctx context.Context, t task.Task) error {
+	ref := t.Ref
 	if rec, err := w.o.Store.Get(ctx, ref); err == nil && rec.Host == w.o.Owner.Host &&
 		(rec.Status == task.Queued || rec.Status == task.Running) {
 		return nil // this host's: its beat keeps it
 	}
-	c, host, _, err := w.newestHolder(ctx, ref)
+	c, h, ok, err := w.newestHolder(ctx, ref)
 	if err != nil {
 		return err
 	}
-	now := w.o.Now()
-	w.hold.mu.Lock()
-	w.hold.init()
-	was, ok := w.hold.seen[ref]
-	if !ok || was.id != c.ID || was.body != c.Body {
-		w.hold.seen[ref] = sighting{id: c.ID, body: c.Body, since: now}
-		w.hold.mu.Unlock()
+	last := h.Beat
+	if !ok {
+		last = t.UpdatedAt // taken, and left before its holder comment
+	}
+	silent := w.o.Now().Sub(last)
+	if silent < w.o.ForgeLease {
 		return nil
 	}
-	w.hold.mu.Unlock()
-	if now.Sub(was.since) < w.o.ForgeLease {
-		return nil
-	}
-	// Stale. Of the watchers seeing it so, the one that revokes the hold
+	// Left. Of the watchers seeing it so, the one that revokes the hold
 	// puts the task up: deleting the holder comment, or with none, taking
 	// the processing label.
-	if c.ID != 0 {
+	if ok {
 		err = w.o.Forge.DeleteComment(ctx, ref, c.ID)
 	} else {
 		err = w.o.Forge.TakeLabel(ctx, ref, w.o.Labels.Processing)
 	}
-	w.hold.mu.Lock()
-	delete(w.hold.seen, ref)
-	w.hold.mu.Unlock()
 	if errors.Is(err, forge.ErrNotFound) || errors.Is(err, forge.ErrLabelAbsent) {
 		return nil // another watcher revoked it
 	}
 	if err != nil {
-		return fmt.Errorf("revoking the stale hold on %s: %w", ref, err)
+		return fmt.Errorf("revoking the silent hold on %s: %w", ref, err)
 	}
 	if err := w.o.Forge.AddLabel(ctx, ref, w.o.Labels.Bot); err != nil {
 		return fmt.Errorf("putting %s up again: %w", ref, err)
 	}
-	w.log(ref).Warn("the task's holder stopped beating; put up again", "holder", host,
-		"unchanged_for", now.Sub(was.since).String())
+	w.log(ref).Warn("the task's holder went silent; put up again", "holder", h.Host, "silent_for", silent.String())
 	return nil
 }
 

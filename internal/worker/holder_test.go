@@ -18,7 +18,7 @@ func (wd *world) holderHosts() []string {
 	var out []string
 	for _, c := range wd.comments() {
 		if h, ok := report.HolderOf(c); ok {
-			out = append(out, h)
+			out = append(out, h.Host)
 		}
 	}
 	return out
@@ -178,5 +178,29 @@ func TestRunWhoseHoldIsLostStops(t *testing.T) {
 	}
 	if l := wd.labels(); !slices.Equal(l, []string{"agent processing", "bug"}) {
 		t.Errorf("labels %q: b's round must keep processing", l)
+	}
+}
+
+// A host that took a task and died before posting its holder comment left
+// it in processing with no holder: watchers put it up once the task has
+// not changed for the lease.
+func TestTaskLeftWithoutHolderIsPutUp(t *testing.T) {
+	wd := newWorld(t, false)
+	wd.claim() // the forge lease off on this host: no holder comment, as if it died before posting
+	b, _ := wd.host(t, "b")
+	b.o.ForgeLease = testLease
+	wd.now = wd.now.Add(testLease - time.Second)
+	if n, err := b.Produce(t.Context()); err != nil || n != 0 {
+		t.Fatalf("before the lease: %d claimed, %v", n, err)
+	}
+	wd.now = wd.now.Add(time.Second)
+	if n, err := b.Produce(t.Context()); err != nil || n != 1 {
+		t.Fatalf("after the lease: %d claimed, %v; want b to take the task", n, err)
+	}
+	if h := wd.holderHosts(); !slices.Equal(h, []string{"b"}) {
+		t.Errorf("holder comments %q, want b's", h)
+	}
+	if l := wd.labels(); !slices.Equal(l, []string{"agent processing", "bug"}) {
+		t.Errorf("labels %q", l)
 	}
 }
