@@ -23,3 +23,16 @@ func TestHolderNamesItsHost(t *testing.T) {
 		}
 	}
 }
+
+func TestPausedNamesItsHost(t *testing.T) {
+	body, err := Paused(3, "the paused label was added", "paused", "agent", `build "1"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, ok := PausedOn(body); !ok || h != `build "1"` {
+		t.Errorf("PausedOn = %q, %v\n%s", h, ok, body)
+	}
+	if h, ok := PausedOn("⏸️ **coding-agent paused**"); ok {
+		t.Errorf("PausedOn of a comment without the line = %q", h)
+	}
+}

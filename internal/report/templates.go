@@ -60,9 +60,24 @@ func render(name string, data any) (string, error) {
 	return strings.TrimSpace(b.String()), nil
 }
 
-// Paused is the comment posted when a task pauses at a checkpoint.
-func Paused(turn int, reason, pausedLabel, botLabel string) (string, error) {
-	return render("paused.tmpl", map[string]any{"Turn": turn, "Reason": reason, "PausedLabel": pausedLabel, "BotLabel": botLabel})
+// Paused is the comment posted when a task pauses at a checkpoint on host
+// (named in a hidden line, for PausedOn).
+func Paused(turn int, reason, pausedLabel, botLabel, host string) (string, error) {
+	return render("paused.tmpl", map[string]any{"Turn": turn, "Reason": reason, "PausedLabel": pausedLabel, "BotLabel": botLabel,
+		"Host": host})
+}
+
+var pausedMark = regexp.MustCompile(`(?m)^<!-- coding-agent paused: host=("(?:[^"\\]|\\.)*") -->$`)
+
+// PausedOn returns the host a paused comment (Paused) names; false for any
+// other comment.
+func PausedOn(body string) (string, bool) {
+	m := pausedMark.FindStringSubmatch(body)
+	if m == nil {
+		return "", false
+	}
+	host, err := strconv.Unquote(m[1])
+	return host, err == nil
 }
 
 // Stopped is the comment posted when a task is stopped at a checkpoint.

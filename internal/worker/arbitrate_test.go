@@ -10,6 +10,7 @@ import (
 
 	ghforge "github.com/coding-agent/coding-agent/internal/forge/github"
 	"github.com/coding-agent/coding-agent/internal/forgetest"
+	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/store/sqlite"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -122,8 +123,9 @@ func TestConcurrentHostsClaimEachTaskOnce(t *testing.T) {
 	}
 }
 
-// A paused task is resumed by asking again (the bot adds the bot label):
-// of two hosts whose stores both say paused, one resumes it.
+// A paused task is resumed by asking again (the bot adds the bot label),
+// by the host that paused it last: of two hosts whose stores both say
+// paused, polling at once, that one resumes it.
 func TestResumeIsArbitrated(t *testing.T) {
 	wd := newWorld(t, false)
 	other, ost := wd.host(t, "b")
@@ -136,6 +138,13 @@ func TestResumeIsArbitrated(t *testing.T) {
 		}
 	}
 	wd.gh.RemoveLabelDirect(wd.ref.Repo, wd.ref.Number, testLabels.Bot) // a pause took it; removing paused resumes
+	for _, host := range []string{"b", "test"} {                        // b paused it once, then test, last
+		body, err := report.Paused(1, "the paused label was added", testLabels.Paused, testLabels.Bot, host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wd.gh.AddComment(wd.ref.Repo, wd.ref.Number, wd.gh.BotLogin, body)
+	}
 	var wg sync.WaitGroup
 	got := make(chan int, 2)
 	for _, w := range []*Worker{wd.w, other} {
@@ -155,6 +164,9 @@ func TestResumeIsArbitrated(t *testing.T) {
 	}
 	if sum != 1 {
 		t.Errorf("%d hosts resumed the task, want 1", sum)
+	}
+	if rec, err := wd.st.Get(t.Context(), wd.ref); err != nil || rec.Status != task.Queued {
+		t.Errorf("the host that paused it last: %+v, %v; want it queued there", rec, err)
 	}
 	if l := wd.labels(); !slices.Equal(l, []string{"agent processing", "bug"}) {
 		t.Errorf("labels %q", l)

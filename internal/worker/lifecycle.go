@@ -234,7 +234,7 @@ func (w *Worker) notify(ctx context.Context, f ending, n notice) {
 	case failureNotice:
 		body, err = report.Failed(f.reason, ls.Failed, ls.Bot, f.where)
 	case pausedNotice:
-		body, err = report.Paused(f.calls, f.reason, ls.Paused, ls.Bot)
+		body, err = report.Paused(f.calls, f.reason, ls.Paused, ls.Bot, w.o.Owner.Host)
 	case stoppedNotice:
 		body, err = report.Stopped(f.calls, f.reason, ls.Bot)
 	case keptNotice:

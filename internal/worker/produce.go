@@ -91,6 +91,11 @@ func (w *Worker) claim(ctx context.Context, ref task.Ref) (bool, error) {
 	// store may be the one that knows (its processing or a final label).
 	resuming := recErr == nil && rec.Status == task.Paused && w.o.Labels.Paused != "" && !t.HasLabel(w.o.Labels.Paused) &&
 		!w.movedOn(t)
+	if resuming && !t.HasLabel(w.o.Labels.Bot) {
+		if resuming, err = w.pausedHere(ctx, ref); err != nil {
+			return false, err
+		}
+	}
 	if t.State != "open" || !(t.HasLabel(w.o.Labels.Bot) || resuming) {
 		log.Info("task no longer asks for the agent; skipping", "state", t.State)
 		return false, nil
@@ -182,6 +187,32 @@ func (w *Worker) take(ctx context.Context, t task.Task, ev event, undo task.Stat
 		return false, fmt.Errorf("marking %s queued: %w", ref, err)
 	}
 	w.postHolder(ctx, ref)
+	return true, nil
+}
+
+// pausedHere reports whether this host paused ref last (the newest pause
+// comment names it): only that host resumes it by asking again, since
+// another host's store may say paused too, from an earlier pause.
+func (w *Worker) pausedHere(ctx context.Context, ref task.Ref) (bool, error) {
+	comments, err := w.o.Forge.Comments(ctx, ref)
+	if err != nil {
+		return false, fmt.Errorf("reading who paused %s: %w", ref, err)
+	}
+	bot, err := w.botName(ctx)
+	if err != nil {
+		return false, err
+	}
+	for i := len(comments) - 1; i >= 0; i-- {
+		if c := comments[i]; c.Author == bot {
+			if host, ok := report.PausedOn(c.Body); ok {
+				if host != w.o.Owner.Host {
+					w.log(ref).Info("another host paused the task last; it resumes it", "host", host)
+				}
+				return host == w.o.Owner.Host, nil
+			}
+		}
+	}
+	// Paused by a version that did not name the host: this store's word.
 	return true, nil
 }
 
