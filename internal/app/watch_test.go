@@ -194,9 +194,9 @@ func TestUnchangedGitLabThreadCostsOneRequestPerCheckpoint(t *testing.T) {
 			noteReads++
 		}
 	}
-	if gets != 8 || notModified != 6 || noteReads != 1 {
-		t.Errorf("%d issue reads (%d answered 304) and %d note reads; want 8 (claim, load, 6 checkpoints answered 304) and 1",
-			gets, notModified, noteReads)
+	if gets != 9 || notModified != 6 || noteReads != 1 {
+		t.Errorf("%d issue reads (%d answered 304) and %d note reads; want 9 (claim, the take's read under its lock, load, "+
+			"6 checkpoints answered 304) and 1", gets, notModified, noteReads)
 	}
 }
 
