@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coding-agent/coding-agent/internal/engine"
 	ghforge "github.com/coding-agent/coding-agent/internal/forge/github"
 	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/report"
@@ -185,4 +186,62 @@ func TestResumeIsArbitrated(t *testing.T) {
 			t.Errorf("a pass after the task was done: %d, %v; want nothing claimed", n, err)
 		}
 	}
+}
+
+// A reply judged by two hosts (both stores await it) starts one round: the
+// loser's row still awaits, and it posts nothing.
+func TestLoserOfAReplyLeavesItsRowAwaiting(t *testing.T) {
+	wd := newWorld(t, true)
+	wd.claim()
+	wd.run.out = engine.Outcome{End: engine.Done, Comment: "done", Summary: "wrote the file"}
+	if err := wd.w.Process(t.Context(), wd.ref); err != nil {
+		t.Fatal(err)
+	}
+	loser, lst := wd.host(t, "b")
+	conv, _, err := wd.st.LoadConversation(t.Context(), wd.ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lst.Claim(t.Context(), wd.ref, store.Owner{Host: "b", PID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := lst.SetStatus(t.Context(), wd.ref, task.Awaiting, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := lst.SaveConversation(t.Context(), wd.ref, conv); err != nil {
+		t.Fatal(err)
+	}
+	wd.now = wd.now.Add(time.Minute)
+	wd.gh.AddComment(wd.ref.Repo, wd.ref.Number, "alice", "Please add a second file.")
+	seen, err := wd.w.o.Forge.Get(t.Context(), wd.ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(wd.comments())
+	if n, err := wd.w.Replies(t.Context()); err != nil || n != 1 {
+		t.Fatalf("winner's replies: %d, %v", n, err)
+	}
+	if ok, err := loser.take(t.Context(), seen, replied, task.Awaiting); err != nil || ok {
+		t.Fatalf("loser's take: %v, %v; want false, nil", ok, err)
+	}
+	if rec, err := lst.Get(t.Context(), wd.ref); err != nil || rec.Status != task.Awaiting {
+		t.Errorf("loser's row %+v, %v; want still awaiting", rec, err)
+	}
+	if n, err := loser.Replies(t.Context()); err != nil || n != 0 {
+		t.Errorf("loser's next pass: %d, %v; want nothing started", n, err)
+	}
+	// Past the conversation's timeout, with no reply it has not judged, the
+	// loser's row, behind, ends nothing.
+	conv.Mark = 1 << 40
+	if err := lst.SaveConversation(t.Context(), wd.ref, conv); err != nil {
+		t.Fatal(err)
+	}
+	wd.now = wd.now.Add(2 * time.Hour)
+	if n, err := loser.Replies(t.Context()); err != nil || n != 0 {
+		t.Errorf("loser's pass after the timeout: %d, %v", n, err)
+	}
+	if c := wd.comments(); len(c) != before {
+		t.Errorf("comments %q: the loser posted", c[before:])
+	}
+	wd.want(task.Queued, "bug", testLabels.Processing)
 }

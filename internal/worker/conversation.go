@@ -142,6 +142,13 @@ func (w *Worker) judge(ctx context.Context, ref task.Ref) (bool, error) {
 	if t.State != "open" {
 		return false, w.endConversation(ctx, t, c, "the task was closed")
 	}
+	if ls := w.o.Labels; !t.HasLabel(ls.Awaiting) || t.HasLabel(ls.Processing) {
+		// Another host's store may have taken the task up since (a reply
+		// it won, a new request): this row is behind, and neither a reply
+		// nor the timeout is this host's to act on.
+		log.Info("the task no longer awaits a reply on the forge; leaving it", "labels", t.Labels)
+		return false, nil
+	}
 	replies, mark, err := w.replies(ctx, t, c)
 	if err != nil {
 		return false, err
