@@ -15,11 +15,12 @@ import (
 
 // Produce discovers tasks carrying the bot label, claims each one (the
 // labels first: processing added, the bot label taken, the forge deciding
-// between hosts; then the store) and queues it, after the new rounds of conversations (Replies). It returns
-// how many it queued. A task that fails to be claimed is logged and left for
-// the next pass; only a failed discovery or queueing, or a failure of the
-// store, is an error. First, with the forge lease on, tasks whose holder
-// stopped beating are put up again (reclaim).
+// between hosts; then the store) and queues it, after the new rounds of
+// conversations (Replies). It returns how many it queued. A task that
+// fails to be claimed is logged and left for the next pass; only a failed
+// discovery or queueing, or a failure of the store, is an error. First,
+// with the forge lease on, tasks whose holder went silent are put up again
+// (reclaim).
 func (w *Worker) Produce(ctx context.Context) (int, error) {
 	w.reclaim(ctx)
 	found, err := w.o.Forge.Discover(ctx, w.o.Labels.Bot)
