@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -263,6 +264,10 @@ func TestForgeLease(t *testing.T) {
 	}
 	if c, _ := mustParse(t, minimalGitHub+"forge_lease_seconds: 300\n", nil); c.ForgeLease() != 5*time.Minute {
 		t.Errorf("forge lease %v, want 5m", c.ForgeLease())
+	}
+	got := problems(t, minimalGitHub+"database: {url: \"postgres://db.example/agent\"}\nforge_lease_seconds: 300\n", nil)
+	if len(got) != 1 || got[0].Path != "forge_lease_seconds" || !strings.Contains(got[0].Msg, "database.url") {
+		t.Errorf("forge lease with a shared database: problems %v", got)
 	}
 	for _, v := range []string{"-1", "29"} {
 		got := problems(t, minimalGitHub+"forge_lease_seconds: "+v+"\n", nil)
