@@ -69,8 +69,9 @@ func (c *Client) takeLabel(ctx context.Context, ref task.Ref, label string) erro
 }
 
 // lock awards lockEmoji as the bot and returns the award's id; another
-// holder's lock is forge.ErrLabelAbsent. A lock older than staleLock is
-// removed and the award tried once more.
+// holder's lock is forge.ErrLabelAbsent. A lock released between the
+// refusal and the look at the awards, or older than staleLock (then
+// removed), gets the award tried once more.
 func (c *Client) lock(ctx context.Context, ref task.Ref) (int64, error) {
 	for try := 0; ; try++ {
 		a, err := c.awardItem(ctx, ref)
@@ -81,13 +82,19 @@ func (c *Client) lock(ctx context.Context, ref task.Ref) (int64, error) {
 			return 0, translateErr(err)
 		}
 		// A 404 is a missing issue or a lock already held: the awards say
-		// which.
+		// which (their listing is a 404 too for a missing issue).
 		locks, lerr := c.locks(ctx, ref)
 		if lerr != nil {
 			return 0, translateErr(lerr)
 		}
 		if len(locks) == 0 {
-			return 0, translateErr(err)
+			// Held a moment ago and released since: award again, once.
+			// Twice refused with no lock to see, the 404 is something
+			// else (an emoji the instance does not know).
+			if try > 0 {
+				return 0, fmt.Errorf("gitlab refused the %q award with a 404 and no lock is held: %w", lockEmoji, err)
+			}
+			continue
 		}
 		held := locks[0]
 		if try > 0 || time.Since(deref(held.CreatedAt)) < staleLock {
