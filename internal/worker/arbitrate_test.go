@@ -245,3 +245,22 @@ func TestLoserOfAReplyLeavesItsRowAwaiting(t *testing.T) {
 	}
 	wd.want(task.Queued, "bug", testLabels.Processing)
 }
+
+// A take the forge does not answer (5xx on the removal) may have been
+// another host's win: the producer records nothing and the next pass
+// tries again.
+func TestFailedTakeRecordsNothing(t *testing.T) {
+	wd := newWorld(t, false)
+	wd.gh.Inject(forgetest.Fault{Method: "DELETE", Path: "/labels/agent", Status: 502}) // this client does not retry
+	if n, err := wd.w.Produce(t.Context()); err != nil || n != 0 {
+		t.Fatalf("produce: %d, %v", n, err)
+	}
+	if _, err := wd.st.Get(t.Context(), wd.ref); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a row after a failed take (%v), want none", err)
+	}
+	if c := wd.comments(); len(c) != 0 {
+		t.Errorf("comments %q", c)
+	}
+	wd.claim()
+	wd.want(task.Queued, "bug", testLabels.Processing)
+}

@@ -172,6 +172,10 @@ func (w *Worker) move(ctx context.Context, f ending, ev event) (bool, error) {
 	return true, serr
 }
 
+// errTake marks relabel's error when taking the request label failed: who
+// took it is then unknown (forge.ErrLabelAbsent: another process did).
+var errTake = errors.New("taking the request label")
+
 // relabel adds the row's label, then removes its remove label and the stale
 // labels the task has, each once. It removes nothing when the addition
 // failed (its error), and reports whether every removal was made. With
@@ -193,7 +197,7 @@ func (w *Worker) relabel(ctx context.Context, f ending, tr transition) (bool, er
 			if !errors.Is(err, forge.ErrLabelAbsent) {
 				f.log.Error("taking label", "label", l, "error", err)
 			}
-			return false, err
+			return false, fmt.Errorf("%w: %w", errTake, err)
 		}
 	} else if l != "" {
 		remove = append(remove, l)

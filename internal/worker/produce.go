@@ -139,11 +139,12 @@ func (w *Worker) claim(ctx context.Context, ref task.Ref) (bool, error) {
 // carries a label saying where it stands, and a row in a store says the
 // task was won: a crash before the take leaves nothing to resume, one
 // after it a row its host resumes as its own.
-// When the processing label cannot be added (or the take fails for another
-// reason), a claimed task records why as failed, an awaiting one stays
-// awaiting, and the error is returned; the request label is still there
-// (or the task waits in processing for the vanished-holder rule), so the
-// next pass tries again. When the store refuses the claim after the take,
+// When the processing label cannot be added, a claimed task records why as
+// failed (an awaiting one stays awaiting) and the error is returned; the
+// request label is still there, so the next pass tries again. When the
+// take fails for another reason than ErrLabelAbsent, nothing is recorded
+// and the error is returned: the label is still there, or someone took it
+// (the task then waits in processing for the vanished-holder rule). When the store refuses the claim after the take,
 // the task is given back (giveBack).
 func (w *Worker) take(ctx context.Context, t task.Task, ev event, undo task.Status) (bool, error) {
 	ref, log := t.Ref, w.log(t.Ref)
@@ -159,9 +160,9 @@ func (w *Worker) take(ctx context.Context, t task.Task, ev event, undo task.Stat
 	}
 	if err != nil {
 		err = fmt.Errorf("claiming %s: %w", ref, err)
-		if undo == task.Failed {
-			// A row that says why, as a claim refused by the forge
-			// leaves it; a row held by another process stays as it is.
+		if undo == task.Failed && !errors.Is(err, errTake) {
+			// The processing label was refused: a row that says why. A
+			// take that failed may have been another host's win: no row.
 			if _, cerr := w.o.Store.Claim(ctx, ref, w.o.Owner); cerr == nil {
 				w.setStatus(ctx, ref, undo, err.Error())
 			}
