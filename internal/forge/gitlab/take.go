@@ -88,11 +88,12 @@ func (c *Client) lock(ctx context.Context, ref task.Ref) (int64, error) {
 			return 0, translateErr(lerr)
 		}
 		if len(locks) == 0 {
-			// Held a moment ago and released since: award again, once.
-			// Twice refused with no lock to see, the 404 is something
-			// else (an emoji the instance does not know).
+			// Held a moment ago and released since (the client library
+			// drops a 404's message, so "already taken" is inferred):
+			// award again, once; refused again, other takers are at work.
 			if try > 0 {
-				return 0, fmt.Errorf("gitlab refused the %q award with a 404 and no lock is held: %w", lockEmoji, err)
+				c.log.Debug("the lock award was refused twice, released each time before it could be seen", "task", name(ref))
+				return 0, forge.ErrLabelAbsent
 			}
 			continue
 		}
