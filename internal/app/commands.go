@@ -53,25 +53,7 @@ func (a *App) Run(ctx context.Context) error {
 	q.Close()
 	tctx, cancel := a.taskContext(ctx)
 	defer cancel()
-	defer a.heartbeat(tctx, w)()
 	return w.Consume(tctx)
-}
-
-// heartbeat beats for the tasks this host holds on the forge (with
-// forge_lease_seconds) in the background while the tasks run; the func
-// returned stops it and waits for it.
-func (a *App) heartbeat(ctx context.Context, w *worker.Worker) func() {
-	every := w.BeatInterval()
-	if every <= 0 {
-		return func() {}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.poll(ctx, every, w.Beat)
-	}()
-	return func() { cancel(); <-done }
 }
 
 // Serve polls every continuous.producer.interval_minutes and processes what
@@ -90,7 +72,6 @@ func (a *App) Serve(ctx context.Context) error {
 	w := a.newWorker(q, ctx.Done())
 	tctx, cancel := a.taskContext(ctx)
 	defer cancel()
-	defer a.heartbeat(tctx, w)()
 	done, ctx := a.consume(ctx, w, tctx)
 	replies := make(chan struct{})
 	go func() {
@@ -166,7 +147,6 @@ func (a *App) Consume(ctx context.Context, once bool) error {
 	w := a.newWorker(q, ctx.Done())
 	tctx, cancel := a.taskContext(ctx)
 	defer cancel()
-	defer a.heartbeat(tctx, w)()
 	if once {
 		if _, err := w.Backlog(ctx); err != nil {
 			return err

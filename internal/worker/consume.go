@@ -31,10 +31,13 @@ func (w *Worker) Consume(ctx context.Context) error {
 		stopped = make(chan struct{})
 		errs    = make(chan error, w.o.Workers) // each goroutine sends at most once, then returns
 	)
-	hctx, stopLeases := context.WithCancel(ctx)
-	leases := make(chan struct{})
-	go func() { defer close(leases); w.holdLeases(hctx) }()
-	defer func() { stopLeases(); <-leases }()
+	// The heartbeats of the tasks in hand: their leases in the store, and
+	// their holds on the forge (Options.ForgeLease).
+	hctx, stopBeats := context.WithCancel(ctx)
+	var beats sync.WaitGroup
+	beats.Go(func() { w.holdLeases(hctx) })
+	beats.Go(func() { w.beatHolds(hctx) })
+	defer func() { stopBeats(); beats.Wait() }()
 	for range w.o.Workers {
 		wg.Go(func() {
 			for {

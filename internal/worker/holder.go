@@ -37,14 +37,13 @@ const beatsPerLease = 3
 
 // holding is what this process knows of holds on the forge.
 type holding struct {
-	mu   sync.Mutex
-	ids  map[task.Ref]int64                   // this host's holder comment of a task
-	runs map[task.Ref]context.CancelCauseFunc // runs in hand, to stop when their hold is lost
+	mu  sync.Mutex
+	ids map[task.Ref]int64 // this host's holder comment of a task
 }
 
 func (h *holding) init() {
 	if h.ids == nil {
-		h.ids, h.runs = map[task.Ref]int64{}, map[task.Ref]context.CancelCauseFunc{}
+		h.ids = map[task.Ref]int64{}
 	}
 }
 
@@ -128,17 +127,24 @@ func (w *Worker) holds(ctx context.Context, ref task.Ref) (bool, string, error) 
 	return true, "", nil
 }
 
-// track registers the run of ref in hand, stopped by cancel when a beat
-// finds its hold lost; the returned func forgets it.
-func (w *Worker) track(ref task.Ref, cancel context.CancelCauseFunc) func() {
-	w.hold.mu.Lock()
-	defer w.hold.mu.Unlock()
-	w.hold.init()
-	w.hold.runs[ref] = cancel
-	return func() {
-		w.hold.mu.Lock()
-		defer w.hold.mu.Unlock()
-		delete(w.hold.runs, ref)
+// beatHolds runs Beat every BeatInterval until ctx ends; a failed beat is
+// logged, and the next one tries again.
+func (w *Worker) beatHolds(ctx context.Context) {
+	every := w.BeatInterval()
+	if every <= 0 {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if err := w.Beat(ctx); err != nil && ctx.Err() == nil {
+			w.o.Logger.Error("heartbeat of the holds on the forge failed; the next one tries again", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }
 
@@ -207,12 +213,11 @@ func (w *Worker) beat(ctx context.Context, ref task.Ref) error {
 func (w *Worker) lost(ctx context.Context, ref task.Ref, why string) error {
 	w.hold.mu.Lock()
 	w.hold.init()
-	cancel := w.hold.runs[ref]
 	delete(w.hold.ids, ref)
 	w.hold.mu.Unlock()
 	w.log(ref).Warn("this host no longer holds the task; letting it go", "reason", why)
-	if cancel != nil {
-		cancel(fmt.Errorf("%w: %s", errHoldLost, why))
+	if v, ok := w.active.Load(ref); ok {
+		v.(*inHand).cancel(fmt.Errorf("%w: %s", errHoldLost, why))
 		return nil
 	}
 	return w.setStatus(ctx, ref, task.Stopped, "let go: "+why)

@@ -82,13 +82,10 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 		}
 		return ack, nil
 	}
-	w.claimed(h) // the heartbeat renews its lease from now on
+	w.claimed(h) // the heartbeats keep its lease and its hold from now on
 	if how, ok, err := w.stillOurs(ctx, ref); !ok {
 		return how, failure(err)
 	}
-	ctx, stop := context.WithCancelCause(ctx) // stopped when a heartbeat finds the hold lost
-	defer stop(nil)
-	defer w.track(ref, stop)()
 	in, skip, err := w.load(ctx, ref, post)
 	if skip {
 		return ack, failure(err)
@@ -110,10 +107,6 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 		log.Info("task run ended", "end", out.End, "calls", out.Calls, "duration", w.o.Now().Sub(started).String(), "error", err)
 	}
 	h.claimed.Store(0) // the run is over: what follows is its ending
-	if cause := context.Cause(ctx); errors.Is(cause, errHoldLost) {
-		// Another host took the task up: it is theirs to finish.
-		return ack, failure(w.setStatus(fctx, ref, task.Stopped, "let go: "+cause.Error()))
-	}
 	f := ending{ref: ref, post: post, log: log, labels: in.Task.Labels, reason: w.o.Redact(sanitize.Hosts(out.Reason)), calls: out.Calls,
 		reported: out.Reported, mark: max(out.Mark, in.Mark), ws: ws}
 	return w.end(ctx, fctx, f, out, err)
@@ -126,9 +119,14 @@ func (w *Worker) end(ctx, fctx context.Context, f ending, out engine.Outcome, er
 	ev := runFailed
 	switch {
 	case errors.Is(context.Cause(ctx), errLeaseLost), errors.Is(err, store.ErrClaimed):
-		// Released, or taken over: the task is someone else's now.
+		// Released, or taken over: the task and its row (in the shared
+		// store) are someone else's now.
 		f.log.Warn("run ended: this process lost the task's lease; leaving the task to its new holder", "error", err)
 		return ack, nil
+	case errors.Is(context.Cause(ctx), errHoldLost):
+		// Another host took the task up through the forge: it is theirs
+		// to finish, and this host's own row says so.
+		return ack, failure(w.setStatus(fctx, f.ref, task.Stopped, "let go: "+context.Cause(ctx).Error()))
 	case store.IsFailure(err):
 		f.reason = w.o.Redact(err.Error())
 		w.move(fctx, f, storeFailed)
