@@ -73,6 +73,18 @@ func (d *dryForge) RemoveLabel(_ context.Context, ref task.Ref, label string) er
 	return nil
 }
 
+// TakeLabel wins the claim it would make: a dry run is the only taker it
+// knows of.
+func (d *dryForge) TakeLabel(_ context.Context, ref task.Ref, label string) error {
+	d.printf(ref, "would take the label %q (the claim)", label)
+	return nil
+}
+
+func (d *dryForge) DeleteComment(_ context.Context, ref task.Ref, id int64) error {
+	d.printf(ref, "would delete comment %d", id)
+	return nil
+}
+
 func (d *dryForge) PostComment(_ context.Context, ref task.Ref, body string) (task.Comment, error) {
 	d.mu.Lock()
 	d.nextID++
