@@ -5,8 +5,16 @@
 // Rules a config file follows:
 //   - ${VAR} and ${VAR:-default} are expanded in every scalar value (never in
 //     keys); ":-" uses the default when VAR is unset or empty; the default is
-//     the literal text up to the first "}". $${ is a literal "${". A $ not
-//     followed by { is kept as is. Inside a flow list or map ([a, b] or
+//     the literal text up to the first "}". $${ is a literal "${", $$NAME a
+//     literal "$NAME". A variable set to "" without a default expands to
+//     "", and a problem its value makes says the variable is empty.
+//   - $NAME without braces is taken for a forgotten ${NAME} (a problem that
+//     shows the fix) where nothing else is likely: a value that is $NAME
+//     alone, and an upper-case $NAME inside any longer value but an MCP
+//     server's command and system_prompt and the completion keywords (a
+//     shell script's and prose's own $). Any other $ is kept as is: before
+//     a digit or punctuation, at the end, a lower-case $name inside text.
+//     Inside a flow list or map ([a, b] or
 //     {k: v}) a value holding ${...} must be quoted, as YAML requires.
 //   - ${WORKSPACE}, ${TASK_REF} and ${BRANCH} (TaskVariables) are not read
 //     from the environment: a task sets them when a server of scope task

@@ -22,6 +22,10 @@ type decoder struct {
 	problems Problems
 	warnings []Warning
 	lines    map[string]int // key path → line, to place later validation problems
+	// empty are the variables, set to "" in the environment, that made
+	// the value at a key path (without a default), to explain a problem
+	// found there later.
+	empty map[string][]string
 	// template is set while decoding a field tagged "tasktemplate" (an MCP
 	// server's command and env): its scalars become templates (see expand).
 	template bool
@@ -226,6 +230,12 @@ func (d *decoder) scalarText(path string, orig, n ast.Node) (text string, fromEn
 	before := len(d.problems)
 	for _, name := range x.missing {
 		d.problem(path, orig, "environment variable "+name+" is not set")
+	}
+	for _, msg := range bareProblems(path, s, x.bare) {
+		d.problem(path, orig, msg)
+	}
+	if len(x.empty) > 0 {
+		d.empty[path] = x.empty
 	}
 	if !d.template {
 		for _, name := range x.task {

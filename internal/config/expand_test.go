@@ -20,8 +20,11 @@ func TestEnvExpansion(t *testing.T) {
 		{"${UNSET:-}", ""},
 		{"${UNSET:-http://h:8080/p}", "http://h:8080/p"},
 		{"$${A}", "${A}"},
-		{"$$${A}", "$${A}"}, // leftmost first: "$" then the escape "$${"
-		{"cost $5 and $A", "cost $5 and $A"},
+		{"$$${A}", "$${A}"},                  // leftmost first: "$" then the escape "$${"
+		{"cost $5 and $a", "cost $5 and $a"}, // lower case inside text: not an environment variable's shape
+		{"cost $$A", "cost $A"},              // the escape of a literal $NAME
+		{"$$a_b-$$", "$a_b-$$"},
+		{"end$", "end$"},
 		{"trailing $", "trailing $"},
 		{"'${A}'", "alpha"}, // quoting does not stop expansion
 	} {
@@ -108,5 +111,61 @@ func TestAnchorsAndMergeKeys(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, c.MCPServers); diff != "" {
 		t.Errorf("mcp_servers (-want +got):\n%s", diff)
+	}
+}
+
+// A $NAME without braces is taken for a forgotten ${NAME} where nothing else
+// is likely: as a whole value, and as an upper-case name inside a value that
+// is not free text. The message shows the fix.
+func TestBareVariableIsAProblem(t *testing.T) {
+	fix := func(name string) string {
+		return "$" + name + " is not expanded: write ${" + name + "} to take it from the environment (or $$" + name +
+			" for a literal $" + name + ")"
+	}
+	checkProblems(t, head+"github:\n  owner: acme\n", map[string]string{"GITHUB_TOKEN": "tok"}, []problemCase{
+		{"  token: $GITHUB_TOKEN\n", config.Problems{{Path: "github.token", Msg: fix("GITHUB_TOKEN"), Line: 5}}},
+		{"  token: \" $github_token \"\n", config.Problems{{Path: "github.token", Msg: fix("github_token"), Line: 5}}},
+		{"  token: t\n  api_url: https://$GHE_HOST/api/v3\n", config.Problems{{Path: "github.api_url", Msg: fix("GHE_HOST"), Line: 6}}},
+		{"  token: t\nmcp_servers:\n  - mcp_server_name: a\n    command: [sh, -c, 'cd $HOME && exec server', $ARG]\n" +
+			"    env: {K: \"x-$SECRET\", L: \"$$HOME/x\"}\n    system_prompt: Use $PATH and $HOME\n", config.Problems{
+			{Path: "mcp_servers[0].command[3]", Msg: fix("ARG"), Line: 8},
+			{Path: "mcp_servers[0].env.K", Msg: fix("SECRET"), Line: 9},
+		}},
+		{"  token: t\nconversation:\n  completion_keywords: [\"$DONE now\", $OK]\n", config.Problems{
+			{Path: "conversation.completion_keywords[1]", Msg: fix("OK"), Line: 7},
+		}},
+	})
+	// Where a literal $ is legitimate it stays: inside prose and shell
+	// commands, before a digit, in lower case inside text, and escaped.
+	c, _ := mustParse(t, head+gh+`  query: "label:bug $5 $a"
+mcp_servers:
+  - mcp_server_name: a
+    command: [sh, -c, 'cd $HOME && exec "$SERVER"']
+    env: {L: "$$HOME/x"}
+    system_prompt: Use $PATH.
+`, nil)
+	if got := c.MCPServers[0].Command[2]; got != `cd $HOME && exec "$SERVER"` {
+		t.Errorf("command[2] = %q", got)
+	}
+	if got := c.MCPServers[0].Env["L"]; got != "$HOME/x" {
+		t.Errorf("env.L = %q, want the escape's literal $HOME/x", got)
+	}
+	if c.GitHub.Query != "label:bug $5 $a" || c.MCPServers[0].SystemPrompt != "Use $PATH." {
+		t.Errorf("query %q, system_prompt %q: want them as written", c.GitHub.Query, c.MCPServers[0].SystemPrompt)
+	}
+}
+
+// A variable exported empty is said to be empty where its value makes a
+// problem, not reported as a missing key; with a default it is not one.
+func TestEmptyVariableIsSaidToBeEmpty(t *testing.T) {
+	checkProblems(t, head+"github:\n  owner: acme\n", map[string]string{"GITHUB_TOKEN": "", "Q": ""}, []problemCase{
+		{"  token: ${GITHUB_TOKEN}\n", config.Problems{{Path: "github.token",
+			Msg: "environment variable GITHUB_TOKEN is set but empty (required when task_source is github (or github.token_file))", Line: 5}}},
+		{"  token: ${GITHUB_TOKEN}${Q}\n", config.Problems{{Path: "github.token",
+			Msg: "environment variables GITHUB_TOKEN, Q are set but empty (required when task_source is github (or github.token_file))", Line: 5}}},
+	})
+	c, _ := mustParse(t, head+gh+"  query: ${Q}\n  api_url: ${Q:-https://ghe.example/api/v3}\n", map[string]string{"Q": ""})
+	if c.GitHub.Query != "" || c.GitHub.APIURL != "https://ghe.example/api/v3" {
+		t.Errorf("query %q, api_url %q", c.GitHub.Query, c.GitHub.APIURL)
 	}
 }

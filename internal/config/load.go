@@ -43,7 +43,7 @@ func Parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, []Warni
 		return nil, nil, Problems{*p}.err()
 	}
 	c := Default()
-	d := &decoder{lookup: lookupEnv, lines: map[string]int{}}
+	d := &decoder{lookup: lookupEnv, lines: map[string]int{}, empty: map[string][]string{}}
 	if body != nil {
 		for _, a := range ast.Filter(ast.AnchorType, body) {
 			d.anchors = append(d.anchors, a.(*ast.AnchorNode))
@@ -69,6 +69,7 @@ func Parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, []Warni
 			problems = append(problems, p)
 		}
 	}
+	explainEmpty(problems, d.empty)
 	if err := problems.err(); err != nil {
 		return nil, d.warnings, err
 	}
@@ -145,6 +146,23 @@ func (d *decoder) settleTemplates(c *Config) Problems {
 		}
 	}
 	return ps
+}
+
+// explainEmpty prefixes each problem at a key path whose value came from
+// variables set to "" in the environment (empty) with that fact: a token
+// that is "required" although its variable is set is one exported empty.
+func explainEmpty(ps Problems, empty map[string][]string) {
+	for i, p := range ps {
+		names := empty[p.Path]
+		if len(names) == 0 || strings.HasPrefix(p.Msg, "environment variable") {
+			continue
+		}
+		what := "environment variable " + names[0] + " is set but empty"
+		if len(names) > 1 {
+			what = "environment variables " + strings.Join(names, ", ") + " are set but empty"
+		}
+		ps[i].Msg = what + " (" + p.Msg + ")"
+	}
 }
 
 // coveredBy reports whether a decoding problem is at path or above it (a
