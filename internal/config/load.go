@@ -30,11 +30,44 @@ func Load(path string) (*Config, []Warning, error) {
 	return c, warnings, nil
 }
 
+// LoadStore is Load for a command that only reads the state store
+// (status): it needs no token, key or server in the environment. Problems are
+// reported only in the keys the store's opening reads (state_dir, database,
+// host_name, lease_seconds) and in the file as a whole (its YAML); elsewhere
+// the values may be missing or wrong.
+func LoadStore(path string) (*Config, []Warning, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading config file: %w", err)
+	}
+	c, warnings, err := parse(data, os.LookupEnv, storeKey)
+	if err != nil {
+		return nil, warnings, fmt.Errorf("loading config file %s:\n%w", path, err)
+	}
+	return c, warnings, nil
+}
+
+// storeKey reports whether a problem at path stops LoadStore.
+func storeKey(path string) bool {
+	for _, k := range []string{"", "state_dir", "database", "host_name", "lease_seconds"} {
+		if path == k || strings.HasPrefix(path, k+".") {
+			return true
+		}
+	}
+	return false
+}
+
 // Parse is Load without reading the config file: lookupEnv resolves ${VAR}
 // (nil: every variable is unset). The only files it reads are those that
 // token_file and api_key_file name. On problems it returns a nil Config and
 // *Problems holding all of them, sorted by path.
 func Parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, []Warning, error) {
+	return parse(data, lookupEnv, nil)
+}
+
+// parse is Parse counting only the problems at the key paths keep accepts
+// (nil: all of them).
+func parse(data []byte, lookupEnv func(string) (string, bool), keep func(path string) bool) (*Config, []Warning, error) {
 	if lookupEnv == nil {
 		lookupEnv = func(string) (string, bool) { return "", false }
 	}
@@ -70,6 +103,9 @@ func Parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, []Warni
 		}
 	}
 	explainEmpty(problems, d.empty)
+	if keep != nil {
+		problems = slices.DeleteFunc(problems, func(p Problem) bool { return !keep(p.Path) })
+	}
 	if err := problems.err(); err != nil {
 		return nil, d.warnings, err
 	}

@@ -1,0 +1,63 @@
+package config
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"slices"
+	"text/template"
+
+	"github.com/coding-agent/coding-agent/internal/task"
+)
+
+//go:embed starter/config.yaml.tmpl
+var starterText string
+
+var starterTemplate = template.Must(template.New("config.yaml").Parse(starterText))
+
+// Providers are the values of llm.provider.
+var Providers = []string{ProviderOpenAI, ProviderOllama, ProviderLMStudio}
+
+// Forges are the values of task_source.
+var Forges = []string{task.GitHub, task.GitLab}
+
+// Starter returns a commented starter configuration for forge (task.GitHub
+// or task.GitLab) and provider, with ${VAR} placeholders for its secrets, the
+// default labels and one filesystem MCP server per task in the task's
+// checkout. output is the file's name, for the comment that says how to
+// check it.
+func Starter(forge, provider, output string) ([]byte, error) {
+	if !slices.Contains(Forges, forge) {
+		return nil, fmt.Errorf("unknown forge %q: want github or gitlab", forge)
+	}
+	if !slices.Contains(Providers, provider) {
+		return nil, fmt.Errorf("unknown provider %q: want openai, ollama or lmstudio", provider)
+	}
+	data := map[string]string{
+		"Forge": forge, "Provider": provider, "Output": output,
+		"ForgeTitle": "GitHub", "Change": "pull request", "Changes": "pull requests",
+		"ProviderTitle": map[string]string{ProviderOpenAI: "an OpenAI model", ProviderOllama: "a model served by Ollama",
+			ProviderLMStudio: "a model served by LM Studio"}[provider],
+	}
+	if forge == task.GitLab {
+		data["ForgeTitle"], data["Change"], data["Changes"] = "GitLab", "merge request", "merge requests"
+	}
+	var b bytes.Buffer
+	if err := starterTemplate.Execute(&b, data); err != nil {
+		return nil, fmt.Errorf("writing the starter config: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// StarterVariables are the environment variables a starter configuration
+// for forge and provider reads without a default: its secrets.
+func StarterVariables(forge, provider string) []string {
+	vars := []string{"GITHUB_TOKEN"}
+	if forge == task.GitLab {
+		vars = []string{"GITLAB_TOKEN"}
+	}
+	if provider == ProviderOpenAI {
+		vars = append(vars, "OPENAI_API_KEY")
+	}
+	return vars
+}
