@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/config"
@@ -199,39 +198,19 @@ func (a *App) poll(ctx context.Context, interval time.Duration, pass func(contex
 	}
 }
 
-// Status writes the tasks the store knows, with their state and counters.
-func (a *App) Status(ctx context.Context, out io.Writer) error {
-	recs, err := a.store.List(ctx)
-	if err != nil {
-		return fmt.Errorf("listing tasks: %w", err)
-	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tSTATUS\tLLM CALLS\tTOOL CALLS\tTOKENS IN\tTOKENS OUT\tMODEL\tHOST:PID\tLEASE\tUPDATED\tERROR")
-	for _, r := range recs {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s:%d\t%s\t%s\t%s\n", r.Ref, r.Status,
-			r.Counters.LLMCalls, r.Counters.ToolCalls, r.Counters.TokensIn, r.Counters.TokensOut,
-			r.Provider+"/"+r.Model, r.Host, r.PID, lease(r, time.Now()), r.UpdatedAt.Local().Format(time.DateTime),
-			oneLine(a.redact(r.Error), 80))
-	}
-	if len(recs) == 0 {
-		fmt.Fprintln(tw, "(no tasks yet)")
-	}
-	return tw.Flush()
-}
-
 // lease says how a running task is held at now: the instance and until
 // when, or that its lease lapsed (any process takes it over at its next
 // pass) or was released.
-func lease(r store.Record, now time.Time) string {
+func lease(r store.Record, now time.Time, zone *time.Location) string {
 	switch {
 	case r.Status != task.Running:
 		return "-"
 	case r.Instance == "" || r.LeaseUntil.IsZero():
 		return "released"
 	case now.After(r.LeaseUntil):
-		return r.Instance + " lapsed " + r.LeaseUntil.Local().Format(time.DateTime)
+		return r.Instance + " lapsed " + r.LeaseUntil.In(zone).Format(timeLayout)
 	}
-	return r.Instance + " until " + r.LeaseUntil.Local().Format(time.TimeOnly)
+	return r.Instance + " until " + r.LeaseUntil.In(zone).Format("15:04:05 MST")
 }
 
 // Release frees a task from the process holding it, from any host: its

@@ -38,13 +38,8 @@ func TestRunOnPostgres(t *testing.T) {
 	if rec.Status != task.Done || rec.Counters.LLMCalls == 0 {
 		t.Errorf("record in PostgreSQL: status %s, %d LLM calls; want done with the calls counted", rec.Status, rec.Counters.LLMCalls)
 	}
-	a, err := app.New(t.Context(), e.cfg, app.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out strings.Builder
-	err = a.Status(t.Context(), &out)
-	a.Close()
+	err = app.Status(t.Context(), e.cfg, &out, app.StatusOptions{})
 	if err != nil || !strings.Contains(out.String(), e.ref.String()+"  done") {
 		t.Errorf("status = %v:\n%s\nwant %s done", err, out.String(), e.ref)
 	}
