@@ -212,6 +212,14 @@ func TestDockerfileStructure(t *testing.T) {
 	if ps := dockerfileProblems(readRepoFile(t, "Dockerfile")); len(ps) != 0 {
 		t.Errorf("Dockerfile:\n%s", strings.Join(ps, "\n"))
 	}
+	// The secrets and the state beside the Dockerfile stay out of the
+	// build context.
+	ignored := strings.Fields(readRepoFile(t, ".dockerignore"))
+	for _, p := range []string{".env", "config.yaml", "node_modules", "data", "workspaces", ".git"} {
+		if !slices.Contains(ignored, p) {
+			t.Errorf(".dockerignore lacks %s", p)
+		}
+	}
 }
 
 // Each rule finds its fault: the structural check can fail.
