@@ -48,7 +48,8 @@ var (
 	testSupport = []string{"internal/forgetest", "internal/golden", "internal/llm/llmtest", "internal/store/storetest",
 		"internal/store/postgres/pgtest",
 		"internal/queue/queuetest", "internal/toolhost/mcptest", "internal/toolhost/mcptest/testserver",
-		"internal/archtest"}
+		"internal/archtest",
+		"deploy"} // tests only: the Dockerfile, compose.yaml and the systemd unit
 	// required must exist: the rules below would pass vacuously without them.
 	required = []string{"internal/task", "internal/forge", "internal/llm", "internal/store", "internal/queue",
 		"internal/forge/github", "internal/forge/gitlab", "internal/llm/openai", "internal/llm/ollama",
