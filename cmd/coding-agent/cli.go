@@ -26,7 +26,7 @@ const (
 const usage = `usage: coding-agent <command> [flags]
 
 commands:
-  run            one pass: discover labelled tasks, process them all, exit
+  run            one pass: discover labelled tasks, process them all, exit [--dry-run]
   serve          poll every continuous.producer.interval_minutes until SIGINT/SIGTERM
   produce        discover and claim tasks, queue them in the state store [--once]
   consume        process the tasks queued in the state store [--once]
@@ -37,6 +37,7 @@ commands:
   release REF    free a task from the process holding it (one that died or hangs), from any
                  host: the next pass of any process sharing the store takes it over
                  REF is github:owner/repo#12 (! for a pull request) or gitlab:group/project#3 (! for an MR)
+  doctor         check every configured service and say what to fix [--fix creates missing labels]
   config check [FILE]
                  validate the config file and list every problem
   init           write a starter config: --forge github|gitlab --provider openai|ollama|lmstudio
@@ -50,6 +51,7 @@ coding-agent <command> --help lists the command's own flags.
 type flags struct {
 	config                  string
 	once, json, force       bool
+	dryRun, quiet, fix      bool
 	forge, provider, output string
 	set                     map[string]bool // the flags given on the command line
 }
@@ -67,16 +69,27 @@ func configFlag(fs *flag.FlagSet, f *flags) {
 	fs.StringVar(&f.config, "config", "config.yaml", "config file (YAML)")
 }
 
-func onceFlags(fs *flag.FlagSet, f *flags) {
+// workFlags are the flags of the commands that work on tasks.
+func workFlags(fs *flag.FlagSet, f *flags) {
 	configFlag(fs, f)
+	fs.BoolVar(&f.quiet, "quiet", false, "no line per task event on the terminal (the log keeps everything)")
+}
+
+func onceFlags(fs *flag.FlagSet, f *flags) {
+	workFlags(fs, f)
 	fs.BoolVar(&f.once, "once", false, "one pass, then exit")
 }
 
 const refArg = "REF"
 
 var commands = []command{
-	{name: "run", summary: "One pass: discover, claim and process every labelled task, then exit.", define: configFlag},
-	{name: "serve", summary: "Poll every continuous.producer.interval_minutes until SIGINT/SIGTERM.", define: configFlag},
+	{name: "run", summary: "One pass: discover, claim and process every labelled task, then exit.",
+		define: func(fs *flag.FlagSet, f *flags) {
+			workFlags(fs, f)
+			fs.BoolVar(&f.dryRun, "dry-run", false, "work on the labelled tasks but change nothing on the forge (no label, comment or push): "+
+				"print what would be posted; state and workspaces go to a temporary folder")
+		}},
+	{name: "serve", summary: "Poll every continuous.producer.interval_minutes until SIGINT/SIGTERM.", define: workFlags},
 	{name: "produce", summary: "Discover and claim tasks and queue them.", define: onceFlags},
 	{name: "consume", summary: "Work on the queued tasks.", define: onceFlags},
 	{name: "status", summary: "List the tasks the store knows. Needs no token: only the store's keys of the config are read.",
@@ -89,6 +102,11 @@ var commands = []command{
 	{name: app.SignalStop, args: refArg, nargs: [2]int{1, 1}, summary: "Stop a task at its next checkpoint (adds the stopped label).", define: configFlag},
 	{name: "release", args: refArg, nargs: [2]int{1, 1},
 		summary: "Free a task from the process holding it, from any host sharing the store.", define: configFlag},
+	{name: "doctor", summary: "Check the forge account, each repository's access and labels, the model (its tool use too) and the MCP servers; say what to fix.",
+		define: func(fs *flag.FlagSet, f *flags) {
+			configFlag(fs, f)
+			fs.BoolVar(&f.fix, "fix", false, "create the labels the repositories lack")
+		}},
 	{name: "config check", args: "[FILE]", nargs: [2]int{0, 1},
 		summary: "Validate the config file (FILE or --config) and list every problem at once.", define: configFlag},
 	{name: "init", summary: "Write a commented starter config, with ${VAR} placeholders for the secrets.",
@@ -166,7 +184,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	return runCommand(ctx, cmd.name, f.once, ref, cfg, stdout, stderr)
+	return runCommand(ctx, cmd.name, f, ref, cfg, stdout, stderr)
 }
 
 // helpFlag reports whether arg asks for help, as the flag package reads it.
@@ -304,17 +322,37 @@ func initConfig(f flags, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func runCommand(ctx context.Context, cmd string, once bool, ref task.Ref, cfg *config.Config, stdout, stderr io.Writer) int {
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func runCommand(ctx context.Context, cmd string, f flags, ref task.Ref, cfg *config.Config, stdout, stderr io.Writer) int {
 	var do func(*app.App) error
+	var o app.Options
+	if !f.quiet && isTerminal(stderr) {
+		o.Terminal = stderr
+	}
 	switch cmd {
 	case "run":
+		if f.dryRun {
+			o.DryRun = stdout
+		}
 		do = func(a *app.App) error { return a.Run(ctx) }
 	case "serve":
 		do = func(a *app.App) error { return a.Serve(ctx) }
 	case "produce":
-		do = func(a *app.App) error { return a.Produce(ctx, once) }
+		do = func(a *app.App) error { return a.Produce(ctx, f.once) }
 	case "consume":
-		do = func(a *app.App) error { return a.Consume(ctx, once) }
+		do = func(a *app.App) error { return a.Consume(ctx, f.once) }
+	case "doctor":
+		o.Terminal = nil // its lines are its output
+		do = func(a *app.App) error { return a.Doctor(ctx, stdout, f.fix) }
 	case app.SignalPause, app.SignalResume, app.SignalStop:
 		do = func(a *app.App) error { return a.Signal(ctx, cmd, ref, stdout) }
 	case "release":
@@ -323,7 +361,7 @@ func runCommand(ctx context.Context, cmd string, once bool, ref task.Ref, cfg *c
 		fmt.Fprintf(stderr, "coding-agent: unknown command %q\n\n%s", cmd, usage)
 		return exitUsage
 	}
-	a, err := app.New(ctx, cfg, app.Options{})
+	a, err := app.New(ctx, cfg, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "coding-agent %s: %v\n", cmd, app.Redact(cfg, err.Error()))
 		return exitFailure

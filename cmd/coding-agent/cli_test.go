@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/toolhost/mcptest"
 )
 
@@ -53,7 +54,7 @@ github:
 llm:
   provider: openai
   openai:
-    base_url: http://127.0.0.1:1/v1
+    base_url: %s
     api_key: %s
     model: gpt-4o
 mcp_servers:
@@ -65,9 +66,18 @@ logging:
 planning:
   history:
     directory: %s
-%s`, filepath.Join(dir, "data"), o.apiURL, token, apiKey, o.mcp, filepath.Join(dir, "logs", "agent.log"),
+%s`, filepath.Join(dir, "data"), o.apiURL, token, modelServer(t), apiKey, o.mcp, filepath.Join(dir, "logs", "agent.log"),
 		filepath.Join(dir, "planning_history"), o.extra)
 	return writeFile(t, dir, body)
+}
+
+// modelServer is the OpenAI root of a model server that lists the config's
+// model (a command that works on tasks checks that it answers) and answers
+// anything in prose.
+func modelServer(t *testing.T) string {
+	t.Helper()
+	return llmtest.NewServer(t, llmtest.Options{APIKey: apiKey, Models: []string{"gpt-4o"},
+		Responder: func(llmtest.Received) llmtest.Step { return llmtest.Reply{Content: "Hello."} }}).OpenAIURL()
 }
 
 func writeFile(t *testing.T, dir, body string) string {
@@ -331,4 +341,21 @@ func TestSignalCommandsNeedARef(t *testing.T) {
 	if code != exitFailure || !strings.Contains(stderr, "task_source is github") {
 		t.Errorf("exit code %d, stderr %q; want %d and the task source mismatch", code, stderr, exitFailure)
 	}
+}
+
+// doctor prints its lines on stdout and exits 1 when a check failed: here
+// the forge does not answer, while the model server does.
+func TestDoctorExitsOneOnAFailedCheck(t *testing.T) {
+	t.Parallel()
+	cfg := writeConfig(t, configOptions{apiURL: closedURL(t), mcp: fmt.Sprintf("[%q]", mcptest.Build(t))})
+	code, stdout, stderr := cli(t, "doctor", "--config", cfg)
+	if code != exitFailure {
+		t.Errorf("exit code %d, want %d\nstderr:\n%s", code, exitFailure, stderr)
+	}
+	for _, want := range []string{"FAIL  forge  github: ", "connection refused", `ok    model  openai at `, "ok    mcp    tools started with"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	noSecrets(t, stdout, stderr, readLog(t, cfg))
 }
