@@ -160,9 +160,9 @@ mcp_servers:
 func TestEmptyVariableIsSaidToBeEmpty(t *testing.T) {
 	checkProblems(t, head+"github:\n  owner: acme\n", map[string]string{"GITHUB_TOKEN": "", "Q": ""}, []problemCase{
 		{"  token: ${GITHUB_TOKEN}\n", config.Problems{{Path: "github.token",
-			Msg: "environment variable GITHUB_TOKEN is set but empty (required when task_source is github (or github.token_file))", Line: 5}}},
+			Msg: "environment variable GITHUB_TOKEN is set but empty (required when task_source is github (or github.token_file, or github.app))", Line: 5}}},
 		{"  token: ${GITHUB_TOKEN}${Q}\n", config.Problems{{Path: "github.token",
-			Msg: "environment variables GITHUB_TOKEN, Q are set but empty (required when task_source is github (or github.token_file))", Line: 5}}},
+			Msg: "environment variables GITHUB_TOKEN, Q are set but empty (required when task_source is github (or github.token_file, or github.app))", Line: 5}}},
 	})
 	c, _ := mustParse(t, head+gh+"  query: ${Q}\n  api_url: ${Q:-https://ghe.example/api/v3}\n", map[string]string{"Q": ""})
 	if c.GitHub.Query != "" || c.GitHub.APIURL != "https://ghe.example/api/v3" {
