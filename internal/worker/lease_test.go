@@ -79,16 +79,21 @@ func consumeInBackground(t *testing.T, w *Worker) <-chan error {
 // A run whose task keeps its lease runs to its end, however many leases
 // long: the heartbeat renews it, and no other host can take it over.
 func TestHeldLeaseIsRenewedForALongRun(t *testing.T) {
-	r := newBlockingRunner(nil, 6*storeLease)
+	// A lease long enough that a busy machine (CI's two cores under
+	// -race) does not starve the heartbeat past it, and a run four of
+	// them long.
+	const lease = 2 * time.Second
+	r := newBlockingRunner(nil, 4*lease)
 	wd, q := leasedWorld(t, r, nil)
+	wd.w.o.Owner.Lease = lease
 	r.st = wd.st
 	wd.claim()
 	q.Close()
 	done := consumeInBackground(t, wd.w)
 	<-r.started
 	b, _ := wd.other("b")
-	for i := 0; i < 4; i++ {
-		time.Sleep(storeLease)
+	for i := 0; i < 3; i++ {
+		time.Sleep(lease)
 		if n, err := b.Backlog(t.Context()); err != nil || n != 0 {
 			t.Fatalf("another host's backlog took over %d tasks (%v) while the holder renews its lease", n, err)
 		}
