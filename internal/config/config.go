@@ -90,6 +90,7 @@ type Config struct {
 	Workspace        Workspace        `yaml:"workspace"`           // a git checkout per task
 	Delivery         Delivery         `yaml:"delivery"`            // the work as a branch and a draft pull/merge request
 	Queue            Queue            `yaml:"queue"`               // the job queue between producer and consumers
+	Server           Server           `yaml:"server"`              // serve's HTTP listener: webhooks, /healthz, /readyz, /metrics
 
 	// ShutdownGraceSeconds is how long, after SIGINT/SIGTERM, a task in
 	// hand may take to reach its next checkpoint before its model request
@@ -263,6 +264,14 @@ type Producer struct {
 // Consumer is continuous.consumer.
 type Consumer struct {
 	Workers int `yaml:"workers"` // tasks run at once; default 1
+}
+
+// Server is the server section: the HTTP listener of `serve`. Without
+// Listen there is none.
+type Server struct {
+	Listen              string `yaml:"listen"`                // host:port, e.g. 127.0.0.1:8080 (port 0: any free port); "": no listener
+	GitHubWebhookSecret string `yaml:"github_webhook_secret"` // serves POST /webhooks/github, verified with it; secret
+	GitLabWebhookToken  string `yaml:"gitlab_webhook_token"`  // serves POST /webhooks/gitlab, verified with it; secret
 }
 
 // Logging is the logging section.
@@ -632,7 +641,7 @@ func plainValue(v string) bool {
 // duplicates appear once; longer values come first so a redactor replacing
 // them in order never leaves part of one behind.
 func (c *Config) Secrets() []string {
-	all := []string{c.GitHub.Token, c.GitLab.Token, c.LLM.OpenAI.APIKey}
+	all := []string{c.GitHub.Token, c.GitLab.Token, c.LLM.OpenAI.APIKey, c.Server.GitHubWebhookSecret, c.Server.GitLabWebhookToken}
 	if c.GitHub.App != nil {
 		all = append(all, c.GitHub.App.PrivateKey)
 	}

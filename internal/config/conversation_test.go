@@ -305,7 +305,7 @@ gitlab:
   stopped_label: gs
   awaiting_response_label: ga
 `, nil)
-	want := []config.Warning{{Path: "metrics", Msg: "not supported by this version; ignored", Line: 12}}
+	want := []config.Warning{{Path: "metrics", Msg: "done differently by this version: set server.listen, and serve answers GET /metrics there; ignored", Line: 12}}
 	if diff := cmp.Diff(want, warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}

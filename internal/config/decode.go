@@ -96,7 +96,7 @@ func (d *decoder) decodeStruct(path string, at, n ast.Node, v reflect.Value) {
 		case !ok:
 			d.problem(path, e.Key, "keys must be plain strings")
 		case !known && notYetSupported[kp]:
-			d.warnings = append(d.warnings, Warning{Path: kp, Msg: notYetSupportedMsg, Line: lineOf(e.Key)})
+			d.warnings = append(d.warnings, Warning{Path: kp, Msg: futureKeyMsg(kp), Line: lineOf(e.Key)})
 		case !known:
 			d.problem(kp, e.Key, unknownKeyMsg(key, candidates))
 		default:

@@ -232,7 +232,7 @@ language: ja
 metrics:
   enabled: true
 `, nil)
-	want := []config.Warning{{Path: "metrics", Msg: "not supported by this version; ignored", Line: 9}}
+	want := []config.Warning{{Path: "metrics", Msg: "done differently by this version: set server.listen, and serve answers GET /metrics there; ignored", Line: 9}}
 	if diff := cmp.Diff(want, warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}

@@ -9,10 +9,11 @@ import (
 // yet, and of keys the specification names that this version does without. A
 // config file may carry them (so one file works across versions); each gives
 // a Warning and is otherwise ignored, subtree included. When a feature is
-// built, move its key out of this list and into the Config structs.
+// built, move its key out of this list and into the Config structs; when it
+// is built under other keys, its warning says which (replacedMsg).
 var notYetSupported = map[string]bool{
 	"pause_resume": true, // pause and stop are built on labels; this section is not read
-	"metrics":      true,
+	"metrics":      true, // see replacedMsg
 	"health":       true,
 
 	// Written in the comment-detection specification; here the bot's own
@@ -23,6 +24,21 @@ var notYetSupported = map[string]bool{
 }
 
 const notYetSupportedMsg = "not supported by this version; ignored"
+
+// replacedMsg are the messages of the keys whose feature this version has
+// under other keys.
+var replacedMsg = map[string]string{
+	"metrics": "done differently by this version: set server.listen, and serve answers GET /metrics there; ignored",
+	"health":  "done differently by this version: set server.listen, and serve answers GET /healthz and GET /readyz there; ignored",
+}
+
+// futureKeyMsg is the warning of the not-yet-supported key at path.
+func futureKeyMsg(path string) string {
+	if m, ok := replacedMsg[path]; ok {
+		return m
+	}
+	return notYetSupportedMsg
+}
 
 // futureKeysUnder lists the not-yet-supported keys directly under path, so an
 // unknown key can be matched against them too.

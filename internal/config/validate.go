@@ -3,9 +3,11 @@ package config
 import (
 	"fmt"
 	"math"
+	"net"
 	"net/url"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -68,6 +70,7 @@ func (c *Config) Validate() error {
 	c.Conversation.validate(&k)
 	c.validateWorkspace(&k)
 	c.Queue.validate(&k)
+	c.Server.validate(&k)
 	return k.ps.err()
 }
 
@@ -382,3 +385,22 @@ func (q Queue) validate(k *checker) {
 // branchPrefix is what a branch name may start with here (a subset of git's
 // rules that needs no escaping anywhere).
 var branchPrefix = regexp.MustCompile(`^[A-Za-z0-9._][A-Za-z0-9._/-]*$`)
+
+// validate wants a listen address with a port when the server is on, and
+// a listen address for a webhook secret to be of use.
+func (s Server) validate(k *checker) {
+	if s.Listen == "" {
+		if s.GitHubWebhookSecret != "" || s.GitLabWebhookToken != "" {
+			k.add("server.listen", "required when a webhook secret or token is set: the address to listen on, e.g. 127.0.0.1:8080")
+		}
+		return
+	}
+	_, port, err := net.SplitHostPort(s.Listen)
+	if err != nil {
+		k.add("server.listen", "must be host:port or :port, e.g. 127.0.0.1:8080")
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		k.add("server.listen", "the port must be a number from 0 to 65535")
+	}
+}

@@ -1,0 +1,58 @@
+package config_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/coding-agent/coding-agent/internal/config"
+)
+
+func TestServerAbsentMeansNoListener(t *testing.T) {
+	c, _ := mustParse(t, head+gh, nil)
+	if c.Server != (config.Server{}) {
+		t.Fatalf("server without the section: %+v", c.Server)
+	}
+}
+
+func TestServerSection(t *testing.T) {
+	c, warnings := mustParse(t, head+gh+`server:
+  listen: 127.0.0.1:8080
+  github_webhook_secret: ${HOOK_SECRET}
+  gitlab_webhook_token: gl-hook-token
+`, map[string]string{"HOOK_SECRET": "s3cret-hook"})
+	if len(warnings) != 0 {
+		t.Fatalf("warnings %v", warnings)
+	}
+	want := config.Server{Listen: "127.0.0.1:8080", GitHubWebhookSecret: "s3cret-hook", GitLabWebhookToken: "gl-hook-token"}
+	if diff := cmp.Diff(want, c.Server); diff != "" {
+		t.Fatalf("server (-want +got):\n%s", diff)
+	}
+	for _, s := range []string{"s3cret-hook", "gl-hook-token"} {
+		if !slices.Contains(c.Secrets(), s) {
+			t.Errorf("%q is not among the secrets redacted", s)
+		}
+	}
+}
+
+func TestServerProblems(t *testing.T) {
+	for src, want := range map[string]config.Problems{
+		"server:\n  listen: localhost\n": {{Path: "server.listen", Msg: "must be host:port or :port, e.g. 127.0.0.1:8080", Line: 7}},
+		"server:\n  listen: :http\n":     {{Path: "server.listen", Msg: "the port must be a number from 0 to 65535", Line: 7}},
+		"server:\n  listen: :70000\n":    {{Path: "server.listen", Msg: "the port must be a number from 0 to 65535", Line: 7}},
+		"server:\n  github_webhook_secret: s\n": {{Path: "server.listen",
+			Msg: "required when a webhook secret or token is set: the address to listen on, e.g. 127.0.0.1:8080"}},
+		"server:\n  listen: 8080\n  gitlab_webhook_tokn: t\n": {
+			{Path: "server.gitlab_webhook_tokn", Msg: `unknown key (did you mean "gitlab_webhook_token"?)`, Line: 8},
+			{Path: "server.listen", Msg: "must be host:port or :port, e.g. 127.0.0.1:8080", Line: 7},
+		},
+	} {
+		if diff := cmp.Diff(want, problems(t, head+gh+src, nil)); diff != "" {
+			t.Errorf("%q: problems (-want +got):\n%s", src, diff)
+		}
+	}
+	for _, ok := range []string{":8080", "0.0.0.0:8080", "[::1]:9090", "127.0.0.1:0"} {
+		mustParse(t, head+gh+"server:\n  listen: \""+ok+"\"\n", nil)
+	}
+}
