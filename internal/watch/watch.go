@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/engine"
@@ -71,6 +72,8 @@ type Watcher struct {
 	bot  string
 	log  *slog.Logger
 	task task.Task // as it was when work started: author, assignees
+
+	nudged atomic.Bool // a webhook said the task changed (Nudge)
 
 	mu          sync.Mutex
 	checkpoints int
@@ -133,13 +136,21 @@ func shuttingDown(c <-chan struct{}) bool {
 	}
 }
 
+// Ref is the task watched.
+func (w *Watcher) Ref() task.Ref { return w.ref }
+
+// Nudge says the task changed (a webhook told of a comment): the next
+// checkpoint checks, whatever Interval says and even while backing off.
+func (w *Watcher) Nudge() { w.nudged.Store(true) }
+
 func (w *Watcher) at(ctx context.Context, at engine.Step, mark int64) (engine.Steer, error) {
 	steer := engine.Steer{Mark: mark}
 	w.checkpoints++
-	if (w.checkpoints-1)%w.o.Interval != 0 {
+	nudged := w.nudged.Swap(false)
+	if (w.checkpoints-1)%w.o.Interval != 0 && !nudged {
 		return steer, nil
 	}
-	if now := w.o.Now(); now.Before(w.retryAt) {
+	if now := w.o.Now(); now.Before(w.retryAt) && !nudged {
 		w.log.Debug("comment check skipped while backing off", "until", w.retryAt)
 		return steer, nil
 	}

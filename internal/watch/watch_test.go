@@ -682,3 +682,36 @@ func TestFormatCutsLongComments(t *testing.T) {
 		}
 	}
 }
+
+// A nudge (a webhook told of a comment) makes the next checkpoint check,
+// off the interval and within a backoff; the one after is skipped again.
+func TestNudgeChecksAtTheNextCheckpoint(t *testing.T) {
+	eachForge(t, setup{}, func(t *testing.T, e *env) {
+		now := newClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
+		w := e.watcher(t, watch.Options{Comments: true, Interval: 5, Now: now.Now})
+		mark := at(t, w, 0).Mark // checkpoint 1 checks
+		e.addComment("alice", "look at this now")
+		e.reset()
+		w.Nudge()
+		s := at(t, w, mark)
+		if s.Message != single("alice", "look at this now") {
+			t.Fatalf("nudged checkpoint 2: message %q, want the comment", s.Message)
+		}
+		mark = s.Mark
+		before := len(e.requests())
+		at(t, w, mark)
+		if n := len(e.requests()) - before; n != 0 {
+			t.Fatalf("checkpoint 3 after the nudge made %d requests; the interval resumes", n)
+		}
+
+		// Within a backoff, too.
+		e.inject(forgetest.Fault{Method: http.MethodGet, Path: e.issuePath, Status: http.StatusInternalServerError, Times: 1})
+		w.Nudge()
+		at(t, w, mark) // fails: backs off a second
+		e.addComment("alice", "and this")
+		w.Nudge()
+		if s := at(t, w, mark); s.Message != single("alice", "and this") {
+			t.Fatalf("nudged within the backoff: message %q", s.Message)
+		}
+	})
+}

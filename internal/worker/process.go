@@ -104,7 +104,11 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 		log.Info("working on task", "title", in.Task.Title, "url", in.Task.URL)
 		started := w.o.Now()
 		out, err = w.o.Agent.Run(ctx, in)
-		log.Info("task run ended", "end", out.End, "calls", out.Calls, "duration", w.o.Now().Sub(started).String(), "error", err)
+		took := w.o.Now().Sub(started)
+		log.Info("task run ended", "end", out.End, "calls", out.Calls, "duration", took.String(), "error", err)
+		if w.o.Ran != nil {
+			w.o.Ran(endOf(out, err), took)
+		}
 	}
 	h.claimed.Store(0) // the run is over: what follows is its ending
 	f := ending{ref: ref, post: post, log: log, labels: in.Task.Labels, reason: w.o.Redact(sanitize.Hosts(out.Reason)), calls: out.Calls,
@@ -166,6 +170,14 @@ func (w *Worker) end(ctx, fctx context.Context, f ending, out engine.Outcome, er
 		return leave, failure(err)
 	}
 	return settlementOf(moved), failure(err)
+}
+
+// endOf names how a run ended: its End, or "error" for a system error.
+func endOf(out engine.Outcome, err error) string {
+	if err != nil || out.End == "" {
+		return "error"
+	}
+	return string(out.End)
 }
 
 // settlementOf is the settlement of a job whose task's final transition was

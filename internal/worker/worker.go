@@ -69,6 +69,9 @@ type Options struct {
 	// forge without a heartbeat (see holder.go); 0: no holder comment,
 	// no heartbeat, no watching other hosts' tasks.
 	ForgeLease time.Duration
+	// Ran, when set, is told how each run of the agent ended (its
+	// engine.End, or "error") and how long it took (metrics).
+	Ran func(end string, took time.Duration)
 }
 
 // Worker produces and consumes jobs.
