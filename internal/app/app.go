@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/llm/ollama"
 	"github.com/coding-agent/coding-agent/internal/llm/openai"
 	"github.com/coding-agent/coding-agent/internal/llm/tokens"
+	"github.com/coding-agent/coding-agent/internal/metrics"
 	"github.com/coding-agent/coding-agent/internal/obs"
 	"github.com/coding-agent/coding-agent/internal/plan"
 	"github.com/coding-agent/coding-agent/internal/report"
@@ -62,6 +64,9 @@ type Options struct {
 	// would write (labels, comments, changes) is printed there instead, and
 	// its state and workspaces live in a temporary folder (see dryRun).
 	DryRun io.Writer
+	// Listening, when set, is told the address serve's HTTP listener
+	// listens on (server.listen with port 0 picks a free one).
+	Listening func(net.Addr)
 }
 
 // App holds the built components.
@@ -85,12 +90,18 @@ type App struct {
 	// self is this start of the process as it claims tasks: host name,
 	// PID, instance id and lease (the model is added by newWorker).
 	self store.Owner
+	// metrics counts at the ports (store counters, forge transport,
+	// tools); /metrics serves it.
+	metrics *metrics.Metrics
+	// wake is what webhooks signal: the producer, the replies judge, the
+	// checks of the runs in hand.
+	wake *wakeups
 }
 
 // New builds the logger, the store and the forge adapter. Commands that run
 // the agent also start the MCP servers and the model client (startAgent).
 func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
-	a := &App{cfg: cfg, o: o, redact: sanitize.NewRedactor(cfg.Secrets()).Redact}
+	a := &App{cfg: cfg, o: o, redact: sanitize.NewRedactor(cfg.Secrets()).Redact, wake: newWakeups()}
 	if o.DryRun != nil {
 		dry := *cfg
 		dir, err := dryRun(&dry)
@@ -121,7 +132,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	}
 	// Its failures (not its answers) are marked, so that the worker stops
 	// on them and the command fails with them.
-	a.store = store.MarkFailures(st)
+	a.metrics = metrics.New(metrics.Options{Logger: a.Log})
+	a.store = a.metrics.Store(store.MarkFailures(st))
+	a.metrics.ReadTasks(a.store)
 	a.closers = append(a.closers, st)
 	f, err := a.newForge()
 	if err != nil {
@@ -171,7 +184,7 @@ func (a *App) httpClientOver(base http.RoundTripper, timeout time.Duration, retr
 // see the 200 a 304 stands for, with the 304's fresh rate-limit headers;
 // GitHub does not count 304s, so polling an unchanged issue is free.
 func (a *App) forgeHTTPClient() *http.Client {
-	return a.httpClientOver(httpx.NewCache(http.DefaultTransport, forgeCacheEntries), forgeTimeout, false)
+	return a.httpClientOver(httpx.NewCache(a.metrics.Transport(http.DefaultTransport), forgeCacheEntries), forgeTimeout, false)
 }
 
 func (a *App) newForge() (forge.Forge, error) {
@@ -237,7 +250,7 @@ func (a *App) startAgent(ctx context.Context) error {
 	if c.LLM.Provider == config.ProviderOpenAI {
 		maxTools = openAIMaxTools
 	}
-	e, err := engine.New(engine.Options{LLM: model, Tools: host, State: store.HeldBy(a.store, a.self.Instance), Logger: a.Log,
+	e, err := engine.New(engine.Options{LLM: model, Tools: a.metrics.Tools(host), State: store.HeldBy(a.store, a.self.Instance), Logger: a.Log,
 		FunctionCalling: c.LLM.FunctionCalling, MaxCalls: c.MaxLLMProcessNum, Budget: budget, MaxTools: maxTools, Now: a.o.Now})
 	if err != nil {
 		return err
@@ -397,8 +410,8 @@ func (a *App) newWorker(q *jobs, shutdown <-chan struct{}) *worker.Worker {
 	}
 	cd, cv, tr := a.cfg.CommentDetection, a.cfg.Conversation, a.cfg.Trust
 	newWatch := func(who *watch.Audience, comments []task.Comment) engine.Watch {
-		return watch.New(watch.Options{Forge: a.forge, Comments: cd.Enabled, Interval: cd.CheckInterval,
-			Labels: l, Shutdown: shutdown, Posted: a.posts.Count, Logger: a.Log}, who, comments)
+		return a.wake.watching(watch.New(watch.Options{Forge: a.forge, Comments: cd.Enabled, Interval: cd.CheckInterval,
+			Labels: l, Shutdown: shutdown, Posted: a.posts.Count, Logger: a.Log}, who, comments))
 	}
 	o := worker.Options{Forge: a.forge, Store: a.store, Agent: a.runner, NewWatch: newWatch, Workspaces: a.ws,
 		Labels: l,
@@ -406,7 +419,7 @@ func (a *App) newWorker(q *jobs, shutdown <-chan struct{}) *worker.Worker {
 			LabelerNeedsWrite: tr.LabelerNeedsWriteAccess},
 		Conversation: worker.Conversation{Enabled: cv.Enabled, AllowCollaborators: cv.AllowCollaborators,
 			Keywords: cv.CompletionKeywords, Timeout: cv.Timeout(), MaxRounds: cv.MaxRounds},
-		Owner:   self,
+		Owner: self, Ran: a.metrics.TaskRan,
 		BotName: bot, Workers: a.cfg.Continuous.Consumer.Workers, Shutdown: shutdown, Redact: a.redact, Logger: a.Log,
 		ForgeLease: a.cfg.ForgeLease()}
 	if q != nil {
@@ -461,21 +474,33 @@ func (a *App) workspaces() (worker.Workspaces, error) {
 		return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+token)), nil
 	}
 	d := c.Delivery
-	return taskWorkspaces{workspace.NewTasks(workspace.TasksOptions{Manager: m, Host: a.host, Forge: a.forge, Auth: auth,
+	return taskWorkspaces{m: a.metrics, Tasks: workspace.NewTasks(workspace.TasksOptions{Manager: m, Host: a.host, Forge: a.forge, Auth: auth,
 		Delivery: workspace.Delivery{Enabled: d.Enabled, Draft: d.Draft, BranchPrefix: d.BranchPrefix},
 		Keep:     c.Workspace.Keep, Redact: a.redact})}, nil
 }
 
-// taskWorkspaces is workspace.Tasks as the worker takes it.
-type taskWorkspaces struct{ *workspace.Tasks }
+// taskWorkspaces is workspace.Tasks as the worker takes it, with the
+// tools of each task counted.
+type taskWorkspaces struct {
+	*workspace.Tasks
+	m *metrics.Metrics
+}
 
 func (t taskWorkspaces) Open(ctx context.Context, tk task.Task) (worker.Workspace, error) {
 	o, err := t.Tasks.Open(ctx, tk)
 	if err != nil {
 		return nil, err
 	}
-	return o, nil
+	return countedWorkspace{Workspace: o, m: t.m}, nil
 }
+
+// countedWorkspace is a task's workspace whose tool calls are counted.
+type countedWorkspace struct {
+	worker.Workspace
+	m *metrics.Metrics
+}
+
+func (w countedWorkspace) Tools() engine.Caller { return w.m.Caller(w.Workspace.Tools()) }
 
 // newSelf is this start of the process: host_name (else the machine's
 // name), the PID, a new random instance id and the configured lease.

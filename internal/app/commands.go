@@ -58,8 +58,15 @@ func (a *App) Run(ctx context.Context) error {
 // Serve polls every continuous.producer.interval_minutes and processes what
 // it finds until ctx ends; the tasks in hand then stop at their next
 // checkpoint. A consumer that stops on its own (the store cannot be
-// written) ends the polling too, and Serve returns its error.
+// written) ends the polling too, and Serve returns its error. With
+// server.listen it serves webhooks, which make the passes at once, and
+// /healthz, /readyz and /metrics.
 func (a *App) Serve(ctx context.Context) error {
+	stopListening, err := a.listen()
+	if err != nil {
+		return err
+	}
+	defer stopListening()
 	if err := a.startAgent(ctx); err != nil {
 		return err
 	}
@@ -68,6 +75,7 @@ func (a *App) Serve(ctx context.Context) error {
 		return err
 	}
 	defer q.close(a)
+	a.queueDepth(q)
 	w := a.newWorker(q, ctx.Done())
 	tctx, cancel := a.taskContext(ctx)
 	defer cancel()
@@ -79,12 +87,12 @@ func (a *App) Serve(ctx context.Context) error {
 			return
 		}
 		// Tasks awaiting a reply are checked more often than discovery runs.
-		a.poll(ctx, a.cfg.Conversation.PollInterval(), func(ctx context.Context) error {
+		a.poll(ctx, a.cfg.Conversation.PollInterval(), a.wake.replies, func(ctx context.Context) error {
 			_, err := w.Replies(ctx)
 			return err
 		})
 	}()
-	a.poll(ctx, a.cfg.Continuous.Producer.Interval(), func(ctx context.Context) error {
+	a.poll(ctx, a.cfg.Continuous.Producer.Interval(), a.wake.produce, func(ctx context.Context) error {
 		if _, err := w.Backlog(ctx); err != nil {
 			return err
 		}
@@ -124,7 +132,7 @@ func (a *App) Produce(ctx context.Context, once bool) error {
 		a.Log.Info("produce: tasks queued", "count", n)
 		return err
 	}
-	a.poll(ctx, a.cfg.Continuous.Producer.Interval(), func(ctx context.Context) error {
+	a.poll(ctx, a.cfg.Continuous.Producer.Interval(), nil, func(ctx context.Context) error {
 		_, err := pass(ctx)
 		return err
 	})
@@ -156,7 +164,7 @@ func (a *App) Consume(ctx context.Context, once bool) error {
 	done, ctx := a.consume(ctx, w, tctx)
 	// The store's queued tasks (in-process queue), and with any queue the
 	// tasks whose holder stopped renewing its lease.
-	a.poll(ctx, a.cfg.Continuous.Producer.Interval(), func(ctx context.Context) error {
+	a.poll(ctx, a.cfg.Continuous.Producer.Interval(), nil, func(ctx context.Context) error {
 		_, err := w.Backlog(ctx)
 		return err
 	})
@@ -181,9 +189,10 @@ func (a *App) consume(ctx context.Context, w *worker.Worker, tctx context.Contex
 	return done, ctx
 }
 
-// poll runs pass now and then every interval until ctx ends; a failed pass
-// is logged and retried at the next tick.
-func (a *App) poll(ctx context.Context, interval time.Duration, pass func(context.Context) error) {
+// poll runs pass now and then every interval until ctx ends, and at once
+// when wake is signalled (a webhook; nil: never); a failed pass is logged
+// and retried at the next tick.
+func (a *App) poll(ctx context.Context, interval time.Duration, wake <-chan struct{}, pass func(context.Context) error) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -194,6 +203,7 @@ func (a *App) poll(ctx context.Context, interval time.Duration, pass func(contex
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-wake:
 		}
 	}
 }

@@ -40,6 +40,25 @@ func (d Delivery) ID() string {
 	return cmp.Or(d.Header.Get("X-GitHub-Delivery"), d.Header.Get("Idempotency-Key"))
 }
 
+// WithSecret is d as a hook with another secret sends it: signed with it
+// (GitHub), or carrying it as the token (GitLab).
+func (d Delivery) WithSecret(secret string) Delivery {
+	if event := d.Header.Get("X-GitHub-Event"); event != "" {
+		out := githubDelivery(event, 0, d.Body, secret)
+		h := d.Header.Clone()
+		for _, k := range []string{"X-Hub-Signature", "X-Hub-Signature-256"} {
+			h.Del(k)
+			if v := out.Header.Get(k); v != "" {
+				h.Set(k, v)
+			}
+		}
+		return Delivery{Header: h, Body: d.Body}
+	}
+	h := d.Header.Clone()
+	h.Set("X-Gitlab-Token", secret)
+	return Delivery{Header: h, Body: d.Body}
+}
+
 func newUUID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])

@@ -1,0 +1,174 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coding-agent/coding-agent/internal/engine"
+	"github.com/coding-agent/coding-agent/internal/server"
+	"github.com/coding-agent/coding-agent/internal/store"
+	"github.com/coding-agent/coding-agent/internal/task"
+	"github.com/coding-agent/coding-agent/internal/watch"
+)
+
+// serverShutdown bounds how long the listener waits for the requests in
+// flight when serve stops.
+const serverShutdown = 5 * time.Second
+
+// wakeups are what webhooks signal to serve's loops. Each signal is a
+// buffer of one: deliveries that come while a pass runs make one more
+// pass, not one each.
+type wakeups struct {
+	produce chan struct{}
+	replies chan struct{}
+	mu      sync.Mutex
+	runs    map[string]*watch.Watcher // task.Ref key → the checks of its run in hand
+}
+
+func newWakeups() *wakeups {
+	return &wakeups{produce: make(chan struct{}, 1), replies: make(chan struct{}, 1), runs: map[string]*watch.Watcher{}}
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// refKey is ref as webhooks and runs both name it: GitHub's and GitLab's
+// paths are case-insensitive.
+func refKey(ref task.Ref) string { return strings.ToLower(ref.String()) }
+
+// Labelled wakes the producer.
+func (w *wakeups) Labelled(task.Ref) { signal(w.produce) }
+
+// Commented makes the run in hand of ref check at its next checkpoint, and
+// wakes the judge of the tasks that await a reply.
+func (w *wakeups) Commented(ref task.Ref) {
+	w.mu.Lock()
+	run := w.runs[refKey(ref)]
+	w.mu.Unlock()
+	if run != nil {
+		run.Nudge()
+	}
+	signal(w.replies)
+}
+
+// watching registers the checks of a run until the run closes them.
+func (w *wakeups) watching(c *watch.Watcher) engine.Watch {
+	key := refKey(c.Ref())
+	w.mu.Lock()
+	w.runs[key] = c
+	w.mu.Unlock()
+	return watched{Watcher: c, done: func() {
+		w.mu.Lock()
+		if w.runs[key] == c {
+			delete(w.runs, key)
+		}
+		w.mu.Unlock()
+	}}
+}
+
+// watched is a run's checks that leave the register when the run ends.
+type watched struct {
+	*watch.Watcher
+	done func()
+}
+
+func (w watched) Close() {
+	w.done()
+	w.Watcher.Close()
+}
+
+// listen starts serve's HTTP listener when server.listen is set; stop
+// closes it. Without server.listen it does nothing.
+func (a *App) listen() (stop func(), err error) {
+	s := a.cfg.Server
+	if s.Listen == "" {
+		return func() {}, nil
+	}
+	l, err := net.Listen("tcp", s.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s (server.listen): %w", s.Listen, err)
+	}
+	interval := a.cfg.Continuous.Producer.Interval()
+	ready := server.Readiness{Store: a.storeReadable, ForgeSeen: a.metrics.ForgeSeen, Within: interval + forgeTimeout}
+	h := server.New(server.Options{GitHubSecret: s.GitHubWebhookSecret, GitLabToken: s.GitLabWebhookToken,
+		Labels: a.cfg.Labels(), Watched: a.watched, Events: a.wake, Ready: ready.Check, Metrics: a.metrics.Handler(), Logger: a.Log})
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.Log.Error("the HTTP listener stopped", "address", l.Addr().String(), "error", err)
+		}
+	}()
+	a.Log.Info("listening", "address", l.Addr().String(), "github_webhook", s.GitHubWebhookSecret != "",
+		"gitlab_webhook", s.GitLabWebhookToken != "")
+	if a.o.Listening != nil {
+		a.o.Listening(l.Addr())
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), serverShutdown)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			a.Log.Warn("closing the HTTP listener", "error", err)
+		}
+		<-done
+	}, nil
+}
+
+// readyProbe is the task /readyz reads: none is ever stored, so the read
+// is one indexed lookup that finds nothing.
+var readyProbe = task.Ref{Forge: task.GitHub, Repo: "coding-agent/readyz", Kind: task.Issue, Number: 0}
+
+// storeReadable reads the store: a task it does not have is an answer.
+func (a *App) storeReadable(ctx context.Context) error {
+	_, err := a.store.Get(ctx, readyProbe)
+	if err == nil || errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// watched reports whether events of repo (GitLab: also its numeric id)
+// are for this process: the configured repositories or projects; with an
+// owner or group, any of its repositories; with only a search query, any.
+func (a *App) watched(forge, repo string, id int64) bool {
+	c := a.cfg
+	if forge != c.TaskSource {
+		return false
+	}
+	under := func(prefix string) bool {
+		return prefix != "" && len(repo) > len(prefix) && strings.EqualFold(repo[:len(prefix)+1], prefix+"/")
+	}
+	same := func(r string) bool {
+		return strings.EqualFold(r, repo) || (id != 0 && r == strconv.FormatInt(id, 10))
+	}
+	switch forge {
+	case task.GitHub:
+		if len(c.GitHub.Repositories) > 0 {
+			return slices.ContainsFunc(c.GitHub.Repositories, same)
+		}
+		return c.GitHub.Owner == "" || under(c.GitHub.Owner)
+	case task.GitLab:
+		if len(c.GitLab.Projects) > 0 {
+			return slices.ContainsFunc(c.GitLab.Projects, same)
+		}
+		g := c.GitLab.Group
+		if _, err := strconv.Atoi(g); err == nil || g == "" {
+			return true // a numeric group id: the payload names only the path
+		}
+		return under(g)
+	}
+	return false
+}
