@@ -103,7 +103,7 @@ func (a *App) listen() (stop func(), err error) {
 	interval := a.cfg.Continuous.Producer.Interval()
 	ready := server.Readiness{Store: a.storeReadable, ForgeSeen: a.metrics.ForgeSeen, Within: interval + forgeTimeout}
 	h := server.New(server.Options{GitHubSecret: s.GitHubWebhookSecret, GitLabToken: s.GitLabWebhookToken,
-		Labels: a.cfg.Labels(), Watched: a.watched, Events: a.wake, Ready: ready.Check, Metrics: a.metrics.Handler(), Logger: a.Log})
+		Labels: a.cfg.Labels(), Watched: a.watched, Self: a.isBot, Events: a.wake, Ready: ready.Check, Metrics: a.metrics.Handler(), Logger: a.Log})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	done := make(chan struct{})
 	go func() {
@@ -125,6 +125,28 @@ func (a *App) listen() (stop func(), err error) {
 		}
 		<-done
 	}, nil
+}
+
+// botTimeout bounds learning the bot's name from the forge (once).
+const botTimeout = 10 * time.Second
+
+// isBot reports whether author is the bot: bot_name, else the token's
+// user as the forge says (asked once per process).
+func (a *App) isBot(author string) bool {
+	bot := a.cfg.GitHub.BotName
+	if a.cfg.TaskSource == task.GitLab {
+		bot = a.cfg.GitLab.BotName
+	}
+	if bot == "" {
+		ctx, cancel := context.WithTimeout(context.Background(), botTimeout)
+		defer cancel()
+		var err error
+		if bot, err = a.forge.BotUser(ctx); err != nil {
+			a.Log.Warn("learning the bot's name to pass over its own comments' webhooks", "error", err)
+			return false
+		}
+	}
+	return strings.EqualFold(author, bot)
 }
 
 // readyProbe is the task /readyz reads: none is ever stored, so the read

@@ -52,7 +52,12 @@ type ghItem struct {
 // ghPayload is the part of an issues, pull_request or issue_comment
 // payload the listener reads.
 type ghPayload struct {
-	Action      string   `json:"action"`
+	Action  string `json:"action"`
+	Comment *struct {
+		User struct {
+			Login string `json:"login"`
+		} `json:"user"`
+	} `json:"comment"`
 	Label       *ghLabel `json:"label"`
 	Issue       *ghItem  `json:"issue"`
 	PullRequest *ghItem  `json:"pull_request"`
@@ -89,7 +94,10 @@ func (g github) read(r *http.Request, body []byte) (event, error) {
 		if p.Action != "created" {
 			return event{why: "comment " + p.Action}, nil
 		}
-		return event{what: commented, ref: ref}, nil
+		if p.Comment == nil {
+			return event{}, fmt.Errorf("the %s payload has no comment", kind)
+		}
+		return event{what: commented, ref: ref, author: p.Comment.User.Login}, nil
 	}
 	label := ""
 	if p.Label != nil {

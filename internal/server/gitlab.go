@@ -49,7 +49,10 @@ type glIID struct {
 // listener reads.
 type glPayload struct {
 	ObjectKind string `json:"object_kind"`
-	Project    *struct {
+	User       struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	Project *struct {
 		ID                int64  `json:"id"`
 		PathWithNamespace string `json:"path_with_namespace"`
 	} `json:"project"`
@@ -99,7 +102,7 @@ func (g gitlab) read(r *http.Request, body []byte) (event, error) {
 		if ref.Number <= 0 {
 			return event{}, fmt.Errorf("the %s payload names no iid", hook)
 		}
-		return event{what: commented, ref: ref, id: p.Project.ID}, nil
+		return event{what: commented, ref: ref, id: p.Project.ID, author: p.User.Username}, nil
 	}
 	switch p.ObjectKind {
 	case "issue":

@@ -44,6 +44,9 @@ type Options struct {
 	// for any other are ignored. nil: all are watched.
 	Watched func(forge, repo string, id int64) bool
 	Events  Events
+	// Self reports whether a comment's author is the bot itself: its own
+	// comments (one or more a step) wake nothing. nil: none is.
+	Self func(author string) bool
 	// Ready says why the process is not ready; nil when it is. nil: always
 	// ready.
 	Ready func(ctx context.Context) error
@@ -79,6 +82,9 @@ func New(o Options) *Handler {
 	}
 	if o.Watched == nil {
 		o.Watched = func(string, string, int64) bool { return true }
+	}
+	if o.Self == nil {
+		o.Self = func(string) bool { return false }
 	}
 	h := &Handler{o: o, seen: newDeliveries(o.Deliveries), mux: http.NewServeMux()}
 	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { reply(w, http.StatusOK, "ok") })
@@ -127,10 +133,11 @@ const (
 
 // event is a delivery as the listener reads it.
 type event struct {
-	what action
-	ref  task.Ref
-	id   int64  // GitLab's numeric project id; 0 on GitHub
-	why  string // why it is ignored
+	what   action
+	ref    task.Ref
+	id     int64  // GitLab's numeric project id; 0 on GitHub
+	author string // a comment's author
+	why    string // why it is ignored
 }
 
 // forgeHooks verifies and reads one forge's deliveries.
@@ -172,8 +179,11 @@ func (h *Handler) webhook(f forgeHooks) http.Handler {
 			reply(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		if ev.what != ignore && !h.o.Watched(ev.ref.Forge, ev.ref.Repo, ev.id) {
+		switch {
+		case ev.what != ignore && !h.o.Watched(ev.ref.Forge, ev.ref.Repo, ev.id):
 			ev = event{why: fmt.Sprintf("%s is not a configured repository", ev.ref.Repo)}
+		case ev.what == commented && h.o.Self(ev.author):
+			ev = event{why: "the bot's own comment"}
 		}
 		if !h.seen.add(f.name(), f.ids(r)) {
 			log.Info("webhook delivery ignored: delivered before")

@@ -61,6 +61,7 @@ func newListener(t *testing.T, o server.Options) *listener {
 	if o.Watched == nil {
 		o.Watched = func(_, repo string, _ int64) bool { return strings.EqualFold(repo, "acme/app") }
 	}
+	o.Self = func(author string) bool { return author == "coding-agent-bot" }
 	srv := httptest.NewServer(server.New(o))
 	t.Cleanup(srv.Close)
 	return &listener{t: t, srv: srv, ev: ev}
@@ -161,6 +162,7 @@ func TestGitHubEvents(t *testing.T) {
 		{"bot label on a pull request", gh.LabelHook("acme/app", pr, "coding agent", "alice", ghSecret), 202},
 		{"comment on the issue", gh.CommentHook("acme/app", n, "bob", "also this", ghSecret), 202},
 		{"comment on the pull request", gh.CommentHook("acme/app", pr, "bob", "and this", ghSecret), 202},
+		{"the bot's own comment", gh.CommentHook("acme/app", n, "coding-agent-bot", "Working on it.", ghSecret), 200},
 		{"a repository not configured", gh.LabelHook("acme/other", o, "coding agent", "alice", ghSecret), 200},
 		{"ping", withHeader(gh.LabelHook("acme/app", n, "x", "alice", ghSecret), "X-GitHub-Event", "ping"), 200},
 		{"push", withHeader(gh.LabelHook("acme/app", n, "y", "alice", ghSecret), "X-GitHub-Event", "push"), 200},
@@ -298,6 +300,7 @@ func TestGitLabEvents(t *testing.T) {
 		{"bot label on a merge request", gl.LabelHook("acme/app", forgetest.KindMergeRequest, mr, "coding agent", "alice", glToken), 202},
 		{"note on the issue", gl.NoteHook("acme/app", forgetest.KindIssue, iid, "bob", "also this", glToken), 202},
 		{"note on the merge request", gl.NoteHook("acme/app", forgetest.KindMergeRequest, mr, "bob", "and this", glToken), 202},
+		{"the bot's own note", gl.NoteHook("acme/app", forgetest.KindMergeRequest, mr, "coding-agent-bot", "Working on it.", glToken), 200},
 		{"confidential note", withHeader(gl.NoteHook("acme/app", forgetest.KindIssue, iid, "bob", "psst", glToken), "X-Gitlab-Event", "Confidential Note Hook"), 202},
 		{"a project not configured", gl.LabelHook("acme/other", forgetest.KindIssue, other, "coding agent", "alice", glToken), 200},
 		{"a push", withHeader(gl.NoteHook("acme/app", forgetest.KindIssue, iid, "bob", "x", glToken), "X-Gitlab-Event", "Push Hook"), 200},
