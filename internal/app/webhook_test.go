@@ -327,3 +327,27 @@ func metric(f map[string]*dto.MetricFamily, name, label, value string) float64 {
 	}
 	return -1
 }
+
+// Removing the paused label (the operator's resume) is a webhook too: the
+// paused task resumes at once, not at the next poll.
+func TestResumeThroughTheWebhook(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
+		respond: func(e *env, r llmtest.Received) llmtest.Step {
+			if r.N == 1 {
+				e.gh.AddLabelDirect(e.ref.Repo, e.ref.Number, "coding agent paused")
+			}
+			return writeThenDone(e, r)
+		}})
+	s := e.serveHTTP(t)
+	waitFor(t, "the task to pause", func() bool {
+		return slices.Equal(e.labels(), []string{"bug", "coding agent paused"}) && e.record().Status == task.Paused
+	})
+	before := len(e.model.Requests())
+	if status := s.send("/webhooks/github", e.gh.UnlabelHook(e.ref.Repo, e.ref.Number, "coding agent paused", hookSecret)); status != http.StatusAccepted {
+		t.Fatalf("delivery: status %d, want 202", status)
+	}
+	waitFor(t, "the task to be done", func() bool { return slices.Contains(e.labels(), "coding agent done") })
+	if n := len(e.model.Requests()); n <= before {
+		t.Fatal("the resumed task made no model request")
+	}
+}

@@ -97,13 +97,25 @@ func (g *GitHub) hookURLs() ghURLs { return ghURLs{api: g.srv.URL, html: g.srv.U
 // "labeled", signed with secret.
 func (g *GitHub) LabelHook(repo string, number int, label, actor, secret string) Delivery {
 	g.AddLabelBy(repo, number, label, actor)
+	return g.labelDelivery("labeled", repo, number, label, actor, secret)
+}
+
+// UnlabelHook removes label from repo#number as the repository's owner
+// would in the web UI and returns the delivery GitHub then makes, as
+// LabelHook with action "unlabeled".
+func (g *GitHub) UnlabelHook(repo string, number int, label, secret string) Delivery {
+	g.RemoveLabelDirect(repo, number, label)
+	return g.labelDelivery("unlabeled", repo, number, label, "", secret)
+}
+
+func (g *GitHub) labelDelivery(action, repo string, number int, label, actor, secret string) Delivery {
 	g.st.Lock()
 	defer g.st.Unlock()
 	u := g.hookURLs()
 	r := g.repoLocked(repo)
 	it := g.mustItemLocked(repo, number)
 	actor = cmp.Or(actor, r.owner)
-	p := map[string]any{"action": "labeled", "label": ghLabelJSON(u, r, g.repoLabelLocked(r, label, true)),
+	p := map[string]any{"action": action, "label": ghLabelJSON(u, r, g.repoLabelLocked(r, label, true)),
 		"repository": g.repoJSON(u, r), "sender": g.userJSON(u, actor)}
 	event := "issues"
 	if it.pull != nil {
