@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -103,7 +101,7 @@ func (a *App) listen() (stop func(), err error) {
 	interval := a.cfg.Continuous.Producer.Interval()
 	ready := server.Readiness{Store: a.storeReadable, ForgeSeen: a.metrics.ForgeSeen, Within: interval + forgeTimeout}
 	h := server.New(server.Options{GitHubSecret: s.GitHubWebhookSecret, GitLabToken: s.GitLabWebhookToken,
-		Labels: a.cfg.Labels(), Watched: a.watched, Self: a.isBot, Events: a.wake, Ready: ready.Check, Metrics: a.metrics.Handler(), Logger: a.Log})
+		Labels: a.cfg.Labels(), Watched: a.cfg.Watches, Self: a.isBot, Events: a.wake, Ready: ready.Check, Metrics: a.metrics.Handler(), Logger: a.Log})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	done := make(chan struct{})
 	go func() {
@@ -160,37 +158,4 @@ func (a *App) storeReadable(ctx context.Context) error {
 		return nil
 	}
 	return err
-}
-
-// watched reports whether events of repo (GitLab: also its numeric id)
-// are for this process: the configured repositories or projects; with an
-// owner or group, any of its repositories; with only a search query, any.
-func (a *App) watched(forge, repo string, id int64) bool {
-	c := a.cfg
-	if forge != c.TaskSource {
-		return false
-	}
-	under := func(prefix string) bool {
-		return prefix != "" && len(repo) > len(prefix) && strings.EqualFold(repo[:len(prefix)+1], prefix+"/")
-	}
-	same := func(r string) bool {
-		return strings.EqualFold(r, repo) || (id != 0 && r == strconv.FormatInt(id, 10))
-	}
-	switch forge {
-	case task.GitHub:
-		if len(c.GitHub.Repositories) > 0 {
-			return slices.ContainsFunc(c.GitHub.Repositories, same)
-		}
-		return c.GitHub.Owner == "" || under(c.GitHub.Owner)
-	case task.GitLab:
-		if len(c.GitLab.Projects) > 0 {
-			return slices.ContainsFunc(c.GitLab.Projects, same)
-		}
-		g := c.GitLab.Group
-		if _, err := strconv.Atoi(g); err == nil || g == "" {
-			return true // a numeric group id: the payload names only the path
-		}
-		return under(g)
-	}
-	return false
 }

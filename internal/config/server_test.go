@@ -56,3 +56,31 @@ func TestServerProblems(t *testing.T) {
 		mustParse(t, head+gh+"server:\n  listen: \""+ok+"\"\n", nil)
 	}
 }
+
+func TestWatches(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		cfg   config.Config
+		forge string
+		repo  string
+		id    int64
+		want  bool
+	}{
+		{"listed", config.Config{TaskSource: "github", GitHub: config.GitHub{Repositories: []string{"acme/app"}}}, "github", "ACME/App", 0, true},
+		{"not listed", config.Config{TaskSource: "github", GitHub: config.GitHub{Repositories: []string{"acme/app"}}}, "github", "acme/other", 0, false},
+		{"the other forge", config.Config{TaskSource: "github", GitHub: config.GitHub{Repositories: []string{"acme/app"}}}, "gitlab", "acme/app", 0, false},
+		{"owner's", config.Config{TaskSource: "github", GitHub: config.GitHub{Owner: "acme"}}, "github", "acme/anything", 0, true},
+		{"owner's prefix only", config.Config{TaskSource: "github", GitHub: config.GitHub{Owner: "acme"}}, "github", "acme-corp/app", 0, false},
+		{"a query alone", config.Config{TaskSource: "github", GitHub: config.GitHub{Query: "org:acme"}}, "github", "x/y", 0, true},
+		{"project by id", config.Config{TaskSource: "gitlab", GitLab: config.GitLab{Projects: []string{"42"}}}, "gitlab", "grp/app", 42, true},
+		{"project by path", config.Config{TaskSource: "gitlab", GitLab: config.GitLab{Projects: []string{"grp/app"}}}, "gitlab", "grp/app", 7, true},
+		{"another project", config.Config{TaskSource: "gitlab", GitLab: config.GitLab{Projects: []string{"grp/app", "9"}}}, "gitlab", "grp/other", 8, false},
+		{"group's subgroup", config.Config{TaskSource: "gitlab", GitLab: config.GitLab{Group: "grp"}}, "gitlab", "grp/sub/app", 3, true},
+		{"another group", config.Config{TaskSource: "gitlab", GitLab: config.GitLab{Group: "grp"}}, "gitlab", "grp2/app", 3, false},
+		{"group by id", config.Config{TaskSource: "gitlab", GitLab: config.GitLab{Group: "12"}}, "gitlab", "any/app", 3, true},
+	} {
+		if got := c.cfg.Watches(c.forge, c.repo, c.id); got != c.want {
+			t.Errorf("%s: Watches(%s, %s, %d) = %v, want %v", c.name, c.forge, c.repo, c.id, got, c.want)
+		}
+	}
+}
