@@ -180,6 +180,12 @@ func TestLabelledTaskPickedUpThroughTheWebhook(t *testing.T) {
 			if status := s.send(path, genuine); status != http.StatusOK {
 				t.Errorf("the same delivery again: status %d, want 200 (ignored)", status)
 			}
+			f := s.scrape()
+			for result, want := range map[string]float64{"unauthorized": 1, "accepted": 1, "duplicate": 1} {
+				if got := metric(f, "coding_agent_webhook_deliveries_total", "result", result); got != want {
+					t.Errorf("webhook deliveries %s = %v, want %v", result, got, want)
+				}
+			}
 		})
 	}
 }

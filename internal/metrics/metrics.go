@@ -48,6 +48,7 @@ type Metrics struct {
 	forgeRequests                   *prometheus.CounterVec
 	rateRemaining                   prometheus.Gauge
 	taskDuration                    *prometheus.HistogramVec
+	webhooks                        *prometheus.CounterVec
 
 	depth     atomic.Pointer[func() int]
 	forgeSeen atomic.Int64 // unix nanoseconds of the forge's last good answer; 0: never
@@ -79,7 +80,11 @@ func New(o Options) *Metrics {
 	m.taskDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "task_run_duration_seconds",
 		Help:    "How long a run of a task took, from its start to its end (end: done, failed, paused, stopped, interrupted or error).",
 		Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200}}, []string{"end"})
-	m.reg.MustRegister(m.modelCalls, m.tokensIn, m.tokensOut, m.toolCalls, m.toolErrors, m.forgeRequests, m.rateRemaining, m.taskDuration)
+	m.webhooks = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "webhook_deliveries_total",
+		Help: "Webhook deliveries received, by forge and result: accepted, ignored, duplicate, unauthorized or malformed."},
+		[]string{"forge", "result"})
+	m.reg.MustRegister(m.modelCalls, m.tokensIn, m.tokensOut, m.toolCalls, m.toolErrors, m.forgeRequests, m.rateRemaining,
+		m.taskDuration, m.webhooks)
 	m.forgeRequests.WithLabelValues("true")
 	m.forgeRequests.WithLabelValues("false")
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "queue_depth",
@@ -104,6 +109,11 @@ func (m *Metrics) ReadTasks(tasks Lister) {
 // the others are served.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, ErrorLog: errorLog{m.o.Logger}})
+}
+
+// WebhookDelivered counts one webhook delivery of forge by its result.
+func (m *Metrics) WebhookDelivered(forge, result string) {
+	m.webhooks.WithLabelValues(forge, result).Inc()
 }
 
 // SetQueueDepth sets what queue_depth reports.

@@ -50,6 +50,9 @@ type Options struct {
 	// Ready says why the process is not ready; nil when it is. nil: always
 	// ready.
 	Ready func(ctx context.Context) error
+	// Delivered, when set, is told each delivery's forge and result
+	// (Accepted, Ignored, Duplicate, Unauthorized, Malformed).
+	Delivered func(forge, result string)
 	// Metrics serves GET /metrics; nil: not served.
 	Metrics http.Handler
 	// Deliveries is how many delivery ids are remembered to ignore a
@@ -82,6 +85,9 @@ func New(o Options) *Handler {
 	}
 	if o.Watched == nil {
 		o.Watched = func(string, string, int64) bool { return true }
+	}
+	if o.Delivered == nil {
+		o.Delivered = func(string, string) {}
 	}
 	if o.Self == nil {
 		o.Self = func(string) bool { return false }
@@ -151,59 +157,69 @@ type forgeHooks interface {
 	read(r *http.Request, body []byte) (event, error)
 }
 
+// Results of a delivery, as Options.Delivered is told.
+const (
+	Accepted     = "accepted"     // 202: the loops were signalled
+	Ignored      = "ignored"      // 200: nothing to do
+	Duplicate    = "duplicate"    // 200: delivered before
+	Unauthorized = "unauthorized" // 401: no or a wrong signature or token
+	Malformed    = "malformed"    // 400 or 413: unreadable, or too large
+)
+
 // webhook serves one forge's deliveries. Answers: 401 unverified (nothing
 // is read or remembered), 400 malformed, 413 too large, 202 acted on (the
 // loops were signalled), 200 ignored (another event, another repository,
 // or a delivery seen before), each with a line saying which.
 func (h *Handler) webhook(f forgeHooks) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		log := h.o.Logger.With("forge", f.name(), "delivery", firstOf(f.ids(r)))
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-		if err != nil {
-			var tooLarge *http.MaxBytesError
-			if errors.As(err, &tooLarge) {
-				reply(w, http.StatusRequestEntityTooLarge, "payload too large")
-				return
-			}
-			reply(w, http.StatusBadRequest, "reading the payload: "+err.Error())
-			return
-		}
-		if !f.verify(r, body) {
-			log.Warn("webhook delivery refused: missing or wrong signature", "remote", r.RemoteAddr)
-			reply(w, http.StatusUnauthorized, "signature missing or wrong")
-			return
-		}
-		ev, err := f.read(r, body)
-		if err != nil {
-			log.Warn("webhook delivery refused: malformed payload", "error", err)
-			reply(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		switch {
-		case ev.what != ignore && !h.o.Watched(ev.ref.Forge, ev.ref.Repo, ev.id):
-			ev = event{why: fmt.Sprintf("%s is not a configured repository", ev.ref.Repo)}
-		case ev.what == commented && h.o.Self(ev.author):
-			ev = event{why: "the bot's own comment"}
-		}
-		if !h.seen.add(f.name(), f.ids(r)) {
-			log.Info("webhook delivery ignored: delivered before")
-			reply(w, http.StatusOK, "ignored: duplicate delivery")
-			return
-		}
-		switch ev.what {
-		case labelled:
-			log.Info("webhook: task may ask for the agent; producer woken", "task", ev.ref.String())
-			h.o.Events.Labelled(ev.ref)
-		case commented:
-			log.Info("webhook: comment on task; its checks woken", "task", ev.ref.String())
-			h.o.Events.Commented(ev.ref)
-		default:
-			log.Debug("webhook delivery ignored", "reason", ev.why)
-			reply(w, http.StatusOK, "ignored: "+ev.why)
-			return
-		}
-		reply(w, http.StatusAccepted, "accepted: "+ev.ref.String())
+		status, result, msg := h.deliver(f, w, r)
+		h.o.Delivered(f.name(), result)
+		reply(w, status, msg)
 	})
+}
+
+// deliver verifies, reads and acts on one delivery; it returns the answer
+// and the result.
+func (h *Handler) deliver(f forgeHooks, w http.ResponseWriter, r *http.Request) (int, string, string) {
+	log := h.o.Logger.With("forge", f.name(), "delivery", firstOf(f.ids(r)))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+			return http.StatusRequestEntityTooLarge, Malformed, "payload too large"
+		}
+		return http.StatusBadRequest, Malformed, "reading the payload: " + err.Error()
+	}
+	if !f.verify(r, body) {
+		log.Warn("webhook delivery refused: missing or wrong signature", "remote", r.RemoteAddr)
+		return http.StatusUnauthorized, Unauthorized, "signature missing or wrong"
+	}
+	ev, err := f.read(r, body)
+	if err != nil {
+		log.Warn("webhook delivery refused: malformed payload", "error", err)
+		return http.StatusBadRequest, Malformed, err.Error()
+	}
+	switch {
+	case ev.what != ignore && !h.o.Watched(ev.ref.Forge, ev.ref.Repo, ev.id):
+		ev = event{why: fmt.Sprintf("%s is not a configured repository", ev.ref.Repo)}
+	case ev.what == commented && h.o.Self(ev.author):
+		ev = event{why: "the bot's own comment"}
+	}
+	if !h.seen.add(f.name(), f.ids(r)) {
+		log.Info("webhook delivery ignored: delivered before")
+		return http.StatusOK, Duplicate, "ignored: duplicate delivery"
+	}
+	switch ev.what {
+	case labelled:
+		log.Info("webhook: task may ask for the agent; producer woken", "task", ev.ref.String())
+		h.o.Events.Labelled(ev.ref)
+	case commented:
+		log.Info("webhook: comment on task; its checks woken", "task", ev.ref.String())
+		h.o.Events.Commented(ev.ref)
+	default:
+		log.Debug("webhook delivery ignored", "reason", ev.why)
+		return http.StatusOK, Ignored, "ignored: " + ev.why
+	}
+	return http.StatusAccepted, Accepted, "accepted: " + ev.ref.String()
 }
 
 func firstOf(s []string) string {

@@ -52,6 +52,21 @@ type listener struct {
 	t   *testing.T
 	srv *httptest.Server
 	ev  *events
+
+	mu      sync.Mutex
+	results []string // "forge result" of each delivery (Options.Delivered)
+}
+
+func (l *listener) delivered(forge, result string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.results = append(l.results, forge+" "+result)
+}
+
+func (l *listener) resultsNow() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.results)
 }
 
 func newListener(t *testing.T, o server.Options) *listener {
@@ -62,9 +77,11 @@ func newListener(t *testing.T, o server.Options) *listener {
 		o.Watched = func(_, repo string, _ int64) bool { return strings.EqualFold(repo, "acme/app") }
 	}
 	o.Self = func(author string) bool { return author == "coding-agent-bot" }
-	srv := httptest.NewServer(server.New(o))
-	t.Cleanup(srv.Close)
-	return &listener{t: t, srv: srv, ev: ev}
+	l := &listener{t: t, ev: ev}
+	o.Delivered = l.delivered
+	l.srv = httptest.NewServer(server.New(o))
+	t.Cleanup(l.srv.Close)
+	return l
 }
 
 // send delivers d at path and returns the status and the body.
@@ -121,6 +138,10 @@ func TestGitHubSignature(t *testing.T) {
 	}
 	if lb, _ := l.ev.got(); !slices.Equal(lb, []task.Ref{issue}) {
 		t.Fatalf("labelled %v, want %v", lb, issue)
+	}
+	want := append(slices.Repeat([]string{"github unauthorized"}, 6), "github accepted")
+	if r := l.resultsNow(); !slices.Equal(r, want) {
+		t.Errorf("results %v, want six unauthorized, then accepted", r)
 	}
 }
 
@@ -200,6 +221,9 @@ func TestMalformedPayloadIs400(t *testing.T) {
 			t.Errorf("%s: status %d (%s), want 400", body, status, resp)
 		}
 	}
+	if want := []string{"github malformed", "github malformed"}; !slices.Equal(l.resultsNow(), want) {
+		t.Errorf("results %v, want %v", l.resultsNow(), want)
+	}
 }
 
 func TestDuplicateDeliveriesAreIgnored(t *testing.T) {
@@ -232,6 +256,10 @@ func TestDuplicateDeliveriesAreIgnored(t *testing.T) {
 	}
 	if lb, _ := l.ev.got(); len(lb) != 2 {
 		t.Fatalf("labelled %d times, want once per forge: %v", len(lb), lb)
+	}
+	if want := []string{"github accepted", "github duplicate", "github duplicate", "gitlab accepted", "gitlab duplicate",
+		"gitlab duplicate"}; !slices.Equal(l.resultsNow(), want) {
+		t.Errorf("results %v, want %v", l.resultsNow(), want)
 	}
 }
 
