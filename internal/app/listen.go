@@ -101,7 +101,8 @@ func (a *App) listen() (stop func(), err error) {
 	interval := a.cfg.Continuous.Producer.Interval()
 	ready := server.Readiness{Store: a.storeReadable, ForgeSeen: a.metrics.ForgeSeen, Within: interval + forgeTimeout}
 	h := server.New(server.Options{GitHubSecret: s.GitHubWebhookSecret, GitLabToken: s.GitLabWebhookToken,
-		Labels: a.cfg.Labels(), Watched: a.cfg.Watches, Self: a.isBot, Events: a.wake, Delivered: a.metrics.WebhookDelivered, Ready: ready.Check, Metrics: a.metrics.Handler(), Logger: a.Log})
+		Labels: a.cfg.Labels(), Watched: a.cfg.Watches, Self: a.isBot, Events: a.wake,
+		Delivered: a.metrics.WebhookDelivered, Ready: ready.Check, Metrics: a.metrics.Handler(), Logger: a.Log})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	done := make(chan struct{})
 	go func() {
