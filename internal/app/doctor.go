@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -57,6 +58,7 @@ func (a *App) Doctor(ctx context.Context, out io.Writer, fix bool) error {
 	a.doctorForge(ctx, d, fix)
 	a.doctorModel(ctx, d)
 	a.doctorTools(ctx, d)
+	a.doctorListener(d)
 	if d.failed {
 		return ErrDoctor
 	}
@@ -307,4 +309,30 @@ func (a *App) doctorTools(ctx context.Context, d *doctor) {
 	b := a.budget(ctx)
 	d.line("ok", "mcp", "the system prompt and tool catalog fit in half of the %d-token budget (started in %s)",
 		b.ContextLength-b.Reserve, time.Since(start).Round(time.Millisecond))
+}
+
+// doctorListener checks serve's HTTP listener, when configured: that its
+// address can be listened on now, and which webhook paths it would serve.
+// Whether the forge's webhooks reach it from outside cannot be seen from
+// here: the lines say what to point them at.
+func (a *App) doctorListener(d *doctor) {
+	srv := a.cfg.Server
+	if srv.Listen == "" {
+		return
+	}
+	l, err := net.Listen("tcp", srv.Listen)
+	if err != nil {
+		d.line("FAIL", "server", "cannot listen on %s: %s (another process has it? change server.listen)", srv.Listen, err)
+		return
+	}
+	l.Close()
+	d.line("ok", "server", "%s can be listened on: /healthz, /readyz and /metrics", srv.Listen)
+	hooks := map[string]string{task.GitHub: srv.GitHubWebhookSecret, task.GitLab: srv.GitLabWebhookToken}
+	if hooks[a.cfg.TaskSource] == "" {
+		d.line("warn", "server", "no %s webhook secret: pickup waits for the next poll (set server.%s)", a.cfg.TaskSource,
+			map[string]string{task.GitHub: "github_webhook_secret", task.GitLab: "gitlab_webhook_token"}[a.cfg.TaskSource])
+		return
+	}
+	d.line("ok", "server", "POST /webhooks/%s is served: point the %s webhook (issues, comments, pull or merge requests, "+
+		"with the secret) at it through your TLS proxy", a.cfg.TaskSource, a.cfg.TaskSource)
 }

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"errors"
+	"net"
 	"strings"
 	"testing"
 
@@ -113,6 +114,22 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 		{"bad token", true, modelThat(true, true),
 			func(e *env) { e.cfg.GitHub.Token = "ghp_wrong" },
 			[]string{"FAIL  forge  github: ", "401", "check the token"}},
+		{"listener taken", true, modelThat(true, true),
+			func(e *env) {
+				l, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					e.t.Fatal(err)
+				}
+				e.t.Cleanup(func() { l.Close() })
+				e.cfg.Server.Listen = l.Addr().String()
+			},
+			[]string{"FAIL  server cannot listen on 127.0.0.1:"}},
+		{"listener without a secret", true, modelThat(true, true),
+			func(e *env) { e.cfg.Server.Listen = "127.0.0.1:0" },
+			[]string{"ok    server 127.0.0.1:0 can be listened on", "warn  server no github webhook secret"}},
+		{"listener with a secret", true, modelThat(true, true),
+			func(e *env) { e.cfg.Server.Listen, e.cfg.Server.GitHubWebhookSecret = "127.0.0.1:0", "s3cret-hook-value" },
+			[]string{"ok    server POST /webhooks/github is served"}},
 		{"no tools", true, modelThat(true, true),
 			func(e *env) { e.cfg.MCPServers = nil },
 			[]string{"warn  mcp    no mcp_servers: the agent has no tools"}},
