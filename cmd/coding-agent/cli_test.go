@@ -228,8 +228,8 @@ func TestConfigCheckFutureKeyWarns(t *testing.T) {
 		t.Errorf("exit code %d, stdout %q; want %d and \"ok\\n\"\nstderr:\n%s", code, stdout, exitOK, stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
-	if len(lines) != 1 || !strings.HasPrefix(lines[0], "warning: metrics") || !strings.Contains(lines[0], "not supported") {
-		t.Errorf("stderr = %q, want one warning line about metrics", stderr)
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "warning: metrics") || !strings.Contains(lines[0], "set server.listen") {
+		t.Errorf("stderr = %q, want one warning line saying server.listen serves metrics", stderr)
 	}
 }
 
