@@ -22,7 +22,6 @@ require (
 	gitlab.com/gitlab-org/api/client-go/v2 v2.64.0
 	golang.org/x/sys v0.48.0
 	golang.org/x/tools v0.50.0
-	gopkg.in/natefinch/lumberjack.v2 v2.2.1
 	modernc.org/sqlite v1.60.1
 )
 

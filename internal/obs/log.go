@@ -4,29 +4,21 @@
 package obs
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"time"
-
-	"gopkg.in/natefinch/lumberjack.v2"
 )
 
-const (
-	defaultMaxAgeDays = 30
-	// maxSizeMB caps one day's file; past it lumberjack rotates early.
-	maxSizeMB = 500
-)
+const defaultMaxAgeDays = 30
 
 // LogOptions configures NewLogger. The zero value logs at info to stderr.
 type LogOptions struct {
-	// File is the JSON log file; rotated at the first write after local
-	// midnight, rotated files gzipped. "" means no file.
+	// File is the JSON log file, which several processes may share; rotated
+	// at the first write after local midnight into a file named by the day
+	// of its lines, older days gzipped (see fileWriter). "" means no file.
 	File string
 	// Level is "debug", "info", "warn" or "error"; "" means info.
 	Level string
@@ -72,7 +64,7 @@ func NewLogger(opts LogOptions) (*slog.Logger, io.Closer, error) {
 		closer   io.Closer = nopCloser{}
 	)
 	if opts.File != "" {
-		w, err := newDailyWriter(opts)
+		w, err := newFileWriter(opts)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -98,71 +90,3 @@ func NewLogger(opts LogOptions) (*slog.Logger, io.Closer, error) {
 type nopCloser struct{}
 
 func (nopCloser) Close() error { return nil }
-
-// dailyWriter hands writes to lumberjack and asks it to rotate at the first
-// write of a new local day.
-type dailyWriter struct {
-	mu  sync.Mutex
-	lj  *lumberjack.Logger
-	now func() time.Time
-	day string // local date of the last write, "" before the first
-}
-
-func newDailyWriter(opts LogOptions) (*dailyWriter, error) {
-	if err := os.MkdirAll(filepath.Dir(opts.File), 0o750); err != nil {
-		return nil, fmt.Errorf("creating log directory for %s: %w", opts.File, err)
-	}
-	maxAge := opts.MaxAgeDays
-	switch {
-	case maxAge == 0:
-		maxAge = defaultMaxAgeDays
-	case maxAge < 0:
-		maxAge = 0 // lumberjack keeps everything
-	}
-	w := &dailyWriter{
-		lj: &lumberjack.Logger{
-			Filename:  opts.File,
-			MaxSize:   maxSizeMB,
-			MaxAge:    maxAge,
-			LocalTime: true,
-			Compress:  true,
-		},
-		now: opts.Now,
-	}
-	if w.now == nil {
-		w.now = time.Now
-	}
-	// A file left by an earlier run belongs to the day it was last written.
-	fi, err := os.Stat(opts.File)
-	switch {
-	case err == nil:
-		w.day = dayOf(fi.ModTime())
-	case !errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("checking log file %s: %w", opts.File, err)
-	}
-	return w, nil
-}
-
-func dayOf(t time.Time) string { return t.Local().Format(time.DateOnly) }
-
-func (w *dailyWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	today := dayOf(w.now())
-	if w.day != "" && w.day != today {
-		if err := w.lj.Rotate(); err != nil {
-			return 0, fmt.Errorf("rotating log file %s: %w", w.lj.Filename, err)
-		}
-	}
-	w.day = today
-	return w.lj.Write(p)
-}
-
-func (w *dailyWriter) Close() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if err := w.lj.Close(); err != nil {
-		return fmt.Errorf("closing log file %s: %w", w.lj.Filename, err)
-	}
-	return nil
-}

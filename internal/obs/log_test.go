@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,8 +43,8 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
-// backups lists the rotated files next to file (lumberjack names them
-// agent-<time>.log, then agent-<time>.log.gz once compressed).
+// backups lists the rotated files next to file (agent-<day>.log, gzipped
+// agent-<day>.log.gz), sorted by name.
 func backups(t *testing.T, file string) []string {
 	t.Helper()
 	ext := filepath.Ext(file)
@@ -61,28 +62,13 @@ func backups(t *testing.T, file string) []string {
 	return out
 }
 
-// waitGzipped waits for lumberjack's background goroutine to compress the
-// single backup. It polls the directory in short waits, bounded at 10s:
-// lumberjack offers no completion signal, and its goroutine never exits,
-// which rules out a synctest bubble.
-func waitGzipped(t *testing.T, file string) string {
-	t.Helper()
-	deadline := time.NewTimer(10 * time.Second)
-	defer deadline.Stop()
-	for {
-		b := backups(t, file)
-		if len(b) == 1 && strings.HasSuffix(b[0], ".gz") {
-			return b[0]
-		}
-		if len(b) > 1 && !strings.HasSuffix(b[0], ".gz") && !strings.HasSuffix(b[1], ".gz") {
-			t.Fatalf("backups %v: want one", b)
-		}
-		select {
-		case <-deadline.C:
-			t.Fatalf("rotated file not compressed in time; backups: %v", b)
-		case <-time.After(5 * time.Millisecond):
-		}
+// names are the base names of paths.
+func names(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		out = append(out, filepath.Base(p))
 	}
+	return out
 }
 
 func gunzip(t *testing.T, path string) string {
@@ -103,10 +89,28 @@ func gunzip(t *testing.T, path string) string {
 	return string(b)
 }
 
+// openLogger is NewLogger whose closer the test calls itself (closing
+// waits for the background tidying of rotated files).
+func openLogger(t *testing.T, opts LogOptions) (*slog.Logger, func()) {
+	t.Helper()
+	log, closer, err := NewLogger(opts)
+	if err != nil {
+		t.Fatalf("NewLogger: %v", err)
+	}
+	return log, func() {
+		if err := closer.Close(); err != nil {
+			t.Errorf("closing logger: %v", err)
+		}
+	}
+}
+
+// The file turns at the first write after midnight: the day's lines move
+// to a file named by their day, which stays plain while it is yesterday's
+// and is gzipped once it is older.
 func TestDailyRotation(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "logs", "nested", "agent.log")
 	clk := &clock{t: time.Date(2026, 3, 1, 23, 58, 0, 0, time.Local)}
-	log := newTestLogger(t, LogOptions{File: file, Now: clk.now})
+	log, closeLog := openLogger(t, LogOptions{File: file, Now: clk.now})
 
 	log.Info("first on day one")
 	clk.t = clk.t.Add(time.Minute)
@@ -121,7 +125,11 @@ func TestDailyRotation(t *testing.T) {
 	if !strings.Contains(cur, "first on day two") || strings.Contains(cur, "day one") {
 		t.Fatalf("current file after midnight:\n%s", cur)
 	}
-	old := gunzip(t, waitGzipped(t, file))
+	dayOne := filepath.Join(filepath.Dir(file), "agent-2026-03-01.log")
+	if b := backups(t, file); len(b) != 1 || b[0] != dayOne {
+		t.Fatalf("rotated files %v, want %s", names(b), filepath.Base(dayOne))
+	}
+	old := readFile(t, dayOne)
 	if !strings.Contains(old, "first on day one") || !strings.Contains(old, "second on day one") ||
 		strings.Contains(old, "day two") {
 		t.Errorf("rotated file:\n%s", old)
@@ -131,10 +139,28 @@ func TestDailyRotation(t *testing.T) {
 			t.Errorf("not a JSON line: %s", line)
 		}
 	}
+
+	clk.t = time.Date(2026, 3, 4, 8, 0, 0, 0, time.Local) // nothing logged on day three
+	log.Info("day four")
+	closeLog()
+	want := []string{"agent-2026-03-01.log.gz", "agent-2026-03-02.log.gz"}
+	if b := names(backups(t, file)); !slices.Equal(b, want) {
+		t.Fatalf("rotated files on day four %v, want %v", b, want)
+	}
+	if got := gunzip(t, dayOne+".gz"); got != old {
+		t.Errorf("gzipped day one:\n%s\nwant:\n%s", got, old)
+	}
+	if got := gunzip(t, filepath.Join(filepath.Dir(file), want[1])); !strings.Contains(got, "first on day two") {
+		t.Errorf("gzipped day two:\n%s", got)
+	}
+	if cur := readFile(t, file); !strings.Contains(cur, "day four") || strings.Contains(cur, "day two") {
+		t.Errorf("current file on day four:\n%s", cur)
+	}
 }
 
 // TestRotatesFileFromEarlierRun: a file last written yesterday by a previous
-// run is rotated at today's first write.
+// run (of a version without the lock file) is rotated at today's first
+// write, named by the day it was written.
 func TestRotatesFileFromEarlierRun(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "agent.log")
 	clk := &clock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.Local)}
@@ -150,8 +176,106 @@ func TestRotatesFileFromEarlierRun(t *testing.T) {
 	if cur := readFile(t, file); strings.Contains(cur, "yesterday") {
 		t.Fatalf("yesterday's lines still in the current file:\n%s", cur)
 	}
-	if old := gunzip(t, waitGzipped(t, file)); !strings.Contains(old, "yesterday") {
+	if old := readFile(t, filepath.Join(filepath.Dir(file), "agent-2026-03-01.log")); !strings.Contains(old, "yesterday") {
 		t.Errorf("rotated file:\n%s", old)
+	}
+}
+
+// A rotated file's name already taken (a clock set back, a copy restored)
+// is kept: the rotation takes the next free name of the same day.
+func TestRotationKeepsATakenName(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "agent.log")
+	for _, n := range []string{"agent-2026-03-01.log", "agent-2026-03-01.1.log.gz"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("before\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk := &clock{t: time.Date(2026, 3, 1, 23, 0, 0, 0, time.Local)}
+	log, closeLog := openLogger(t, LogOptions{File: file, Now: clk.now})
+	log.Info("late on day one")
+	clk.t = clk.t.Add(2 * time.Hour)
+	log.Info("day two")
+	closeLog()
+	if got := readFile(t, filepath.Join(dir, "agent-2026-03-01.log")); got != "before\n" {
+		t.Errorf("the earlier file of the day changed:\n%s", got)
+	}
+	if got := readFile(t, filepath.Join(dir, "agent-2026-03-01.2.log")); !strings.Contains(got, "late on day one") {
+		t.Errorf("the rotated file:\n%s", got)
+	}
+}
+
+// Rotated files older than MaxAgeDays are removed at a rotation; younger
+// ones and files that are not rotated logs stay.
+func TestMaxAgePrunesOldDays(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "agent.log")
+	for _, n := range []string{"agent-2026-02-20.log.gz", "agent-2026-02-25.log", "agent-2026-02-26.3.log.gz",
+		"agent-2026-02-27.log.gz", "agent-2026-02-28.log", "agent-notes.txt", "other-2026-01-01.log"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk := &clock{t: time.Date(2026, 3, 1, 23, 0, 0, 0, time.Local)}
+	log, closeLog := openLogger(t, LogOptions{File: file, Now: clk.now, MaxAgeDays: 3})
+	log.Info("day one")
+	clk.t = clk.t.Add(2 * time.Hour) // 2026-03-02: keep 02-27 and later
+	log.Info("day two")
+	closeLog()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	want := []string{"agent-2026-02-27.log.gz", "agent-2026-02-28.log.gz", "agent-2026-03-01.log", "agent-notes.txt",
+		"agent.log", "agent.log.lock", "other-2026-01-01.log"}
+	if !slices.Equal(got, want) {
+		t.Errorf("files after the rotation:\n%v\nwant\n%v", got, want)
+	}
+
+	// Negative keeps every day.
+	file = filepath.Join(t.TempDir(), "agent.log")
+	old := filepath.Join(filepath.Dir(file), "agent-2020-01-01.log.gz")
+	if err := os.WriteFile(old, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clk.t = time.Date(2026, 3, 1, 23, 0, 0, 0, time.Local)
+	log, closeLog = openLogger(t, LogOptions{File: file, Now: clk.now, MaxAgeDays: -1})
+	log.Info("day one")
+	clk.t = clk.t.Add(2 * time.Hour)
+	log.Info("day two")
+	closeLog()
+	if _, err := os.Stat(old); err != nil {
+		t.Errorf("MaxAgeDays -1 removed a rotated file: %v", err)
+	}
+}
+
+// A writer whose clock is behind the one that turned the day writes its
+// lines to their day's file: one that already had the file open appends
+// through its descriptor, one that opens it now finds the dated file.
+func TestWriterBehindTheDayWritesToItsDay(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "agent.log")
+	early := &clock{t: time.Date(2026, 3, 1, 23, 59, 0, 0, time.Local)}
+	late := &clock{t: early.t.Add(2 * time.Minute)}
+	a := newTestLogger(t, LogOptions{File: file, Now: early.now})
+	a.Info("a before midnight")
+	b := newTestLogger(t, LogOptions{File: file, Now: late.now})
+	b.Info("b after midnight")
+	a.Info("a still before midnight")
+	c := newTestLogger(t, LogOptions{File: file, Now: early.now})
+	c.Info("c before midnight")
+	old := readFile(t, filepath.Join(filepath.Dir(file), "agent-2026-03-01.log"))
+	cur := readFile(t, file)
+	for _, m := range []string{"a before midnight", "a still before midnight", "c before midnight"} {
+		if !strings.Contains(old, m) || strings.Contains(cur, m) {
+			t.Errorf("%q is not in the file of its day only\nday one:\n%s\ncurrent:\n%s", m, old, cur)
+		}
+	}
+	if !strings.Contains(cur, "b after midnight") {
+		t.Errorf("current file:\n%s", cur)
 	}
 }
 
@@ -233,18 +357,29 @@ func TestStdoutOnlyWhenAsked(t *testing.T) {
 
 func TestFileWriterDefaults(t *testing.T) {
 	dir := t.TempDir()
-	w, err := newDailyWriter(LogOptions{File: filepath.Join(dir, "a.log")})
+	for _, c := range []struct{ in, want int }{{0, 30}, {-1, -1}, {-5, -1}, {7, 7}} {
+		w, err := newFileWriter(LogOptions{File: filepath.Join(dir, "a.log"), MaxAgeDays: c.in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.maxAge != c.want {
+			t.Errorf("MaxAgeDays %d kept %d days, want %d", c.in, w.maxAge, c.want)
+		}
+		w.Close()
+	}
+}
+
+// BenchmarkLogWrite is one info record with a few attributes through the
+// redacting JSON logger to the shared log file.
+func BenchmarkLogWrite(b *testing.B) {
+	file := filepath.Join(b.TempDir(), "agent.log")
+	log, closer, err := NewLogger(LogOptions{File: file, Secrets: []string{token}})
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
-	if w.lj.MaxAge != 30 || !w.lj.Compress || w.lj.MaxSize != maxSizeMB {
-		t.Errorf("lumberjack defaults: %+v", w.lj)
-	}
-	w, err = newDailyWriter(LogOptions{File: filepath.Join(dir, "b.log"), MaxAgeDays: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w.lj.MaxAge != 0 {
-		t.Errorf("MaxAgeDays -1 gave lumberjack MaxAge %d, want 0 (keep all)", w.lj.MaxAge)
+	defer closer.Close()
+	log = log.With("task", "github:acme/app#12")
+	for b.Loop() {
+		log.Info("model request done", "llm_calls", 3, "tokens_in", 1200, "duration", 850*time.Millisecond)
 	}
 }
