@@ -47,6 +47,11 @@ func (m marked) Claim(ctx context.Context, ref task.Ref, owner Owner) (Record, e
 	return r, mark(ctx, err)
 }
 
+func (m marked) ClaimQueued(ctx context.Context, ref task.Ref, owner Owner) (Record, error) {
+	r, err := m.s.ClaimQueued(ctx, ref, owner)
+	return r, mark(ctx, err)
+}
+
 func (m marked) TakeOver(ctx context.Context, ref task.Ref, owner Owner) (Record, error) {
 	r, err := m.s.TakeOver(ctx, ref, owner)
 	return r, mark(ctx, err)

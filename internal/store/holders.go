@@ -55,3 +55,38 @@ func (h Holders) Free(cur Record, now time.Time, takeover bool) error {
 	}
 	return nil
 }
+
+// ClaimMode says which tasks a claim may take (backends share the rule).
+type ClaimMode int
+
+const (
+	// ClaimAny: a new task, or one in any status but running under a
+	// holder that still holds it (Claim).
+	ClaimAny ClaimMode = iota
+	// ClaimQueued: a queued task, or one running under a holder that no
+	// longer holds it (ClaimQueued).
+	ClaimQueued
+	// ClaimTakeOver: only a task running under a holder that no longer
+	// holds it (TakeOver).
+	ClaimTakeOver
+)
+
+// Allows returns nil when a claim in mode may take cur (judged by h at
+// now): ErrClaimed when its holder holds it, ErrNotHeld when its status
+// is not one the mode claims from.
+func (m ClaimMode) Allows(cur Record, h Holders, now time.Time) error {
+	if m == ClaimQueued && cur.Status != task.Queued && cur.Status != task.Running {
+		return fmt.Errorf("it is %s: %w", cur.Status, ErrNotHeld)
+	}
+	return h.Free(cur, now, m == ClaimTakeOver)
+}
+
+// Unknown is the error of a claim in mode (other than ClaimAny) of a task
+// the store does not hold: ErrNotHeld for TakeOver, ErrNotFound for
+// ClaimQueued.
+func (m ClaimMode) Unknown() error {
+	if m == ClaimQueued {
+		return fmt.Errorf("not in store: %w", ErrNotFound)
+	}
+	return fmt.Errorf("not in store: %w", ErrNotHeld)
+}

@@ -89,6 +89,14 @@ type Store interface {
 	// its holder still holds it (Holders.Hold: its lease has not lapsed,
 	// and it is not a dead process of this host).
 	Claim(ctx context.Context, ref task.Ref, owner Owner) (Record, error)
+	// ClaimQueued is Claim for the task of a job: it claims only a task
+	// that is queued, or running under a holder that no longer holds it,
+	// atomically. It fails with ErrClaimed when the holder still holds it,
+	// ErrNotHeld when the task is in any other status (another process
+	// worked on it and finished since the job was queued: a queued or
+	// finished task is claimable by Claim, so a check before Claim would
+	// leave a gap), and ErrNotFound for an unknown task.
+	ClaimQueued(ctx context.Context, ref task.Ref, owner Owner) (Record, error)
 	// TakeOver claims for owner a task that is running under a holder
 	// that no longer holds it (its lease lapsed, or it was released, or
 	// it is a dead process of this host), atomically, and returns the

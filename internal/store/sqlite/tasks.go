@@ -66,9 +66,19 @@ func getRecord(ctx context.Context, q queryer, ref task.Ref) (store.Record, erro
 // so concurrent claimers (goroutines or processes) are serialised and only the
 // first finds the task free.
 func (s *Store) Claim(ctx context.Context, ref task.Ref, owner store.Owner) (store.Record, error) {
-	rec, _, err := s.claim(ctx, ref, owner, false)
+	rec, _, err := s.claim(ctx, ref, owner, store.ClaimAny)
 	if err != nil {
 		return store.Record{}, fmt.Errorf("claiming %s: %w", ref, err)
+	}
+	return rec, nil
+}
+
+// ClaimQueued is Claim for a task that must be queued, or running under a
+// holder that no longer holds it.
+func (s *Store) ClaimQueued(ctx context.Context, ref task.Ref, owner store.Owner) (store.Record, error) {
+	rec, _, err := s.claim(ctx, ref, owner, store.ClaimQueued)
+	if err != nil {
+		return store.Record{}, fmt.Errorf("claiming queued %s: %w", ref, err)
 	}
 	return rec, nil
 }
@@ -76,7 +86,7 @@ func (s *Store) Claim(ctx context.Context, ref task.Ref, owner store.Owner) (sto
 // TakeOver is Claim for a task that must be running under a holder that
 // no longer holds it; it returns the record as it was.
 func (s *Store) TakeOver(ctx context.Context, ref task.Ref, owner store.Owner) (store.Record, error) {
-	_, prev, err := s.claim(ctx, ref, owner, true)
+	_, prev, err := s.claim(ctx, ref, owner, store.ClaimTakeOver)
 	if err != nil {
 		return store.Record{}, fmt.Errorf("taking over %s: %w", ref, err)
 	}
@@ -84,8 +94,8 @@ func (s *Store) TakeOver(ctx context.Context, ref task.Ref, owner store.Owner) (
 }
 
 // claim claims ref for owner and returns the new record and the one before
-// (zero for a new task); with takeover only a running task is claimed.
-func (s *Store) claim(ctx context.Context, ref task.Ref, owner store.Owner, takeover bool) (rec, prev store.Record, err error) {
+// (zero for a new task); mode says which statuses it may claim from.
+func (s *Store) claim(ctx context.Context, ref task.Ref, owner store.Owner, mode store.ClaimMode) (rec, prev store.Record, err error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return rec, prev, fmt.Errorf("beginning transaction: %w", err)
@@ -95,8 +105,8 @@ func (s *Store) claim(ctx context.Context, ref task.Ref, owner store.Owner, take
 	now, lease := formatTime(at), formatTime(at.Add(owner.Lease))
 	prev, err = getRecord(ctx, tx, ref)
 	switch {
-	case errors.Is(err, store.ErrNotFound) && takeover:
-		return rec, prev, fmt.Errorf("not in store: %w", store.ErrNotHeld)
+	case errors.Is(err, store.ErrNotFound) && mode != store.ClaimAny:
+		return rec, prev, mode.Unknown()
 	case errors.Is(err, store.ErrNotFound):
 		_, err = tx.ExecContext(ctx, `INSERT INTO tasks
 			(ref, forge, repo, kind, number, status, host, pid, instance, lease_until, provider, model, created_at, updated_at)
@@ -106,7 +116,7 @@ func (s *Store) claim(ctx context.Context, ref task.Ref, owner store.Owner, take
 	case err != nil:
 		return rec, prev, fmt.Errorf("reading task: %w", err)
 	default:
-		if err := s.holders.Free(prev, at, takeover); err != nil {
+		if err := mode.Allows(prev, s.holders, at); err != nil {
 			return rec, prev, err
 		}
 		if prev.Status == task.Running {

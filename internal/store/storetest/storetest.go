@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ConcurrentClaim", testConcurrentClaim},
 		{"LeaseLapses", testLeaseLapses},
 		{"TakeOver", testTakeOver},
+		{"ClaimQueued", testClaimQueued},
 		{"Renew", testRenew},
 		{"Release", testRelease},
 		{"FencedCheckpoint", testFencedCheckpoint},
@@ -425,6 +426,44 @@ func testLeaseLapses(t *testing.T, s store.Store) {
 	}
 	if rec.Instance != "b" || rec.Status != task.Running || time.Until(rec.LeaseUntil) < 30*time.Minute {
 		t.Errorf("after the lapse: instance %q status %s lease until %v", rec.Instance, rec.Status, rec.LeaseUntil)
+	}
+}
+
+// ClaimQueued takes a queued task, or a running one whose holder no longer
+// holds it; never a finished one, which Claim would take.
+func testClaimQueued(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	if _, err := s.ClaimQueued(ctx, Ref(50), otherHost(t, "b", time.Hour)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("ClaimQueued of an unknown task: %v, want ErrNotFound", err)
+	}
+	mustClaim(t, s, Ref(51), otherHost(t, "a", time.Hour))
+	if _, err := s.ClaimQueued(ctx, Ref(51), otherHost(t, "b", time.Hour)); !errors.Is(err, store.ErrClaimed) {
+		t.Errorf("ClaimQueued within the holder's lease: %v, want ErrClaimed", err)
+	}
+	for i, st := range []task.Status{task.Done, task.Failed, task.Awaiting, task.Paused, task.Stopped} {
+		ref := Ref(60 + i)
+		mustClaim(t, s, ref, otherHost(t, "a", time.Hour))
+		if err := s.SetStatus(ctx, ref, st, ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ClaimQueued(ctx, ref, otherHost(t, "b", time.Hour)); !errors.Is(err, store.ErrNotHeld) {
+			t.Errorf("ClaimQueued of a %s task: %v, want ErrNotHeld", st, err)
+		}
+		if got := mustGet(t, s, ref); got.Status != st || got.Instance != "a" {
+			t.Errorf("refused ClaimQueued changed a %s task: %+v", st, got)
+		}
+	}
+	mustClaim(t, s, Ref(52), otherHost(t, "a", time.Hour))
+	if err := s.SetStatus(ctx, Ref(52), task.Queued, ""); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := s.ClaimQueued(ctx, Ref(52), otherHost(t, "b", time.Hour)); err != nil || rec.Status != task.Running || rec.Instance != "b" {
+		t.Errorf("ClaimQueued of a queued task: %+v, %v; want it running under b", rec, err)
+	}
+	mustClaim(t, s, Ref(53), otherHost(t, "a", time.Millisecond))
+	lapse(time.Millisecond)
+	if rec, err := s.ClaimQueued(ctx, Ref(53), otherHost(t, "b", time.Hour)); err != nil || rec.Instance != "b" {
+		t.Errorf("ClaimQueued of a running task whose lease lapsed: %+v, %v; want it running under b", rec, err)
 	}
 }
 
