@@ -123,7 +123,8 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("setting up logging: %w", err)
 	}
-	a.Log = logger
+	// Several processes may write one log file: each line says whose.
+	a.Log = logger.With("host", self.Host, "pid", self.PID)
 	a.closers = append(a.closers, closer)
 	st, err := a.openStore(ctx)
 	if err != nil {
@@ -423,7 +424,10 @@ func (a *App) newWorker(q *jobs, shutdown <-chan struct{}) *worker.Worker {
 		BotName: bot, Workers: a.cfg.Continuous.Consumer.Workers, Shutdown: shutdown, Redact: a.redact, Logger: a.Log,
 		ForgeLease: a.cfg.ForgeLease()}
 	if q != nil {
-		o.Queue, o.Redeliver = q, !q.backlog
+		// The in-process queue feeds this process's workers alone: a pass
+		// claims no more than they can start. A broker spreads the jobs
+		// over every host's workers (docs/design.md, "Fair claiming").
+		o.Queue, o.Redeliver, o.FairClaim = q, !q.backlog, q.backlog
 	}
 	return worker.New(o)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/config"
@@ -29,8 +30,11 @@ func (a *App) taskContext(ctx context.Context) (context.Context, context.CancelF
 }
 
 // Run is one pass: discover and claim every labelled task, process them all,
-// return. It fails only when it could not run (discovery failed); a task that
-// fails is reported on the task.
+// return. With the in-process queue a discovery pass claims no more tasks
+// than there are free workers, so Run makes passes while the consumers
+// work, until one leaves nothing behind (worker.Drain). It fails only when
+// it could not run (discovery failed); a task that fails is reported on
+// the task.
 func (a *App) Run(ctx context.Context) error {
 	if err := a.startAgent(ctx); err != nil {
 		return err
@@ -44,15 +48,31 @@ func (a *App) Run(ctx context.Context) error {
 	if _, err := w.Backlog(ctx); err != nil {
 		return err
 	}
-	n, err := w.Produce(ctx)
-	if err != nil {
-		return err
-	}
-	a.Log.Info("run: tasks claimed", "count", n)
-	q.Close()
 	tctx, cancel := a.taskContext(ctx)
 	defer cancel()
-	return w.Consume(tctx)
+	// The passes stop when the consumer does (a store that cannot be
+	// written), which then no longer frees workers.
+	dctx, stop := context.WithCancel(ctx)
+	defer stop()
+	consumed := make(chan error, 1)
+	go func() {
+		err := w.Consume(tctx)
+		stop()
+		consumed <- err
+	}()
+	n, derr := w.Drain(dctx)
+	// Cut short by the consumer's end (not by ctx): its error, if any, is
+	// the one to return.
+	consumerEnded := dctx.Err() != nil && ctx.Err() == nil
+	a.Log.Info("run: tasks claimed", "count", n)
+	q.Close()
+	if err := <-consumed; err != nil {
+		return err
+	}
+	if derr != nil && !consumerEnded {
+		return derr
+	}
+	return nil
 }
 
 // Serve polls every continuous.producer.interval_minutes and processes what
@@ -92,11 +112,34 @@ func (a *App) Serve(ctx context.Context) error {
 			return err
 		})
 	}()
-	a.poll(ctx, a.cfg.Continuous.Producer.Interval(), a.wake.produce, func(ctx context.Context) error {
+	// A pass that left tasks for want of a free worker runs again as soon
+	// as one is free, not a whole interval later; a webhook makes one at
+	// once.
+	var left atomic.Bool
+	produce := make(chan struct{}, 1)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-a.wake.produce:
+			case <-w.Freed():
+				if !left.Load() {
+					continue
+				}
+			}
+			select {
+			case produce <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	a.poll(ctx, a.cfg.Continuous.Producer.Interval(), produce, func(ctx context.Context) error {
 		if _, err := w.Backlog(ctx); err != nil {
 			return err
 		}
-		_, err := w.Produce(ctx)
+		p, err := w.Pass(ctx)
+		left.Store(p.Left > 0)
 		return err
 	})
 	<-replies

@@ -67,6 +67,7 @@ func (w *Worker) Consume(ctx context.Context) error {
 					how = leave
 				}
 				w.settleJob(d, how)
+				w.finished()
 				if err != nil {
 					stop.Do(func() { close(stopped) })
 					errs <- err
@@ -115,9 +116,13 @@ func (w *Worker) deadLettered(ctx context.Context, d queue.Delivery) error {
 		log.Info("dead-lettered job is stale; task is no longer queued", "status", rec.Status, "dead_letter_queue", d.Dead)
 		return nil
 	}
-	if _, err := w.o.Store.Claim(ctx, ref, w.o.Owner); err != nil {
+	if _, err := w.o.Store.ClaimQueued(ctx, ref, w.o.Owner); err != nil {
 		if errors.Is(err, store.ErrClaimed) {
 			log.Info("dead-lettered job's task is held by another process", "dead_letter_queue", d.Dead)
+			return nil
+		}
+		if errors.Is(err, store.ErrNotHeld) || errors.Is(err, store.ErrNotFound) {
+			log.Info("dead-lettered job is stale; task is no longer queued", "why", err.Error(), "dead_letter_queue", d.Dead)
 			return nil
 		}
 		return failure(fmt.Errorf("claiming %s in the store: %w", ref, err))

@@ -65,14 +65,18 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 	}
 	defer w.active.Delete(ref)
 	log := w.log(ref)
-	if rec, err := w.o.Store.Get(ctx, ref); err == nil && rec.Status != task.Queued && rec.Status != task.Running {
-		log.Info("job is stale; task is no longer queued", "status", rec.Status)
-		return ack, nil
-	}
 	post := report.NewPoster(report.PosterOptions{Commenter: w.o.Forge, Ref: ref, Redact: w.o.Redact, Logger: log})
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	if _, err := w.o.Store.Claim(ctx, ref, w.o.Owner); err != nil {
+	// Only a task still queued (or running under a holder that lost it):
+	// another process may have run and finished it since the job was
+	// queued (two processes' backlogs queue the same task), and a finished
+	// task is claimable again by Claim.
+	if _, err := w.o.Store.ClaimQueued(ctx, ref, w.o.Owner); err != nil {
+		if errors.Is(err, store.ErrNotHeld) || errors.Is(err, store.ErrNotFound) {
+			log.Info("job is stale; task is no longer queued", "why", err.Error())
+			return ack, nil
+		}
 		if !errors.Is(err, store.ErrClaimed) {
 			log.Error("claiming task for work", "error", err)
 		}

@@ -22,27 +22,50 @@ import (
 // with the forge lease on, tasks whose holder went silent are put up again
 // (reclaim).
 func (w *Worker) Produce(ctx context.Context) (int, error) {
+	p, err := w.Pass(ctx)
+	return p.Queued, err
+}
+
+// PassResult is what one discovery pass did.
+type PassResult struct {
+	// Queued is how many tasks it claimed and queued (new rounds of
+	// conversations included).
+	Queued int
+	// Left is how many tasks it found and did not try to claim because
+	// every worker of the process was taken (FairClaim): they stay
+	// labelled for the next pass or another host.
+	Left int
+}
+
+// Pass is Produce, saying also how many tasks it left for want of a free
+// worker.
+func (w *Worker) Pass(ctx context.Context) (PassResult, error) {
+	var p PassResult
 	w.reclaim(ctx)
 	found, err := w.o.Forge.Discover(ctx, w.o.Labels.Bot)
 	if err != nil {
-		return 0, fmt.Errorf("discovering tasks labelled %q: %w", w.o.Labels.Bot, err)
+		return p, fmt.Errorf("discovering tasks labelled %q: %w", w.o.Labels.Bot, err)
 	}
 	refs := make([]task.Ref, 0, len(found))
 	for _, t := range found {
 		refs = append(refs, t.Ref)
 	}
 	refs = append(refs, w.unpaused(ctx)...)
-	n, err := w.Replies(ctx)
-	if err != nil {
-		return n, err
+	if p.Queued, err = w.Replies(ctx); err != nil {
+		return p, err
 	}
-	for _, ref := range refs {
+	for i, ref := range refs {
 		if ctx.Err() != nil {
-			return n, ctx.Err()
+			return p, ctx.Err()
+		}
+		if w.o.FairClaim && w.held.Load() >= int64(w.o.Workers) {
+			p.Left = len(refs) - i
+			w.o.Logger.Debug("every worker is taken; leaving the other tasks for the next pass", "left", p.Left)
+			break
 		}
 		ok, err := w.claim(ctx, ref)
 		if store.IsFailure(err) {
-			return n, err
+			return p, err
 		}
 		if err != nil {
 			w.log(ref).Error("claiming task", "error", err)
@@ -51,12 +74,51 @@ func (w *Worker) Produce(ctx context.Context) (int, error) {
 		if !ok {
 			continue
 		}
-		n++
+		p.Queued++
 		if err := w.enqueue(ctx, ref); err != nil {
-			return n, err
+			return p, err
 		}
 	}
-	return n, nil
+	return p, nil
+}
+
+// Drain makes discovery passes until one leaves no task for want of a
+// free worker, waiting for a worker to finish a job between passes: with
+// FairClaim this is how `run` still processes every labelled task it
+// finds, a few at a time. The consumers must be running. It returns how
+// many tasks it queued.
+func (w *Worker) Drain(ctx context.Context) (int, error) {
+	n := 0
+	for {
+		p, err := w.Pass(ctx)
+		n += p.Queued
+		if err != nil || p.Left == 0 {
+			return n, err
+		}
+		select {
+		case <-w.freed:
+		case <-ctx.Done():
+			return n, ctx.Err()
+		}
+	}
+}
+
+// Freed gets a signal when one of this process's consumers finishes a job
+// the process queued (FairClaim): a pass that left tasks may claim again.
+// Signals do not pile up: one waits at most.
+func (w *Worker) Freed() <-chan struct{} { return w.freed }
+
+// finished counts off a job the consumers are done with (FairClaim) and
+// signals a free worker.
+func (w *Worker) finished() {
+	if !w.o.FairClaim {
+		return
+	}
+	w.held.Add(-1)
+	select {
+	case w.freed <- struct{}{}:
+	default:
+	}
 }
 
 // enqueue hands a claimed task to the consumers of this process; without a
@@ -68,6 +130,9 @@ func (w *Worker) enqueue(ctx context.Context, ref task.Ref) error {
 	}
 	if err := w.o.Queue.Put(ctx, queue.Job{Ref: ref, Enqueued: w.o.Now().UTC()}); err != nil {
 		return fmt.Errorf("queueing %s: %w", ref, err)
+	}
+	if w.o.FairClaim {
+		w.held.Add(1)
 	}
 	return nil
 }

@@ -54,6 +54,13 @@ func (b *breakable) Claim(ctx context.Context, ref task.Ref, o store.Owner) (sto
 	return b.Store.Claim(ctx, ref, o)
 }
 
+func (b *breakable) ClaimQueued(ctx context.Context, ref task.Ref, o store.Owner) (store.Record, error) {
+	if err := b.check("Claim", ref); err != nil {
+		return store.Record{}, err
+	}
+	return b.Store.ClaimQueued(ctx, ref, o)
+}
+
 func (b *breakable) SetStatus(ctx context.Context, ref task.Ref, s task.Status, msg string) error {
 	if err := b.check("SetStatus", ref); err != nil {
 		return err

@@ -55,6 +55,13 @@ type Options struct {
 	Conversation Conversation
 	// Workers is how many tasks run at once; 0 → 1.
 	Workers int
+	// FairClaim: the queue's jobs are taken by this process's consumers
+	// alone (the in-process queue), so a discovery pass claims no more
+	// tasks than they can start: Workers minus the jobs queued and not yet
+	// finished (waiting or in hand). The other tasks stay labelled for the
+	// next pass or another host. With a broker every host's consumers take
+	// from one queue, each up to its prefetch, and no limit applies.
+	FairClaim bool
 	// Redact removes secrets from comment bodies.
 	Redact func(string) string
 	Logger *slog.Logger
@@ -81,6 +88,10 @@ type Worker struct {
 	judging sync.Mutex    // Replies runs one at a time
 	rounds  atomic.Uint64 // lease renewal rounds begun (holdLeases)
 	hold    holding       // holds on the forge (Options.ForgeLease)
+	// held counts the jobs this process queued (FairClaim) that its
+	// consumers have not finished; freed gets a signal when one finishes.
+	held  atomic.Int64
+	freed chan struct{}
 }
 
 // New returns a Worker.
@@ -97,7 +108,7 @@ func New(o Options) *Worker {
 	if o.Redact == nil {
 		o.Redact = func(s string) string { return s }
 	}
-	return &Worker{o: o}
+	return &Worker{o: o, freed: make(chan struct{}, 1)}
 }
 
 func (w *Worker) log(ref task.Ref) *slog.Logger {
