@@ -81,7 +81,7 @@ func runKilled(t *testing.T, e *env, arrived <-chan struct{}) (*exec.Cmd, *strin
 	return cmd, stderr
 }
 
-func buildBinary(t *testing.T) string {
+func buildBinary(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "coding-agent")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/coding-agent")
@@ -95,7 +95,7 @@ func buildBinary(t *testing.T) string {
 // writeConfig writes the GitHub + OpenAI config of an env as the YAML a user
 // would write, secrets taken from the environment (CA_TEST_TOKEN and
 // CA_TEST_KEY; an MCP server's env may name them as ${...} too).
-func writeConfig(t *testing.T, c *config.Config) string {
+func writeConfig(t testing.TB, c *config.Config) string {
 	t.Helper()
 	q := func(s string) string { return fmt.Sprintf("%q", s) }
 	var mcp strings.Builder

@@ -2,37 +2,20 @@ package app_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"testing"
-
-	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/coding-agent/coding-agent/internal/app"
 	"github.com/coding-agent/coding-agent/internal/config"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
+	"github.com/coding-agent/coding-agent/internal/queue/rabbitmq/rmqtest"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
-// rabbitURL is the broker of CODING_AGENT_TEST_RABBITMQ, which must then
-// answer (as in CI); unset, the local default, or the test skips.
-func rabbitURL(t *testing.T) string {
+// rabbitURL is the test broker (rmqtest: CODING_AGENT_TEST_RABBITMQ or the
+// local one; the test skips without it, or fails in CI).
+func rabbitURL(t testing.TB) string {
 	t.Helper()
-	const env, def = "CODING_AGENT_TEST_RABBITMQ", "amqp://guest:guest@127.0.0.1:5672/"
-	url, set := os.LookupEnv(env)
-	if !set || url == "" {
-		url = def
-	}
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		if set {
-			t.Fatalf("%s=%s: RabbitMQ does not answer: %v", env, url, err)
-		}
-		t.Skipf("RabbitMQ not reachable at %s (%v): start it (rabbitmq-server -detached) or set %s to run this test", def, err, env)
-	}
-	conn.Close()
-	return url
+	return rmqtest.URL(t)
 }
 
 // useRabbitMQ points e at a fresh queue on the test broker, deleted when
@@ -40,27 +23,7 @@ func rabbitURL(t *testing.T) string {
 func useRabbitMQ(t *testing.T, e *env) {
 	t.Helper()
 	url := rabbitURL(t)
-	b := make([]byte, 6)
-	rand.Read(b)
-	name := "coding-agent-test-app-" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		conn, err := amqp.Dial(url)
-		if err != nil {
-			t.Errorf("deleting test queues: %v", err)
-			return
-		}
-		defer conn.Close()
-		ch, err := conn.Channel()
-		if err != nil {
-			t.Errorf("deleting test queues: %v", err)
-			return
-		}
-		for _, n := range []string{name, name + ".dead"} {
-			if left, err := ch.QueueDelete(n, false, false, false); err != nil || left != 0 {
-				t.Errorf("deleting queue %s: %d messages left, %v", n, left, err)
-			}
-		}
-	})
+	name := testQueue(t, url)
 	e.cfg.Queue = config.Queue{Type: config.QueueRabbitMQ, RabbitMQ: config.RabbitMQ{URL: url, Name: name, MaxDeliveries: 5}}
 }
 

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"net"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -18,31 +17,14 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/queue"
 	"github.com/coding-agent/coding-agent/internal/queue/queuetest"
+	"github.com/coding-agent/coding-agent/internal/queue/rabbitmq/rmqtest"
 )
 
-// envURL names the broker the tests use. Set (as CI does), the broker must
-// answer; unset, the local default is tried and the tests skip without it.
-const (
-	envURL     = "CODING_AGENT_TEST_RABBITMQ"
-	defaultURL = "amqp://guest:guest@127.0.0.1:5672/"
-)
-
+// brokerURL is the test broker (rmqtest: CODING_AGENT_TEST_RABBITMQ or the
+// local one; the tests skip without it, or fail in CI).
 func brokerURL(t *testing.T) string {
 	t.Helper()
-	url, set := os.LookupEnv(envURL)
-	if !set || url == "" {
-		url = defaultURL
-	}
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		if set {
-			t.Fatalf("%s=%s: RabbitMQ does not answer: %v", envURL, url, err)
-		}
-		t.Skipf("RabbitMQ not reachable at %s (%v): start it (rabbitmq-server -detached) or set %s=amqp://user:pass@host:5672/ to run these tests",
-			defaultURL, err, envURL)
-	}
-	conn.Close()
-	return url
+	return rmqtest.URL(t)
 }
 
 // queueName is a fresh queue name; the queue and its dead-letter queue are
