@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/coding-agent/coding-agent/internal/config"
 	"github.com/coding-agent/coding-agent/internal/engine"
@@ -73,11 +74,21 @@ func runKilled(t *testing.T, e *env, arrived <-chan struct{}) (*exec.Cmd, *strin
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	<-arrived
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case <-arrived:
+	case err := <-exited:
+		t.Fatalf("run exited (%v) before the step it was to be killed in:\n%s", err, stderr.String())
+	case <-time.After(2 * time.Minute): // only turns a hang into a failure that says where
+		cmd.Process.Kill()
+		<-exited
+		t.Fatalf("run did not reach the step it was to be killed in within 2 minutes; log:\n%s", readTree(t, filepath.Dir(e.cfg.Logging.File)))
+	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_ = cmd.Wait()
+	<-exited
 	return cmd, stderr
 }
 
