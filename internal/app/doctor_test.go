@@ -128,7 +128,9 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 			func(e *env) { e.cfg.Server.Listen = "127.0.0.1:0" },
 			[]string{"ok    server 127.0.0.1:0 can be listened on", "warn  server no github webhook secret"}},
 		{"listener with a secret", true, modelThat(true, true),
-			func(e *env) { e.cfg.Server.Listen, e.cfg.Server.GitHubWebhookSecret = "127.0.0.1:0", "s3cret-hook-value" },
+			func(e *env) {
+				e.cfg.Server.Listen, e.cfg.Server.GitHubWebhookSecret = "127.0.0.1:0", "s3cret-hook-value"
+			},
 			[]string{"ok    server POST /webhooks/github is served"}},
 		{"no tools", true, modelThat(true, true),
 			func(e *env) { e.cfg.MCPServers = nil },
