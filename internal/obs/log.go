@@ -58,7 +58,7 @@ func NewLogger(opts LogOptions) (*slog.Logger, io.Closer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	hopts := &slog.HandlerOptions{Level: level}
+	hopts := &slog.HandlerOptions{Level: level, ReplaceAttr: oneDuration}
 	var (
 		handlers []slog.Handler
 		closer   io.Closer = nopCloser{}
@@ -90,3 +90,13 @@ func NewLogger(opts LogOptions) (*slog.Logger, io.Closer, error) {
 type nopCloser struct{}
 
 func (nopCloser) Close() error { return nil }
+
+// oneDuration writes every duration in one format, Go's ("1.5s", "250ms"):
+// slog's JSON handler would write a time.Duration as nanoseconds, beside
+// the ones logged as text.
+func oneDuration(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
+}

@@ -1,6 +1,7 @@
 package obs
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -47,5 +48,24 @@ func TestTerminalShowsTaskEvents(t *testing.T) {
 		if _, rest, ok := strings.Cut(l, " "); !ok || rest != want[i] {
 			t.Errorf("line %d = %q, want a time then %q", i, l, want[i])
 		}
+	}
+}
+
+// A duration is written one way, whether logged as a time.Duration or as
+// its text.
+func TestDurationsHaveOneFormat(t *testing.T) {
+	file := t.TempDir() + "/a.log"
+	log, closer, err := NewLogger(LogOptions{File: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("a", "took", 1500*time.Millisecond, "grace", (1500 * time.Millisecond).String())
+	closer.Close()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"took":"1.5s","grace":"1.5s"`) {
+		t.Errorf("log line %s: want both durations as 1.5s", b)
 	}
 }
