@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -249,10 +250,16 @@ func TestConfigCheckMissingFile(t *testing.T) {
 // refused.
 func closedURL(t *testing.T) string {
 	t.Helper()
-	srv := httptest.NewServer(http.NotFoundHandler())
-	url := srv.URL
-	srv.Close()
-	return url
+	// On 127.0.0.2, which the tests' own servers (on 127.0.0.1) never
+	// take: a closed port there stays closed while parallel tests start
+	// servers of their own.
+	l, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr
 }
 
 func TestStatusFreshStateDir(t *testing.T) {

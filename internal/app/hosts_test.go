@@ -73,7 +73,10 @@ func TestFailureCommentsNameNoHost(t *testing.T) {
 // unreachable is the URL of a port nothing listens on.
 func unreachable(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	// On 127.0.0.2, which the tests' own servers (on 127.0.0.1) never
+	// take: a closed port there stays closed while parallel tests start
+	// servers of their own.
+	l, err := net.Listen("tcp", "127.0.0.2:0")
 	if err != nil {
 		t.Fatal(err)
 	}
