@@ -28,13 +28,7 @@ func TestDryRunChangesNothingOnTheForge(t *testing.T) {
 			quickstart(t, e)
 			before := e.labels()
 			var out strings.Builder
-			a, err := app.New(t.Context(), e.cfg, app.Options{Sleep: noWait, DryRun: &out})
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = a.Run(context.Background())
-			a.Close()
-			if err != nil {
+			if err := e.runWith(context.Background(), app.Options{DryRun: &out}); err != nil {
 				t.Fatalf("dry run: %v\n%s", err, out.String())
 			}
 			t.Logf("dry run printed:\n%s", out.String())

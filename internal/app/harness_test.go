@@ -209,7 +209,14 @@ func (e *env) botComments() []string {
 // run is `coding-agent run` in-process; it returns Run's error.
 func (e *env) run(ctx context.Context) error {
 	e.t.Helper()
-	a, err := app.New(ctx, e.cfg, app.Options{Sleep: noWait, Now: e.now})
+	return e.runWith(ctx, app.Options{Now: e.now})
+}
+
+// runWith is run with the app's options o (retry waits are skipped).
+func (e *env) runWith(ctx context.Context, o app.Options) error {
+	e.t.Helper()
+	o.Sleep = noWait
+	a, err := app.New(ctx, e.cfg, o)
 	if err != nil {
 		return err
 	}

@@ -16,13 +16,7 @@ import (
 func TestTerminalFollowsARun(t *testing.T) {
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 	var term strings.Builder
-	a, err := app.New(t.Context(), e.cfg, app.Options{Sleep: noWait, Terminal: &term})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = a.Run(context.Background())
-	a.Close()
-	if err != nil {
+	if err := e.runWith(context.Background(), app.Options{Terminal: &term}); err != nil {
 		t.Fatal(err)
 	}
 	got := term.String()
@@ -45,13 +39,7 @@ func TestOwnAccountIsWarnedAbout(t *testing.T) {
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
 		seed: func(s *forgetest.IssueSeed) { s.Author = "coding-agent-bot" }})
 	var term strings.Builder
-	a, err := app.New(t.Context(), e.cfg, app.Options{Sleep: noWait, Terminal: &term})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = a.Run(context.Background())
-	a.Close()
-	if err != nil {
+	if err := e.runWith(context.Background(), app.Options{Terminal: &term}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(term.String(), "github:acme/app#1 warning: the task's author is the account the agent acts as") {

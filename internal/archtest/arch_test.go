@@ -46,7 +46,7 @@ var (
 	// roots wire adapters; cmd only reaches them through app.
 	roots       = []string{"internal/app", "cmd/coding-agent"}
 	testSupport = []string{"internal/forgetest", "internal/golden", "internal/llm/llmtest", "internal/store/storetest",
-		"internal/store/postgres/pgtest",
+		"internal/store/postgres/pgtest", "internal/queue/rabbitmq/rmqtest",
 		"internal/queue/queuetest", "internal/toolhost/mcptest", "internal/toolhost/mcptest/testserver",
 		"internal/archtest",
 		"deploy"} // tests only: the Dockerfile, compose.yaml and the systemd unit

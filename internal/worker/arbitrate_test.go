@@ -68,6 +68,29 @@ func TestLoserOfTheTakeLeavesNoTrace(t *testing.T) {
 
 // Hosts with stores of their own polling at once: each task is claimed by
 // exactly one of them, and the replies of an awaiting task too.
+// A host that read the task before another took it, ran and finished it,
+// loses the take and takes back the processing label it added: a done task
+// does not say processing.
+func TestLoserAfterTheWinnerFinishedLeavesNoLabel(t *testing.T) {
+	wd := newWorld(t, false)
+	wd.run.out = engine.Outcome{End: engine.Done, Summary: "did it"}
+	loser, _ := wd.host(t, "b")
+	seen, err := wd.w.o.Forge.Get(t.Context(), wd.ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd.claim()
+	if err := wd.w.Process(t.Context(), wd.ref); err != nil {
+		t.Fatal(err)
+	}
+	wd.want(task.Done, "bug", testLabels.Done)
+	ok, err := loser.take(t.Context(), seen, claimed, task.Failed)
+	if err != nil || ok {
+		t.Fatalf("loser's take: %v, %v; want false, nil", ok, err)
+	}
+	wd.want(task.Done, "bug", testLabels.Done)
+}
+
 func TestConcurrentHostsClaimEachTaskOnce(t *testing.T) {
 	wd := newWorld(t, false)
 	for range 9 {

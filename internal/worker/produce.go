@@ -221,6 +221,7 @@ func (w *Worker) take(ctx context.Context, t task.Task, ev event, undo task.Stat
 	all, err := w.relabel(ctx, ending{ref: ref, log: log, labels: t.Labels}, tr)
 	if errors.Is(err, forge.ErrLabelAbsent) {
 		log.Info("another process took the task first; leaving it to it", "label", tr.remove.in(w.o.Labels))
+		w.unlabelLost(ctx, ref, tr)
 		return false, nil
 	}
 	if err != nil {
@@ -294,6 +295,36 @@ func (w *Worker) movedOn(t task.Task) bool {
 		}
 	}
 	return false
+}
+
+// unlabelLost undoes the processing label a lost take added when the
+// winner's round has already ended: t read before the winner took it, the
+// winner ran and finished meanwhile (its final label is on the task), and
+// the label added since says "processing" of a task no one works on. While
+// the winner works the label is its own and stays. Failures are logged.
+func (w *Worker) unlabelLost(ctx context.Context, ref task.Ref, tr transition) {
+	processing := tr.add.in(w.o.Labels)
+	if processing == "" {
+		return
+	}
+	t, err := w.o.Forge.Get(ctx, ref)
+	if err != nil {
+		w.log(ref).Warn("reading a task lost to another process", "error", err)
+		return
+	}
+	ls := w.o.Labels
+	ended := false
+	for _, l := range []string{ls.Done, ls.Failed, ls.Stopped, ls.Awaiting} {
+		ended = ended || l != "" && t.HasLabel(l)
+	}
+	if !ended || !t.HasLabel(processing) {
+		return
+	}
+	if err := w.o.Forge.RemoveLabel(ctx, ref, processing); err != nil {
+		w.log(ref).Warn("removing the processing label a lost take left on a finished task", "error", err)
+		return
+	}
+	w.log(ref).Info("the task was finished by the process that took it; removed the processing label this one added")
 }
 
 // giveBack puts a task taken on the forge, which the store then refused,
