@@ -75,10 +75,22 @@ const (
 // now): ErrClaimed when its holder holds it, ErrNotHeld when its status
 // is not one the mode claims from.
 func (m ClaimMode) Allows(cur Record, h Holders, now time.Time) error {
-	if m == ClaimQueued && cur.Status != task.Queued && cur.Status != task.Running {
-		return fmt.Errorf("it is %s: %w", cur.Status, ErrNotHeld)
+	if m == ClaimQueued {
+		if err := InHand(cur); err != nil {
+			return err
+		}
 	}
 	return h.Free(cur, now, m == ClaimTakeOver)
+}
+
+// InHand is nil for a task that a process holds or is to hold, queued or
+// running: what ClaimQueued claims and Release frees. Otherwise it is
+// ErrNotHeld, naming the task's status.
+func InHand(cur Record) error {
+	if cur.Status != task.Queued && cur.Status != task.Running {
+		return fmt.Errorf("it is %s: %w", cur.Status, ErrNotHeld)
+	}
+	return nil
 }
 
 // Unknown is the error of a claim in mode (other than ClaimAny) of a task

@@ -180,8 +180,8 @@ func (s *Store) Release(ctx context.Context, ref task.Ref) (store.Record, error)
 	if err != nil {
 		return store.Record{}, fmt.Errorf("releasing %s: %w", ref, err)
 	}
-	if prev.Status != task.Running && prev.Status != task.Queued {
-		return store.Record{}, fmt.Errorf("releasing %s: it is %s: %w", ref, prev.Status, store.ErrNotHeld)
+	if err := store.InHand(prev); err != nil {
+		return store.Record{}, fmt.Errorf("releasing %s: %w", ref, err)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE tasks SET instance = '', lease_until = '', updated_at = ? WHERE ref = ?`,
 		formatTime(s.now()), ref.String()); err != nil {
