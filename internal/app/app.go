@@ -142,10 +142,13 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		a.Close()
 		return nil, err
 	}
-	if o.DryRun != nil {
-		f = &dryForge{Forge: f, out: o.DryRun}
-	}
 	a.forge = a.posts.Wrap(f)
+	if o.DryRun != nil {
+		// Above the count of what this process posted: a comment a dry
+		// run only prints is not on the forge, and the checkpoint check
+		// must not take a new comment for it.
+		a.forge = &dryForge{forgeReads: a.forge, out: o.DryRun}
+	}
 	return a, nil
 }
 

@@ -36,17 +36,33 @@ func dryRun(cfg *config.Config) (string, error) {
 	return dir, nil
 }
 
+var _ forge.Forge = (*dryForge)(nil)
+
 // removeDir closes by removing a folder.
 type removeDir string
 
 func (d removeDir) Close() error { return os.RemoveAll(string(d)) }
+
+// forgeReads are the roles of the forge port that only read: a dry run
+// passes them through. Every other method of forge.Forge is dryForge's
+// own, so a write added to the port does not compile until the dry run
+// says what it does with it.
+type forgeReads interface {
+	forge.Discoverer
+	forge.Reader
+	forge.Identity
+	forge.Permissions
+	forge.LabelHistory
+	Repository(ctx context.Context, ref task.Ref) (forge.Repo, error)
+	FindChange(ctx context.Context, ref task.Ref, branch string) (forge.Change, bool, error)
+}
 
 // dryForge reads from the forge and prints what it would write instead of
 // writing it: labels, comments, edits, reactions and changes. Comments it
 // would post get ids of their own, so that a later edit of one is printed
 // too.
 type dryForge struct {
-	forge.Forge
+	forgeReads
 	out io.Writer
 
 	mu     sync.Mutex

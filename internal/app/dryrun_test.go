@@ -13,6 +13,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/app"
 	"github.com/coding-agent/coding-agent/internal/config"
 	"github.com/coding-agent/coding-agent/internal/forgetest"
+	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -32,17 +33,7 @@ func TestDryRunChangesNothingOnTheForge(t *testing.T) {
 				t.Fatalf("dry run: %v\n%s", err, out.String())
 			}
 			t.Logf("dry run printed:\n%s", out.String())
-			var reqs []forgetest.Request
-			if fg == task.GitHub {
-				reqs = e.gh.Requests()
-			} else {
-				reqs = e.gl.Requests()
-			}
-			for _, r := range reqs {
-				if r.Method != "GET" && r.Method != "HEAD" && !strings.Contains(r.Path, "git-upload-pack") {
-					t.Errorf("the dry run sent %s %s", r.Method, r.Path)
-				}
-			}
+			onlyReads(t, e)
 			if l := e.labels(); !slices.Equal(l, before) {
 				t.Errorf("labels %v after the dry run, were %v", l, before)
 			}
@@ -69,6 +60,60 @@ func TestDryRunChangesNothingOnTheForge(t *testing.T) {
 
 			e.runOK(t)
 			e.wantLabels(t, "bug", "coding agent done")
+		})
+	}
+}
+
+// onlyReads fails the test for every request to e's forge that is not a
+// read (git's fetch, a POST to git-upload-pack, reads too).
+func onlyReads(t *testing.T, e *env) {
+	t.Helper()
+	var reqs []forgetest.Request
+	if e.gh != nil {
+		reqs = e.gh.Requests()
+	} else {
+		reqs = e.gl.Requests()
+	}
+	for _, r := range reqs {
+		if r.Method != "GET" && r.Method != "HEAD" && !strings.Contains(r.Path, "git-upload-pack") {
+			t.Errorf("the dry run sent %s %s", r.Method, r.Path)
+		}
+	}
+}
+
+// The same through planning mode, whose progress report is edited in
+// place, with the author commenting while the agent works (the comment is
+// acknowledged with a reaction): every write is printed, none is made.
+func TestPlannedDryRunChangesNothingOnTheForge(t *testing.T) {
+	for _, fg := range []string{task.GitHub, task.GitLab} {
+		t.Run(fg, func(t *testing.T) {
+			e := planned(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI,
+				respond: func(e *env, r llmtest.Received) llmtest.Step {
+					if r.N == 1 {
+						e.addComment("alice", "Please also keep a changelog.")
+					}
+					return fullPlan(e, r)
+				}})
+			before := e.labels()
+			var out strings.Builder
+			if err := e.runWith(context.Background(), app.Options{Now: e.now, DryRun: &out}); err != nil {
+				t.Fatalf("dry run: %v\n%s", err, out.String())
+			}
+			onlyReads(t, e)
+			if l := e.labels(); !slices.Equal(l, before) {
+				t.Errorf("labels %v after the dry run, were %v", l, before)
+			}
+			if c := e.botComments(); len(c) != 0 {
+				t.Errorf("the dry run posted %q", c)
+			}
+			if !slices.ContainsFunc(e.model.Requests(), func(r llmtest.Received) bool { return seen(r, "Please also keep a changelog.") }) {
+				t.Error("the author's comment did not reach the model, as it would in a real run")
+			}
+			for _, w := range []string{"would edit its comment 1 to:", "would react", `would add the label "coding agent done"`} {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("the dry run did not print %q:\n%s", w, out.String())
+				}
+			}
 		})
 	}
 }
