@@ -56,8 +56,8 @@ func (d *doctor) line(level, what, msg string, args ...any) {
 func (a *App) Doctor(ctx context.Context, out io.Writer, fix bool) error {
 	d := &doctor{out: out}
 	a.doctorForge(ctx, d, fix)
-	a.doctorModel(ctx, d)
-	a.doctorTools(ctx, d)
+	budget := a.doctorModel(ctx, d)
+	a.doctorTools(ctx, d, budget)
 	a.doctorListener(d)
 	if d.failed {
 		return ErrDoctor
@@ -202,13 +202,15 @@ func (a *App) reachModel(ctx context.Context) error {
 	return nil
 }
 
-func (a *App) doctorModel(ctx context.Context, d *doctor) {
+// doctorModel checks the model and returns the context budget it found
+// (zero when the model could not be asked).
+func (a *App) doctorModel(ctx context.Context, d *doctor) engine.Budget {
 	c := a.cfg.LLM
 	provider, model := a.model()
 	served, where, err := a.servedModels(ctx, c.Timeout())
 	if err != nil {
 		d.line("FAIL", "model", "%s at %s: %s (is the server running? the api key right?)", provider, where, a.redact(err.Error()))
-		return
+		return engine.Budget{}
 	}
 	if !serves(served, model) {
 		hint := ""
@@ -216,7 +218,7 @@ func (a *App) doctorModel(ctx context.Context, d *doctor) {
 			hint = fmt.Sprintf("; `ollama pull %s`", model)
 		}
 		d.line("FAIL", "model", "%s at %s does not serve %q (it serves %s)%s", provider, where, model, quoteAll(served), hint)
-		return
+		return engine.Budget{}
 	}
 	budget := a.budget(ctx)
 	d.line("ok", "model", "%s at %s serves %q; context %d tokens, %d kept for the reply", provider, where, model,
@@ -224,7 +226,7 @@ func (a *App) doctorModel(ctx context.Context, d *doctor) {
 	m, err := a.newLLM(budget)
 	if err != nil {
 		d.line("FAIL", "model", "%s", err)
-		return
+		return budget
 	}
 	native, nerr := probeNative(ctx, m)
 	jsonOK, jerr := probeJSON(ctx, m)
@@ -245,6 +247,7 @@ func (a *App) doctorModel(ctx context.Context, d *doctor) {
 		d.line("FAIL", "model", "it neither made a native tool call nor followed the JSON protocol when asked to: "+
 			"it cannot drive tools; choose a model trained for tool use")
 	}
+	return budget
 }
 
 // probeNative asks for one native call of probeTool.
@@ -285,7 +288,7 @@ func probeJSON(ctx context.Context, m llm.Client) (bool, error) {
 	return false, nil
 }
 
-func (a *App) doctorTools(ctx context.Context, d *doctor) {
+func (a *App) doctorTools(ctx context.Context, d *doctor, b engine.Budget) {
 	if len(a.cfg.MCPServers) == 0 {
 		d.line("warn", "mcp", "no mcp_servers: the agent has no tools and can only comment")
 		return
@@ -306,7 +309,11 @@ func (a *App) doctorTools(ctx context.Context, d *doctor) {
 		}
 		d.line("ok", "mcp", "%s started with %d tools%s", s.Name, per[s.Name], scope)
 	}
-	b := a.budget(ctx)
+	if b.ContextLength == 0 {
+		d.line("ok", "mcp", "the system prompt and tool catalog fit in half of the context budget (started in %s)",
+			time.Since(start).Round(time.Millisecond))
+		return
+	}
 	d.line("ok", "mcp", "the system prompt and tool catalog fit in half of the %d-token budget (started in %s)",
 		b.ContextLength-b.Reserve, time.Since(start).Round(time.Millisecond))
 }

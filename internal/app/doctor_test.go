@@ -51,14 +51,21 @@ func wantLines(t *testing.T, out string, want ...string) {
 }
 
 func TestDoctorPassesAndFixesLabels(t *testing.T) {
-	for fg, provider := range map[string]string{task.GitHub: config.ProviderOpenAI, task.GitLab: config.ProviderOllama} {
-		t.Run(fg, func(t *testing.T) {
+	for _, c := range []struct{ forge, provider, model string }{
+		{task.GitHub, config.ProviderOpenAI, "gpt-test"},
+		{task.GitLab, config.ProviderOllama, "qwen-test"},
+		{task.GitHub, config.ProviderLMStudio, "local-model"},
+	} {
+		fg, provider := c.forge, c.provider
+		t.Run(fg+"-"+provider, func(t *testing.T) {
 			e := newEnv(t, setup{forge: fg, kind: task.Issue, provider: provider, native: true,
 				respond: modelThat(true, true)})
 			where := provider + " at " + e.model.OpenAIURL()
+			if provider == config.ProviderOllama {
+				where = provider + " at " + e.model.URL()
+			}
 			if fg == task.GitLab {
 				e.gl.AddMember("acme/app", e.gl.BotUsername, 30)
-				where = provider + " at " + e.model.URL()
 			}
 			out, err := doctor(t, e, false)
 			if err != nil {
@@ -67,7 +74,7 @@ func TestDoctorPassesAndFixesLabels(t *testing.T) {
 			wantLines(t, out, "warn  forge  "+fg+": acting as @", "a user account",
 				"ok    forge  acme/app: @", "may write",
 				"warn  labels acme/app lacks \"coding agent processing\"", "doctor --fix",
-				"ok    model  "+where+` serves "`+map[string]string{task.GitHub: "gpt-test", task.GitLab: "qwen-test"}[fg]+`"`,
+				"ok    model  "+where+` serves "`+c.model+`"`,
 				"it calls tools natively and in the JSON protocol",
 				"ok    mcp    fs started with 14 tools", "fit in half of the")
 			if strings.Contains(out, "FAIL") {

@@ -191,11 +191,11 @@ func TestUnreachableForgeAtStartIsAnError(t *testing.T) {
 // task is claimed (the task keeps its bot label for a later run), on
 // either wire.
 func TestUnreachableModelAtStartIsAnError(t *testing.T) {
-	for _, provider := range []string{config.ProviderOpenAI, config.ProviderOllama} {
+	for _, provider := range []string{config.ProviderOpenAI, config.ProviderOllama, config.ProviderLMStudio} {
 		t.Run(provider, func(t *testing.T) {
 			e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: provider})
 			down := unreachable(t)
-			e.cfg.LLM.OpenAI.BaseURL, e.cfg.LLM.Ollama.Endpoint = down+"/v1", down
+			e.cfg.LLM.OpenAI.BaseURL, e.cfg.LLM.Ollama.Endpoint, e.cfg.LLM.LMStudio.BaseURL = down+"/v1", down, down+"/v1"
 			err := e.run(context.Background())
 			if err == nil || !strings.Contains(err.Error(), "model server at "+down) || !strings.Contains(err.Error(), "does not answer") {
 				t.Fatalf("run = %v, want the model server named as not answering", err)
