@@ -98,6 +98,7 @@ func (t *Terminal) line(r slog.Record, a map[string]string) string {
 		ev := strings.TrimPrefix(r.Message, "task ")
 		t.st.mu.Lock()
 		url := t.st.urls[ref]
+		delete(t.st.urls, ref) // the run is over: a serve running for months keeps no list
 		t.st.mu.Unlock()
 		if url != "" && (ev == "done" || ev == "round done" || ev == "conversation ended") {
 			return ref + " " + ev + " " + url
