@@ -235,36 +235,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 // TestTakeoverRules drives liveness through the injected probe.
 func TestTakeoverRules(t *testing.T) {
 	t.Parallel()
-	const deadPID = 4242
-	s := mustOpen(t, pgtest.Schema(t), Options{
-		Hostname: "h1",
-		Alive:    func(pid int) bool { return pid != deadPID },
-	})
-	me := store.Owner{Host: "h1", PID: 1000, Instance: "me", Model: "new", Lease: time.Hour}
-	cases := []struct {
-		holder   store.Owner
-		takeover bool
-	}{
-		{store.Owner{Host: "h1", PID: deadPID, Instance: "a", Lease: time.Hour}, true},
-		{store.Owner{Host: "h1", PID: deadPID + 1, Instance: "b", Lease: time.Hour}, false},
-		{store.Owner{Host: "h2", PID: deadPID, Instance: "c", Lease: time.Hour}, false},
-		{store.Owner{Host: "h2", PID: deadPID + 1, Instance: "d"}, true}, // its lease has lapsed
-	}
-	for i, c := range cases {
-		ref := storetest.Ref(i + 1)
-		if _, err := s.Claim(t.Context(), ref, c.holder); err != nil {
-			t.Fatal(err)
-		}
-		rec, err := s.Claim(t.Context(), ref, me)
-		switch {
-		case c.takeover && err != nil:
-			t.Errorf("holder %+v: Claim = %v, want takeover", c.holder, err)
-		case c.takeover && (rec.Host != "h1" || rec.PID != 1000 || rec.Model != "new"):
-			t.Errorf("holder %+v: after takeover %+v", c.holder, rec)
-		case !c.takeover && !errors.Is(err, store.ErrClaimed):
-			t.Errorf("holder %+v: Claim = %v, want ErrClaimed", c.holder, err)
-		}
-	}
+	storetest.TakeoverRules(t, mustOpen(t, pgtest.Schema(t), Options{Hostname: storetest.ProbeHost, Alive: storetest.ProbeAlive}))
 }
 
 func TestTimesFromClock(t *testing.T) {

@@ -632,3 +632,46 @@ func testFencedCheckpoint(t *testing.T, s store.Store) {
 		t.Errorf("a fenced save for an unknown task: %v, want ErrNotFound", err)
 	}
 }
+
+// The probe a store is opened with for TakeoverRules: this host's name, and
+// which of its PIDs live (all but ProbeDeadPID).
+const (
+	ProbeHost    = "h1"
+	ProbeDeadPID = 4242
+)
+
+// ProbeAlive is the liveness probe TakeoverRules expects.
+func ProbeAlive(pid int) bool { return pid != ProbeDeadPID }
+
+// TakeoverRules checks the claim rule against holders of every kind, on a
+// store opened with Hostname ProbeHost and Alive ProbeAlive: a dead process
+// of this host is taken over at once, a live one and one on another host
+// hold while their lease runs, a lapsed lease does not hold.
+func TakeoverRules(t *testing.T, s store.Store) {
+	t.Helper()
+	me := store.Owner{Host: ProbeHost, PID: 1000, Instance: "me", Model: "new", Lease: time.Hour}
+	cases := []struct {
+		holder   store.Owner
+		takeover bool
+	}{
+		{store.Owner{Host: ProbeHost, PID: ProbeDeadPID, Instance: "a", Lease: time.Hour}, true},
+		{store.Owner{Host: ProbeHost, PID: ProbeDeadPID + 1, Instance: "b", Lease: time.Hour}, false},
+		{store.Owner{Host: "h2", PID: ProbeDeadPID, Instance: "c", Lease: time.Hour}, false},
+		{store.Owner{Host: "h2", PID: ProbeDeadPID + 1, Instance: "d"}, true}, // its lease has lapsed
+	}
+	for i, c := range cases {
+		ref := Ref(i + 1)
+		if _, err := s.Claim(t.Context(), ref, c.holder); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := s.Claim(t.Context(), ref, me)
+		switch {
+		case c.takeover && err != nil:
+			t.Errorf("holder %+v: Claim = %v, want takeover", c.holder, err)
+		case c.takeover && (rec.Host != ProbeHost || rec.PID != 1000 || rec.Model != "new"):
+			t.Errorf("holder %+v: after takeover %+v", c.holder, rec)
+		case !c.takeover && !errors.Is(err, store.ErrClaimed):
+			t.Errorf("holder %+v: Claim = %v, want ErrClaimed", c.holder, err)
+		}
+	}
+}
