@@ -4,9 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/coding-agent/coding-agent/internal/app"
 	"github.com/coding-agent/coding-agent/internal/config"
-	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/queue/rabbitmq/rmqtest"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
@@ -52,24 +50,7 @@ func TestProduceThenConsumeOverRabbitMQ(t *testing.T) {
 func TestServeShutdownOverRabbitMQRedeliversAndResumes(t *testing.T) {
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 	useRabbitMQ(t, e)
-	arrived, release := make(chan struct{}), make(chan struct{})
-	e.model.Script(llmtest.Slow{Arrived: arrived, Release: release,
-		Then: llmtest.Reply{Content: `{"comment":"Writing hello.txt.","command":{"tool":"fs/write_file","args":{"path":"` +
-			e.workspace + `/hello.txt","content":"hello from coding-agent\n"}}}`}})
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, e.cfg, app.Options{Sleep: noWait})
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- a.Serve(ctx) }()
-	<-arrived
-	cancel()
-	close(release)
-	if err := <-served; err != nil {
-		t.Fatalf("serve: %v", err)
-	}
-	a.Close()
+	serveStoppedMidAnswer(t, e)
 	if rec := e.record(); rec.Status != task.Queued || rec.Counters.LLMCalls != 1 {
 		t.Fatalf("after shutdown: %+v", rec)
 	}

@@ -19,25 +19,7 @@ import (
 // without asking the model again for what it already answered.
 func TestServeShutdownCheckpointsAndRunResumes(t *testing.T) {
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
-	arrived, release := make(chan struct{}), make(chan struct{})
-	e.model.Script(llmtest.Slow{Arrived: arrived, Release: release,
-		Then: llmtest.Reply{Content: `{"comment":"Writing hello.txt.","command":{"tool":"fs/write_file","args":{"path":"` +
-			e.workspace + `/hello.txt","content":"hello from coding-agent\n"}}}`}})
-
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, e.cfg, app.Options{Sleep: noWait})
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- a.Serve(ctx) }()
-	<-arrived
-	cancel() // the signal arrives while the model is working
-	close(release)
-	if err := <-served; err != nil {
-		t.Fatalf("serve: %v", err)
-	}
-	a.Close()
+	serveStoppedMidAnswer(t, e)
 
 	if rec := e.record(); rec.Status != task.Queued || rec.Counters.LLMCalls != 1 || rec.Counters.ToolCalls != 1 {
 		t.Fatalf("after shutdown: %+v", rec)
@@ -112,4 +94,29 @@ func TestPlannedServeShutdownResumesAtTheFirstAction(t *testing.T) {
 	if got := e.history(t); got[0].Type != "plan" || slices.IndexFunc(got[1:], func(en plan.Entry) bool { return en.Type == "plan" }) >= 0 {
 		t.Errorf("history %+v, want one plan", got)
 	}
+}
+
+// serveStoppedMidAnswer runs serve on e and stops it (as SIGTERM does)
+// while the model is answering its first request, which then answers a
+// call to write hello.txt; it returns once serve has returned.
+func serveStoppedMidAnswer(t *testing.T, e *env) {
+	t.Helper()
+	arrived, release := make(chan struct{}), make(chan struct{})
+	e.model.Script(llmtest.Slow{Arrived: arrived, Release: release,
+		Then: llmtest.Reply{Content: `{"comment":"Writing hello.txt.","command":{"tool":"fs/write_file","args":{"path":"` +
+			e.workspace + `/hello.txt","content":"hello from coding-agent\n"}}}`}})
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, e.cfg, app.Options{Sleep: noWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- a.Serve(ctx) }()
+	<-arrived
+	cancel() // the signal arrives while the model is working
+	close(release)
+	if err := <-served; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	a.Close()
 }
