@@ -67,7 +67,7 @@ func (w *Worker) Consume(ctx context.Context) error {
 					how = leave
 				}
 				w.settleJob(d, how)
-				w.finished()
+				w.finished(d.Job.Ref)
 				if err != nil {
 					stop.Do(func() { close(stopped) })
 					errs <- err

@@ -109,3 +109,27 @@ func TestDrainDoesEveryTaskAFewAtATime(t *testing.T) {
 		t.Errorf("the store held %d tasks queued or running at once, more than the 2 workers", r.maxHeld)
 	}
 }
+
+// serve runs the store's backlog before every pass: a job still waiting in
+// the queue is queued again (a no-op for the queue) and must not count as
+// a second job, or the process would think its workers taken for good.
+func TestBacklogOfAWaitingJobDoesNotTakeAWorker(t *testing.T) {
+	wd, q, _ := fairWorld(t, true)
+	if p, err := wd.w.Pass(t.Context()); err != nil || p.Queued != 2 {
+		t.Fatalf("first pass: %+v, %v; want 2 queued", p, err)
+	}
+	for range 3 {
+		if _, err := wd.w.Backlog(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q.Close()
+	if err := wd.w.Consume(t.Context()); err != nil { // the two jobs, each once
+		t.Fatal(err)
+	}
+	q2 := memqueue.New(memqueue.Options{})
+	wd.w.o.Queue = q2
+	if p, err := wd.w.Pass(t.Context()); err != nil || p.Queued != 2 || p.Left != 1 {
+		t.Fatalf("pass once both jobs were done: %+v, %v; want 2 queued (both workers free), 1 left", p, err)
+	}
+}

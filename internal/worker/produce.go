@@ -58,7 +58,7 @@ func (w *Worker) Pass(ctx context.Context) (PassResult, error) {
 		if ctx.Err() != nil {
 			return p, ctx.Err()
 		}
-		if w.o.FairClaim && w.held.Load() >= int64(w.o.Workers) {
+		if w.o.FairClaim && w.held() >= w.o.Workers {
 			p.Left = len(refs) - i
 			w.o.Logger.Debug("every worker is taken; leaving the other tasks for the next pass", "left", p.Left)
 			break
@@ -108,13 +108,21 @@ func (w *Worker) Drain(ctx context.Context) (int, error) {
 // Signals do not pile up: one waits at most.
 func (w *Worker) Freed() <-chan struct{} { return w.freed }
 
-// finished counts off a job the consumers are done with (FairClaim) and
-// signals a free worker.
-func (w *Worker) finished() {
+// held is how many tasks this process queued (FairClaim) that its
+// consumers have not finished.
+func (w *Worker) held() int {
+	n := 0
+	w.queued.Range(func(any, any) bool { n++; return true })
+	return n
+}
+
+// finished counts off ref's job, which the consumers are done with
+// (FairClaim), and signals a free worker.
+func (w *Worker) finished(ref task.Ref) {
 	if !w.o.FairClaim {
 		return
 	}
-	w.held.Add(-1)
+	w.queued.Delete(ref)
 	select {
 	case w.freed <- struct{}{}:
 	default:
@@ -132,7 +140,7 @@ func (w *Worker) enqueue(ctx context.Context, ref task.Ref) error {
 		return fmt.Errorf("queueing %s: %w", ref, err)
 	}
 	if w.o.FairClaim {
-		w.held.Add(1)
+		w.queued.Store(ref, struct{}{})
 	}
 	return nil
 }

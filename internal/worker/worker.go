@@ -88,10 +88,12 @@ type Worker struct {
 	judging sync.Mutex    // Replies runs one at a time
 	rounds  atomic.Uint64 // lease renewal rounds begun (holdLeases)
 	hold    holding       // holds on the forge (Options.ForgeLease)
-	// held counts the jobs this process queued (FairClaim) that its
-	// consumers have not finished; freed gets a signal when one finishes.
-	held  atomic.Int64
-	freed chan struct{}
+	// queued holds the tasks whose jobs this process queued (FairClaim)
+	// and its consumers have not finished: a task queued again while its
+	// job waits is one job, as it is in the queue. freed gets a signal
+	// when one finishes.
+	queued sync.Map // task.Ref → struct{}
+	freed  chan struct{}
 }
 
 // New returns a Worker.
