@@ -19,6 +19,20 @@ type Result struct {
 	Truncated bool
 	// Bytes is the size of the text before any cut.
 	Bytes int
+	// Ran is set when the call ran a command in the task's sandbox: a call
+	// of the built-in workspace server's run_command that got as far as
+	// starting it. Only the daemon's own in-process server sets it, so what
+	// a third-party server says it ran is never taken for evidence.
+	Ran *CommandRun
+}
+
+// CommandRun is a command run in the task's sandbox and how it ended: what
+// the closing comment and the pull request may say was run, and nothing
+// else.
+type CommandRun struct {
+	Command  string `json:"command"`
+	ExitCode int    `json:"exit_code"` // -1 when it did not exit on its own (a signal, the timeout)
+	TimedOut bool   `json:"timed_out,omitempty"`
 }
 
 // renderContent turns an MCP tool result into the text the model reads: text
