@@ -21,12 +21,12 @@ func (s *server) call(ctx context.Context, tool string, args map[string]any) (Re
 	}
 	base, cancelBase := s.life.bind(ctx)
 	defer cancelBase()
-	callCtx, cancel := context.WithTimeout(base, s.h.opts.CallTimeout)
+	callCtx, cancel := context.WithTimeout(base, s.callTimeout())
 	defer cancel()
 	start := time.Now()
 	res, err := c.sess.CallTool(callCtx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err == nil {
-		r := s.h.result(res)
+		r := s.h.result(res, s.cfg.InProcess != nil)
 		s.log.Debug("MCP tool call", "server", s.cfg.Name, "tool", tool, "duration", time.Since(start),
 			"is_error", r.IsError, "bytes", r.Bytes)
 		return r, nil
@@ -67,8 +67,8 @@ func (s *server) crashed(ctx context.Context, c *conn, full string, cause error)
 func (s *server) timedOut(ctx context.Context, c *conn, tool string) (Result, error) {
 	full := s.cfg.Name + "/" + tool
 	s.log.Warn("MCP tool call timed out; restarting the server", "server", s.cfg.Name, "tool", tool,
-		"timeout", s.h.opts.CallTimeout, "stderr", c.proc.stderrTail())
-	what := fmt.Sprintf("The call to %s timed out after %v and was cancelled", full, s.h.opts.CallTimeout)
+		"timeout", s.callTimeout(), "stderr", c.proc.stderrTail())
+	what := fmt.Sprintf("The call to %s timed out after %v and was cancelled", full, s.callTimeout())
 	if err := s.replace(ctx, c); err != nil {
 		if sysErr := s.systemError(ctx, full, err); sysErr != nil {
 			return Result{}, sysErr
@@ -96,4 +96,12 @@ func (s *server) systemError(ctx context.Context, full string, cause error) erro
 		return fmt.Errorf("calling MCP tool %s: %w", full, ErrClosed)
 	}
 	return nil
+}
+
+// callTimeout bounds one call of the server's tools.
+func (s *server) callTimeout() time.Duration {
+	if s.cfg.CallTimeout > 0 {
+		return s.cfg.CallTimeout
+	}
+	return s.h.opts.CallTimeout
 }

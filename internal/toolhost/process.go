@@ -1,6 +1,7 @@
 package toolhost
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -72,14 +73,25 @@ func newProcess(cfg ServerConfig, log *slog.Logger) *process {
 }
 
 // command builds the server's command: restricted environment, stderr to the
-// log, killed with us, in a process group of its own so Close can end it all.
-func (p *process) command(cfg ServerConfig) *exec.Cmd {
-	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
-	cmd.Env = serverEnv(cfg.Env)
+// log, killed with us, in a process group of its own so Close can end it all;
+// or, for a confined server, the sandbox's command, which brings all that
+// itself.
+func (p *process) command(cfg ServerConfig) (*exec.Cmd, error) {
+	var cmd *exec.Cmd
+	if cfg.Confine != nil {
+		c, err := cfg.Confine(cfg.vars, cfg.Command, cfg.Env)
+		if err != nil {
+			return nil, fmt.Errorf("confining the server: %w", err)
+		}
+		cmd = c
+	} else {
+		cmd = exec.Command(cfg.Command[0], cfg.Command[1:]...)
+		cmd.Env = serverEnv(cfg.Env)
+		procgroup.Own(cmd)
+	}
 	cmd.Stderr = p
 	cmd.WaitDelay = waitDelay
-	procgroup.Own(cmd)
-	return cmd
+	return cmd, nil
 }
 
 // Write receives the server's stderr.

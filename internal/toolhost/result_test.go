@@ -72,7 +72,7 @@ func TestRenderContent(t *testing.T) {
 
 func TestResultKeepsIsErrorAndCaps(t *testing.T) {
 	h := &Host{opts: Options{MaxResultBytes: 64}.withDefaults()}
-	r := h.result(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("ж", 100)}}})
+	r := h.result(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("ж", 100)}}}, false)
 	if !r.IsError || !r.Truncated || r.Bytes != 200 || len(r.Text) > 64 || !utf8.ValidString(r.Text) {
 		t.Errorf("result = %+v", r)
 	}

@@ -212,8 +212,20 @@ func (s *server) launch(ctx context.Context, ready func(context.Context, *mcp.Cl
 	return c, nil
 }
 
-// transport returns how to reach the server: the Connect hook, or its command.
+// transport returns how to reach the server: in process, the Connect hook,
+// or its command.
 func (s *server) transport(ctx context.Context) (mcp.Transport, *process, error) {
+	if s.cfg.InProcess != nil {
+		srv, err := s.cfg.InProcess(s.cfg.vars)
+		if err != nil {
+			return nil, nil, fmt.Errorf("making the in-process server: %w", err)
+		}
+		client, own := mcp.NewInMemoryTransports()
+		if _, err := srv.Connect(ctx, own, nil); err != nil {
+			return nil, nil, fmt.Errorf("connecting to the in-process server: %w", err)
+		}
+		return client, nil, nil
+	}
 	if connect := s.h.opts.Connect; connect != nil {
 		t, err := connect(ctx, s.cfg)
 		if err != nil {
@@ -222,7 +234,10 @@ func (s *server) transport(ctx context.Context) (mcp.Transport, *process, error)
 		return t, nil, nil
 	}
 	p := newProcess(s.cfg, s.log)
-	cmd := p.command(s.cfg)
+	cmd, err := p.command(s.cfg)
+	if err != nil {
+		return nil, nil, err
+	}
 	return &stdioTransport{cmd: cmd, proc: p, stopTimeout: s.h.opts.StopTimeout}, p, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -86,6 +87,7 @@ func (c ServerConfig) forTask(v TaskVars) (ServerConfig, error) {
 			out.Env[k] = v.expand(val, &empty)
 		}
 	}
+	out.vars = v
 	if len(empty) > 0 {
 		slices.Sort(empty)
 		return ServerConfig{}, fmt.Errorf("MCP server %q uses ${%s}, which the task leaves empty", c.Name, strings.Join(empty, "}, ${"))
@@ -104,11 +106,18 @@ func (c ServerConfig) scope() Scope {
 // lists its tools and stops it (see Start). The server it returns holds
 // the tools and cfg as configured, and no instance.
 func (h *Host) probe(ctx context.Context, cfg ServerConfig) (*server, error) {
-	dir, err := os.MkdirTemp("", "coding-agent-probe-")
+	// The workspace is a folder of its own in a folder of its own, as a
+	// task's checkout is in its task's folder (a confined server keeps its
+	// private folders beside it).
+	folder, err := os.MkdirTemp("", "coding-agent-probe-")
 	if err != nil {
 		return nil, fmt.Errorf("creating the probe's workspace: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	defer os.RemoveAll(folder)
+	dir := filepath.Join(folder, "work")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the probe's workspace: %w", err)
+	}
 	expanded, err := cfg.forTask(TaskVars{Workspace: dir, TaskRef: probeValue, Branch: probeValue})
 	if err != nil {
 		return nil, err

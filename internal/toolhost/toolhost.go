@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os/exec"
 	"path"
 	"slices"
 	"strings"
@@ -70,6 +71,24 @@ type ServerConfig struct {
 	// glob matches. A tool not offered is not callable either: the model
 	// gets the "unknown tool" answer.
 	Allow, Deny []string
+	// InProcess, when set, serves the server from this process instead of
+	// running Command: it is called with the task's variables (the probe's
+	// placeholders at Start) and the server it returns is connected over
+	// in-memory transports. Only such a server's results may carry
+	// Result.Ran: it is the daemon's own.
+	InProcess func(vars TaskVars) (*mcp.Server, error)
+	// Confine, when set, makes the process that runs Command (expanded)
+	// with Env: a task's sandbox, with the task's variables. The command it
+	// returns must end its whole tree when its process is killed; the host
+	// adds only stderr and the wait delay.
+	Confine func(vars TaskVars, argv []string, env map[string]string) (*exec.Cmd, error)
+	// CallTimeout bounds each call of this server's tools instead of
+	// Options.CallTimeout (the built-in server's commands have their own,
+	// longer limit); 0: Options.CallTimeout.
+	CallTimeout time.Duration
+
+	// vars are the task's values an instance was expanded with (forTask).
+	vars TaskVars
 }
 
 // offers reports whether the server offers its tool name to the model. The
@@ -234,7 +253,7 @@ func validate(opts Options) error {
 			errs = append(errs, fmt.Errorf("starting MCP server %q: the name must not contain '/' or spaces", s.Name))
 		case seen[s.Name]:
 			errs = append(errs, fmt.Errorf("starting MCP server %q: duplicate server name", s.Name))
-		case opts.Connect == nil && len(s.Command) == 0:
+		case opts.Connect == nil && s.InProcess == nil && len(s.Command) == 0:
 			errs = append(errs, fmt.Errorf("starting MCP server %q: no command", s.Name))
 		case s.Scope != "" && s.Scope != ScopeProcess && s.Scope != ScopeTask:
 			errs = append(errs, fmt.Errorf("starting MCP server %q: scope %q is not %q or %q", s.Name, s.Scope, ScopeProcess, ScopeTask))
@@ -374,10 +393,31 @@ func (h *Host) toolError(msg string) Result {
 
 // result turns an MCP tool result into a Result, redacted before it is
 // cut (a secret across the cut would leave its first part behind).
-func (h *Host) result(res *mcp.CallToolResult) Result {
+func (h *Host) result(res *mcp.CallToolResult, own bool) Result {
 	r := truncate(h.opts.Redact(renderContent(res)), h.opts.MaxResultBytes)
 	r.IsError = res.IsError
+	if own {
+		r.Ran = h.ran(res.StructuredContent)
+	}
 	return r
+}
+
+// ran reads the command an in-process server's result says it ran: a
+// structured content with a command line; nil when it has none.
+func (h *Host) ran(structured any) *CommandRun {
+	if structured == nil {
+		return nil
+	}
+	b, err := json.Marshal(structured)
+	if err != nil {
+		return nil
+	}
+	var c CommandRun
+	if json.Unmarshal(b, &c) != nil || c.Command == "" {
+		return nil
+	}
+	c.Command = h.opts.Redact(c.Command)
+	return &c
 }
 
 // Close stops every server, and the instances of every session still open:
