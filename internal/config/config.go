@@ -11,8 +11,8 @@
 //   - $NAME without braces is taken for a forgotten ${NAME} (a problem that
 //     shows the fix) where nothing else is likely: a value that is $NAME
 //     alone, and an upper-case $NAME inside any longer value but an MCP
-//     server's command and system_prompt and the completion keywords (a
-//     shell script's and prose's own $). Any other $ is kept as is: before
+//     server's command and system_prompt, workspace.checks, sandbox.setup
+//     and the completion keywords (a shell script's and prose's own $). Any other $ is kept as is: before
 //     a digit or punctuation, at the end, a lower-case $name inside text.
 //     Inside a flow list or map ([a, b] or
 //     {k: v}) a value holding ${...} must be quoted, as YAML requires.

@@ -501,3 +501,28 @@ func (s Server) validate(k *checker) {
 		k.add("server.listen", "the port must be a number from 0 to 65535")
 	}
 }
+
+// Warnings are the things a valid config does that are worth telling: Parse
+// and Load return them with the decoder's own.
+//   - no tools at all: no mcp_servers, and the built-in tools turned off;
+//   - sandbox.network: off with sandbox.require: none, where a host without
+//     namespaces or Landlock could not keep the network from the commands;
+//   - each sandbox.env variable held for a secret: the model's commands can
+//     read it, and write it into the work they deliver.
+func (c *Config) Warnings() []Warning {
+	var ws []Warning
+	if len(c.MCPServers) == 0 && !c.BuiltinTools() {
+		ws = append(ws, Warning{Path: "mcp_servers", Msg: "none configured: the agent would have no tools, " +
+			"and could only write comments (workspace.builtin_tools is false)"})
+	}
+	if c.Sandbox.Require == SandboxNone && c.Sandbox.Network == NetworkOff {
+		ws = append(ws, Warning{Path: "sandbox.network", Msg: "off is kept only where the host gives namespaces or Landlock: " +
+			"with sandbox.require: none, on a host without either the commands run with the network " +
+			"(coding-agent doctor says what this host gives)"})
+	}
+	for _, name := range c.sandboxSecrets() {
+		ws = append(ws, Warning{Path: "sandbox.env." + name, Msg: "is taken for a secret: it is redacted from logs and comments, " +
+			"but the model's commands can read it, and could write it into the work that is delivered"})
+	}
+	return ws
+}
