@@ -412,9 +412,8 @@ type Workspace struct {
 	// one (non-zero exit) goes back to the model with its output. They
 	// need a workspace. Default none.
 	Checks []string `yaml:"checks"`
-	// CheckRounds is how many times a failing check goes back to the
-	// model before the round ends failed; default 2, >= 0 (0: the first
-	// failure ends it).
+	// CheckRounds is how many times, at most, a failing check goes back
+	// to the model in a round; default 2, >= 0 (0: never).
 	CheckRounds int `yaml:"check_rounds"`
 }
 
