@@ -42,7 +42,7 @@ func TestStarterParses(t *testing.T) {
 					t.Error("the starter needs Node.js")
 				}
 				// Uncommented, the commented keys parse too: every one is spelled right.
-				uncommented := regexp.MustCompile(`(?m)^(\s*)# (\s*(?:- )?(?:` + strings.Join(commentedKeys, "|") + `):)`).
+				uncommented := regexp.MustCompile(`(?m)^(\s*)# (\s*(?:- )?(?:`+strings.Join(commentedKeys, "|")+`):)`).
 					ReplaceAllString(string(data), "$1$2")
 				if uc, _, err := config.Parse([]byte(uncommented), env(vars)); err != nil {
 					t.Errorf("uncommented:\n%v", err)
