@@ -11,8 +11,8 @@
 //   - $NAME without braces is taken for a forgotten ${NAME} (a problem that
 //     shows the fix) where nothing else is likely: a value that is $NAME
 //     alone, and an upper-case $NAME inside any longer value but an MCP
-//     server's command and system_prompt and the completion keywords (a
-//     shell script's and prose's own $). Any other $ is kept as is: before
+//     server's command and system_prompt, workspace.checks, sandbox.setup
+//     and the completion keywords (a shell script's and prose's own $). Any other $ is kept as is: before
 //     a digit or punctuation, at the end, a lower-case $name inside text.
 //     Inside a flow list or map ([a, b] or
 //     {k: v}) a value holding ${...} must be quoted, as YAML requires.
@@ -35,7 +35,9 @@ package config
 import (
 	"cmp"
 	"log/slog"
+	"maps"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -87,7 +89,8 @@ type Config struct {
 	CommentDetection CommentDetection `yaml:"comment_detection"`   // reading new comments while a task runs
 	Conversation     Conversation     `yaml:"conversation"`        // the follow-up conversation after a task
 	Trust            Trust            `yaml:"trust"`               // who may start and steer the agent
-	Workspace        Workspace        `yaml:"workspace"`           // a git checkout per task
+	Workspace        Workspace        `yaml:"workspace"`           // a git checkout per task, the built-in tools and the checks
+	Sandbox          Sandbox          `yaml:"sandbox"`             // how the commands the model runs are confined
 	Delivery         Delivery         `yaml:"delivery"`            // the work as a branch and a draft pull/merge request
 	Queue            Queue            `yaml:"queue"`               // the job queue between producer and consumers
 	Server           Server           `yaml:"server"`              // serve's HTTP listener: webhooks, /healthz, /readyz, /metrics
@@ -231,6 +234,11 @@ type MCPServer struct {
 	Scope        string            `yaml:"scope"`                // ScopeProcess (default; "" too) or ScopeTask
 	SystemPrompt string            `yaml:"system_prompt"`        // text added to the system prompt about this server
 	Tools        ToolFilter        `yaml:"tools"`                // which of the server's tools are offered
+	// Sandbox runs the server inside the task's sandbox (the sandbox
+	// section's limits, its network setting, the checkout its only
+	// writable place) instead of as a plain child process; only with
+	// Scope task, since a process-scoped server serves every task.
+	Sandbox bool `yaml:"sandbox"`
 }
 
 // PerTask reports whether the server runs one instance per task.
@@ -388,11 +396,25 @@ type Trust struct {
 }
 
 // Workspace is the workspace section. A task gets a workspace (a git
-// checkout of its repository) when a task-scoped MCP server can reach it:
-// some mcp_servers[] entry has scope: task.
+// checkout of its repository) when something can work in it: the built-in
+// tools (BuiltinTools), or some mcp_servers[] entry with scope: task.
 type Workspace struct {
 	Root string `yaml:"root"` // one folder per task below it; default ./workspaces
 	Keep string `yaml:"keep"` // never, failed or always: which ended tasks' workspaces stay; default failed
+	// BuiltinTools turns the in-process MCP server named "workspace" on
+	// or off: read, write, edit, list, search and run_command in the
+	// task's checkout, each command in the sandbox. nil (the default):
+	// on, unless mcp_servers are configured and none is task-scoped; see
+	// Config.BuiltinTools.
+	BuiltinTools *bool `yaml:"builtin_tools"`
+	// Checks are shell command lines the daemon itself runs in the
+	// sandbox, in the checkout, before a round is called done; a failing
+	// one (non-zero exit) goes back to the model with its output. They
+	// need a workspace. Default none.
+	Checks []string `yaml:"checks"`
+	// CheckRounds is how many times, at most, a failing check goes back
+	// to the model in a round; default 2, >= 0 (0: never).
+	CheckRounds int `yaml:"check_rounds"`
 }
 
 // Values of workspace.keep.
@@ -401,6 +423,106 @@ const (
 	KeepFailed = "failed"
 	KeepAlways = "always"
 )
+
+// Values of sandbox.require: the least isolation the commands the model
+// runs (and the checks, the setup and the sandboxed servers) may run with.
+// A host that gives less refuses to run them.
+const (
+	SandboxNamespaces = "namespaces" // the commands run in Linux namespaces of their own (the default)
+	SandboxLandlock   = "landlock"   // Landlock's file-system rules at least, namespaces where the host gives them
+	SandboxNone       = "none"       // no isolation required: without either, commands run as plain child processes
+)
+
+// Values of sandbox.network.
+const (
+	NetworkOff = "off" // the commands have no network (the setup always has it)
+	NetworkOn  = "on"  // the commands share the host's network
+)
+
+// Limits of the sandbox section's numbers.
+const (
+	MaxCommandTimeoutSeconds = 3600    // sandbox.command_timeout_seconds at most
+	MinMemoryMB              = 64      // sandbox.memory_mb at least
+	MinMaxProcesses          = 8       // sandbox.max_processes at least
+	MinOutputBytes           = 1024    // sandbox.max_output_bytes at least
+	MaxOutputBytes           = 1 << 20 // sandbox.max_output_bytes at most
+)
+
+// Sandbox is the sandbox section: how every command the model runs (the
+// built-in run_command), the checks, the setup and the servers with
+// sandbox: true are confined. The checkout is their one writable place.
+type Sandbox struct {
+	// Require is the least isolation commands may run with:
+	// SandboxNamespaces (default), SandboxLandlock or SandboxNone. On a
+	// host that gives less, commands are refused, not run unconfined.
+	Require string `yaml:"require"`
+	// Network is NetworkOff (default) or NetworkOn: whether the model's
+	// commands and the checks reach the network. The setup always does.
+	Network string `yaml:"network"`
+	// Setup are shell command lines run in the sandbox, in the checkout,
+	// with the network on, before the model's first request, and again
+	// when a file SetupWatch matches has changed (installing the
+	// repository's dependencies). They need a workspace. Default none.
+	Setup []string `yaml:"setup"`
+	// SetupWatch are globs (path.Match syntax, "/"-separated) of paths
+	// relative to the checkout whose change runs Setup again: each is
+	// matched against the whole relative path, so package.json is the
+	// root's and web/package.json the one in web/. Default
+	// DefaultSetupWatch(); a list replaces it, [] for none.
+	SetupWatch []string `yaml:"setup_watch"`
+	// CommandTimeoutSeconds: a command still running after this long is
+	// killed with all its processes; default 300, from 1 to 3600.
+	CommandTimeoutSeconds int `yaml:"command_timeout_seconds"`
+	// MemoryMB is the memory a command (with its children) may use;
+	// default 2048, >= 64.
+	MemoryMB int `yaml:"memory_mb"`
+	// MaxProcesses is how many processes a command may have at once;
+	// default 256, >= 8.
+	MaxProcesses int `yaml:"max_processes"`
+	// MaxOutputBytes is how much of a command's output is kept (the rest
+	// is cut, with a note); default 65536, from 1024 to 1 MiB.
+	MaxOutputBytes int `yaml:"max_output_bytes"`
+	// Env are extra variables the commands see, besides the sandbox's own
+	// (PATH, HOME and the like). Names are [A-Za-z_][A-Za-z0-9_]*. A value
+	// whose name says it is a secret (see secretEnvKey) is redacted from
+	// logs and comments like the tokens, but the model's commands can
+	// read it: Parse warns about each one.
+	Env map[string]string `yaml:"env"`
+	// ReadOnlyPaths are extra absolute directories the commands may read
+	// (toolchains and caches outside /usr, e.g. /opt/go or a build
+	// cache); default none.
+	ReadOnlyPaths []string `yaml:"read_only_paths"`
+}
+
+// defaultSetupWatch are the dependency manifests and lock files at the
+// checkout's root whose change runs the setup again.
+var defaultSetupWatch = []string{
+	"requirements*.txt", "pyproject.toml", "setup.py", "setup.cfg", "Pipfile", "Pipfile.lock", "poetry.lock", "uv.lock",
+	"package.json", "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml",
+	"go.mod", "go.sum",
+	"Cargo.toml", "Cargo.lock",
+	"Gemfile", "Gemfile.lock",
+	"composer.json", "composer.lock",
+}
+
+// DefaultSetupWatch returns a copy of the default sandbox.setup_watch.
+func DefaultSetupWatch() []string { return slices.Clone(defaultSetupWatch) }
+
+// Watched reports whether a change of the file at rel (relative to the
+// checkout, "/"-separated) runs the setup again: a SetupWatch glob
+// matches it whole.
+func (s Sandbox) Watched(rel string) bool {
+	rel = strings.TrimPrefix(path.Clean("/"+rel), "/")
+	return slices.ContainsFunc(s.SetupWatch, func(g string) bool {
+		ok, err := path.Match(g, rel)
+		return ok && err == nil
+	})
+}
+
+// CommandTimeout is the deadline of one command in the sandbox.
+func (s Sandbox) CommandTimeout() time.Duration {
+	return time.Duration(s.CommandTimeoutSeconds) * time.Second
+}
 
 // Delivery is the delivery section: when a task with a workspace ends done
 // and its workspace has changes, they become one commit pushed to a branch
@@ -411,6 +533,10 @@ type Delivery struct {
 	Draft        bool     `yaml:"draft"`         // default true: the pull/merge request is a draft
 	BranchPrefix string   `yaml:"branch_prefix"` // default coding-agent/: an issue's branch is coding-agent/issue-12
 	Author       Identity `yaml:"author"`        // the commits' author and committer
+	// MaxFileBytes: a file of the checkout larger than this many bytes is
+	// left out of the commit (and the closing comment names it); default
+	// 5,000,000, > 0.
+	MaxFileBytes int64 `yaml:"max_file_bytes"`
 }
 
 // Values of queue.type.
@@ -439,11 +565,27 @@ type Identity struct {
 	Email string `yaml:"email"` // default coding-agent@users.noreply.example
 }
 
-// TaskWorkspaces reports whether tasks get a workspace: some MCP server is
-// task-scoped.
+// TaskWorkspaces reports whether tasks get a workspace: the built-in tools
+// are on, or some MCP server is task-scoped.
 func (c *Config) TaskWorkspaces() bool {
-	return slices.ContainsFunc(c.MCPServers, MCPServer.PerTask)
+	return c.BuiltinTools() || slices.ContainsFunc(c.MCPServers, MCPServer.PerTask)
 }
+
+// BuiltinTools reports whether tasks get the built-in workspace tools:
+// workspace.builtin_tools when it is set, else true unless mcp_servers
+// are configured and none of them is task-scoped (such a config works
+// without a checkout, as it did before the built-in tools).
+func (c *Config) BuiltinTools() bool {
+	if b := c.Workspace.BuiltinTools; b != nil {
+		return *b
+	}
+	return len(c.MCPServers) == 0 || slices.ContainsFunc(c.MCPServers, MCPServer.PerTask)
+}
+
+// BuiltinServer is the name of the built-in tools' in-process MCP server:
+// its tools are offered as workspace/read and the like, so no configured
+// server may have it while they are on.
+const BuiltinServer = "workspace"
 
 // defaultCompletionKeywords are the words of a reply that end a conversation
 // when none are configured (Japanese and English thanks and acknowledgements).
@@ -490,8 +632,10 @@ func Default() *Config {
 		Planning:         defaultPlanning(),
 		CommentDetection: CommentDetection{Enabled: true, CheckInterval: 1},
 		Trust:            Trust{LabelerNeedsWriteAccess: true, HearAuthorWithoutAccess: true},
-		Workspace:        Workspace{Root: "./workspaces", Keep: KeepFailed},
-		Delivery: Delivery{Enabled: true, Draft: true, BranchPrefix: "coding-agent/",
+		Workspace:        Workspace{Root: "./workspaces", Keep: KeepFailed, CheckRounds: 2},
+		Sandbox: Sandbox{Require: SandboxNamespaces, Network: NetworkOff, SetupWatch: DefaultSetupWatch(),
+			CommandTimeoutSeconds: 300, MemoryMB: 2048, MaxProcesses: 256, MaxOutputBytes: 65536},
+		Delivery: Delivery{Enabled: true, Draft: true, BranchPrefix: "coding-agent/", MaxFileBytes: 5_000_000,
 			Author: Identity{Name: "coding-agent", Email: "coding-agent@users.noreply.example"}},
 		Conversation: Conversation{
 			Enabled:            true,
@@ -624,6 +768,18 @@ func secretEnvKey(name string) bool {
 	return false
 }
 
+// sandboxSecrets are the names of sandbox.env whose values are secrets
+// (see secretEnvKey and plainValue), sorted.
+func (c *Config) sandboxSecrets() []string {
+	var names []string
+	for _, k := range slices.Sorted(maps.Keys(c.Sandbox.Env)) {
+		if secretEnvKey(k) && !plainValue(c.Sandbox.Env[k]) {
+			names = append(names, k)
+		}
+	}
+	return names
+}
+
 // plainValue reports values no secret has, whatever the variable's name:
 // switches and small numbers. Redacting them would blank out every "true"
 // and "8080" in the tools' output.
@@ -636,8 +792,10 @@ func plainValue(v string) bool {
 }
 
 // Secrets returns every configured secret, for redaction of logs and comments:
-// the forge tokens, the OpenAI API key, MCP server env values whose name
-// says they are secrets (unless plainly not one), and passwords in URL fields (the RabbitMQ URL when the queue is rabbitmq). Empty values are left out;
+// the forge tokens, the OpenAI API key, the values of MCP server env and
+// sandbox.env whose name says they are secrets (unless plainly not one),
+// and passwords in URL fields (the RabbitMQ URL when the queue is
+// rabbitmq). Empty values are left out;
 // duplicates appear once; longer values come first so a redactor replacing
 // them in order never leaves part of one behind.
 func (c *Config) Secrets() []string {
@@ -654,6 +812,9 @@ func (c *Config) Secrets() []string {
 				all = append(all, v)
 			}
 		}
+	}
+	for _, v := range c.sandboxSecrets() {
+		all = append(all, c.Sandbox.Env[v])
 	}
 	urls := c.urls()
 	if c.Queue.Type == QueueRabbitMQ {

@@ -421,15 +421,13 @@ delivery:
   branch_prefix: bots/agent-
   author: {name: Robo, email: robo@example.com}
 `, nil)
-	if c.Workspace != (config.Workspace{Root: "/srv/ws", Keep: config.KeepAlways}) {
+	if w := c.Workspace; w.Root != "/srv/ws" || w.Keep != config.KeepAlways {
 		t.Errorf("workspace %+v", c.Workspace)
 	}
-	want := config.Delivery{Enabled: false, Draft: false, BranchPrefix: "bots/agent-", Author: config.Identity{Name: "Robo", Email: "robo@example.com"}}
+	want := config.Delivery{Enabled: false, Draft: false, BranchPrefix: "bots/agent-", MaxFileBytes: 5_000_000,
+		Author: config.Identity{Name: "Robo", Email: "robo@example.com"}}
 	if c.Delivery != want {
 		t.Errorf("delivery %+v, want %+v", c.Delivery, want)
-	}
-	if c.TaskWorkspaces() {
-		t.Error("a config without a task-scoped server gives tasks a workspace")
 	}
 	checkProblems(t, head+gh, nil, []problemCase{
 		{"workspace:\n  keep: sometimes\n",

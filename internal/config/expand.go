@@ -178,8 +178,9 @@ func upperName(name string) bool {
 
 // freeText lists the values where a $NAME written inside longer text is
 // not taken for a forgotten ${NAME}: an MCP server's command (its argv may
-// be a shell script, whose own variables are written so), the system prompts
-// and the completion keywords (prose). A whole value $NAME is a problem
+// be a shell script, whose own variables are written so), the checks and
+// the setup (shell command lines), the system prompts and the completion
+// keywords (prose). A whole value $NAME is a problem
 // there too.
 func freeText(path string) bool {
 	_, field, _ := strings.Cut(path, "].")
@@ -189,6 +190,8 @@ func freeText(path string) bool {
 		return true
 	case strings.HasPrefix(path, "conversation.completion_keywords"):
 		return true
+	case strings.HasPrefix(path, "workspace.checks["), strings.HasPrefix(path, "sandbox.setup["):
+		return true // shell command lines, like a server's command
 	}
 	return false
 }

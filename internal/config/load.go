@@ -109,6 +109,10 @@ func parse(data []byte, lookupEnv func(string) (string, bool), keep func(path st
 	if err := problems.err(); err != nil {
 		return nil, d.warnings, err
 	}
+	for _, w := range c.Warnings() {
+		w.Line = d.lines[w.Path]
+		d.warnings = append(d.warnings, w)
+	}
 	return c, d.warnings, nil
 }
 

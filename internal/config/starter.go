@@ -23,9 +23,9 @@ var Forges = []string{task.GitHub, task.GitLab}
 
 // Starter returns a commented starter configuration for forge (task.GitHub
 // or task.GitLab) and provider, with ${VAR} placeholders for its secrets, the
-// default labels and one filesystem MCP server per task in the task's
-// checkout. output is the file's name, for the comment that says how to
-// check it.
+// default labels, and the built-in workspace tools (no MCP server, so no
+// Node.js) with the sandbox's defaults and a check in comments. output is
+// the file's name, for the comment that says how to check it.
 func Starter(forge, provider, output string) ([]byte, error) {
 	if !slices.Contains(Forges, forge) {
 		return nil, fmt.Errorf("unknown forge %q: want github or gitlab", forge)

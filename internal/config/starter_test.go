@@ -2,8 +2,11 @@ package config_test
 
 import (
 	"os"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/coding-agent/coding-agent/internal/config"
 )
@@ -26,9 +29,22 @@ func TestStarterParses(t *testing.T) {
 				if len(warnings) != 0 {
 					t.Errorf("warnings: %v", warnings)
 				}
-				if c.TaskSource != forge || c.LLM.Provider != provider || !c.TaskWorkspaces() || len(c.MCPServers) != 1 {
-					t.Errorf("task_source %q, provider %q, %d servers (task-scoped %v)", c.TaskSource, c.LLM.Provider,
-						len(c.MCPServers), c.TaskWorkspaces())
+				if c.TaskSource != forge || c.LLM.Provider != provider || len(c.MCPServers) != 0 ||
+					!c.BuiltinTools() || !c.TaskWorkspaces() {
+					t.Errorf("task_source %q, provider %q, %d servers, built-in tools %v, workspaces %v", c.TaskSource,
+						c.LLM.Provider, len(c.MCPServers), c.BuiltinTools(), c.TaskWorkspaces())
+				}
+				// The sandbox is left at its defaults, written out in comments.
+				if diff := cmp.Diff(config.Default().Sandbox, c.Sandbox); diff != "" {
+					t.Errorf("sandbox (-default +starter):\n%s", diff)
+				}
+				// Uncommented, the commented keys parse too: every one is spelled right.
+				uncommented := regexp.MustCompile(`(?m)^(\s*)# (\s*(?:- )?(?:`+strings.Join(commentedKeys, "|")+`):)`).
+					ReplaceAllString(string(data), "$1$2")
+				if uc, _, err := config.Parse([]byte(uncommented), env(vars)); err != nil {
+					t.Errorf("uncommented:\n%v", err)
+				} else if len(uc.Workspace.Checks) != 1 || len(uc.Sandbox.Setup) != 1 || len(uc.MCPServers) != 1 {
+					t.Errorf("uncommented: checks %q, setup %q, %d servers", uc.Workspace.Checks, uc.Sandbox.Setup, len(uc.MCPServers))
 				}
 				d := config.Default()
 				d.TaskSource = forge
@@ -51,6 +67,11 @@ func TestStarterParses(t *testing.T) {
 		}
 	}
 }
+
+// commentedKeys are the keys the starter shows in comments.
+var commentedKeys = []string{"mcp_servers", "mcp_server_name", "command", "checks", "check_rounds", "sandbox",
+	"require", "network", "setup", "command_timeout_seconds", "memory_mb", "max_processes", "max_output_bytes",
+	"env", "read_only_paths", "max_file_bytes", "logging", "file"}
 
 func TestStarterRefusesUnknownValues(t *testing.T) {
 	for _, tc := range [][2]string{{"jira", "openai"}, {"github", "anthropic"}, {"", ""}} {

@@ -2,11 +2,13 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,7 +40,7 @@ func (c *Config) Validate() error {
 	k.required("state_dir", c.StateDir, "required")
 	c.Database.validate(&k)
 	c.LLM.validate(&k)
-	validateMCP(&k, c.MCPServers)
+	validateMCP(&k, c.MCPServers, c.BuiltinTools())
 	k.atLeast("tools.call_timeout_seconds", c.Tools.CallTimeoutSeconds, 1)
 	k.atLeast("tools.max_result_bytes", c.Tools.MaxResultBytes, 1)
 	k.atLeast("max_llm_process_num", c.MaxLLMProcessNum, 1)
@@ -69,6 +71,7 @@ func (c *Config) Validate() error {
 	c.CommentDetection.validate(&k)
 	c.Conversation.validate(&k)
 	c.validateWorkspace(&k)
+	c.Sandbox.validate(&k)
 	c.Queue.validate(&k)
 	c.Server.validate(&k)
 	return k.ps.err()
@@ -246,7 +249,9 @@ func (l *LLM) validate(k *checker) {
 	}
 }
 
-func validateMCP(k *checker, servers []MCPServer) {
+// validateMCP checks mcp_servers; builtin says whether the built-in tools'
+// server (BuiltinServer) is on, whose name no other server may take.
+func validateMCP(k *checker, servers []MCPServer, builtin bool) {
 	seen := map[string]string{}
 	for i, s := range servers {
 		p := fmt.Sprintf("mcp_servers[%d]", i)
@@ -258,6 +263,8 @@ func validateMCP(k *checker, servers []MCPServer) {
 			k.add(name, "must use only letters, digits, _ and - (it prefixes tool names as name/tool)")
 		case dup:
 			k.add(name, "repeats "+first)
+		case builtin && s.Name == BuiltinServer:
+			k.add(name, "is the built-in tools' server name: rename this server, or set workspace.builtin_tools: false")
 		default:
 			seen[s.Name] = name
 		}
@@ -276,6 +283,9 @@ func validateMCP(k *checker, servers []MCPServer) {
 		case "", ScopeProcess, ScopeTask:
 		default:
 			k.add(p+".scope", "must be one of: process, task"+didYouMean(s.Scope, ScopeProcess, ScopeTask))
+		}
+		if s.Sandbox && !s.PerTask() && (s.Scope == "" || s.Scope == ScopeProcess) {
+			k.add(p+".sandbox", "needs scope: task: a sandbox is the task's checkout, and a process-scoped server serves every task")
 		}
 		k.globs(p+".tools.allow", s.Tools.Allow)
 		k.globs(p+".tools.deny", s.Tools.Deny)
@@ -346,10 +356,26 @@ func (k *checker) url(path, v string) {
 }
 
 // validateWorkspace checks the workspace and delivery sections, also when
-// no task gets a workspace.
+// no task gets a workspace; the keys that only work in one (the checks, the
+// setup) are a problem then.
 func (c *Config) validateWorkspace(k *checker) {
-	k.required("workspace.root", c.Workspace.Root, "required: the folder the tasks' workspaces go in")
-	k.oneOf("workspace.keep", c.Workspace.Keep, KeepNever, KeepFailed, KeepAlways)
+	w := c.Workspace
+	k.required("workspace.root", w.Root, "required: the folder the tasks' workspaces go in")
+	k.oneOf("workspace.keep", w.Keep, KeepNever, KeepFailed, KeepAlways)
+	commandLines(k, "workspace.checks", w.Checks)
+	k.atLeast("workspace.check_rounds", w.CheckRounds, 0)
+	if !c.TaskWorkspaces() {
+		why := "needs a workspace, and no task gets one: " + noWorkspaceFix(w.BuiltinTools)
+		if len(w.Checks) > 0 {
+			k.add("workspace.checks", why)
+		}
+		if len(c.Sandbox.Setup) > 0 {
+			k.add("sandbox.setup", why)
+		}
+		if len(c.Sandbox.SetupWatch) > 0 && !slices.Equal(c.Sandbox.SetupWatch, defaultSetupWatch) {
+			k.add("sandbox.setup_watch", why)
+		}
+	}
 	d := c.Delivery
 	if d.BranchPrefix != "" && (!branchPrefix.MatchString(d.BranchPrefix) || strings.Contains(d.BranchPrefix, "..")) {
 		k.add("delivery.branch_prefix", "must be usable in a git branch name: letters, digits and ._/- , not starting with - or /, without ..")
@@ -357,6 +383,77 @@ func (c *Config) validateWorkspace(k *checker) {
 	k.required("delivery.author.name", d.Author.Name, "required: git needs an author")
 	if !strings.Contains(d.Author.Email, "@") {
 		k.add("delivery.author.email", "must be an e-mail address")
+	}
+	if d.MaxFileBytes <= 0 {
+		k.add("delivery.max_file_bytes", "must be more than 0")
+	}
+}
+
+// noWorkspaceFix says how to give tasks a workspace, given
+// workspace.builtin_tools as written.
+func noWorkspaceFix(builtin *bool) string {
+	if builtin != nil {
+		return "set workspace.builtin_tools: true, or give an mcp_servers entry scope: task"
+	}
+	return "set workspace.builtin_tools: true (off by default when every mcp_servers entry is process-scoped), " +
+		"or give an mcp_servers entry scope: task"
+}
+
+// commandLines wants every entry of a list of shell command lines to hold
+// a command.
+func commandLines(k *checker, key string, lines []string) {
+	for i, l := range lines {
+		k.required(fmt.Sprintf("%s[%d]", key, i), l, "must be a command line")
+	}
+}
+
+// validate checks the sandbox section, also when no task gets a
+// workspace (its keys that need one are checked by validateWorkspace).
+func (s *Sandbox) validate(k *checker) {
+	if !slices.Contains([]string{SandboxNamespaces, SandboxLandlock, SandboxNone}, s.Require) {
+		k.add("sandbox.require", "must be one of: namespaces, landlock, none"+
+			didYouMean(s.Require, SandboxNamespaces, SandboxLandlock, SandboxNone))
+	}
+	if s.Network != NetworkOff && s.Network != NetworkOn {
+		k.add("sandbox.network", "must be one of: off, on")
+	}
+	commandLines(k, "sandbox.setup", s.Setup)
+	for i, g := range s.SetupWatch {
+		p := fmt.Sprintf("sandbox.setup_watch[%d]", i)
+		switch _, err := path.Match(g, ""); {
+		case strings.TrimSpace(g) == "":
+			k.add(p, "must be a file name or a glob such as requirements*.txt")
+		case err != nil:
+			k.add(p, "must be a valid glob (path.Match syntax: * ? [a-z], \\ escapes)")
+		case strings.HasPrefix(g, "/") || slices.Contains(strings.Split(g, "/"), ".."):
+			k.add(p, "must be a path relative to the checkout, without a leading / or ..")
+		}
+	}
+	if s.CommandTimeoutSeconds < 1 || s.CommandTimeoutSeconds > MaxCommandTimeoutSeconds {
+		k.add("sandbox.command_timeout_seconds", fmt.Sprintf("must be from 1 to %d", MaxCommandTimeoutSeconds))
+	}
+	k.atLeast("sandbox.memory_mb", s.MemoryMB, MinMemoryMB)
+	k.atLeast("sandbox.max_processes", s.MaxProcesses, MinMaxProcesses)
+	if s.MaxOutputBytes < MinOutputBytes || s.MaxOutputBytes > MaxOutputBytes {
+		k.add("sandbox.max_output_bytes", fmt.Sprintf("must be from %d to %d (1 MiB)", MinOutputBytes, MaxOutputBytes))
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Env)) {
+		if !validEnvName(name) {
+			k.add("sandbox.env."+name, "must be a variable name: letters, digits and _, not starting with a digit")
+		}
+	}
+	for i, p := range s.ReadOnlyPaths {
+		key := fmt.Sprintf("sandbox.read_only_paths[%d]", i)
+		switch {
+		case strings.TrimSpace(p) == "":
+			k.add(key, "must be a directory")
+		case strings.HasPrefix(p, "~"):
+			k.add(key, "must be an absolute path (~ is not expanded: write ${HOME}/...)")
+		case !strings.HasPrefix(p, "/"):
+			k.add(key, "must be an absolute path")
+		case path.Clean(p) == "/":
+			k.add(key, "must not be /: the commands would read every file, the agent's secrets and store among them")
+		}
 	}
 }
 
@@ -403,4 +500,29 @@ func (s Server) validate(k *checker) {
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		k.add("server.listen", "the port must be a number from 0 to 65535")
 	}
+}
+
+// Warnings are the things a valid config does that are worth telling: Parse
+// and Load return them with the decoder's own.
+//   - no tools at all: no mcp_servers, and the built-in tools turned off;
+//   - sandbox.network: off with sandbox.require: none, where a host without
+//     namespaces or Landlock could not keep the network from the commands;
+//   - each sandbox.env variable held for a secret: the model's commands can
+//     read it, and write it into the work they deliver.
+func (c *Config) Warnings() []Warning {
+	var ws []Warning
+	if len(c.MCPServers) == 0 && !c.BuiltinTools() {
+		ws = append(ws, Warning{Path: "mcp_servers", Msg: "none configured: the agent would have no tools, " +
+			"and could only write comments (workspace.builtin_tools is false)"})
+	}
+	if c.Sandbox.Require == SandboxNone && c.Sandbox.Network == NetworkOff {
+		ws = append(ws, Warning{Path: "sandbox.network", Msg: "off is kept only where the host gives namespaces or Landlock: " +
+			"with sandbox.require: none, on a host without either the commands run with the network " +
+			"(coding-agent doctor says what this host gives)"})
+	}
+	for _, name := range c.sandboxSecrets() {
+		ws = append(ws, Warning{Path: "sandbox.env." + name, Msg: "is taken for a secret: it is redacted from logs and comments, " +
+			"but the model's commands can read it, and could write it into the work that is delivered"})
+	}
+	return ws
 }
