@@ -275,12 +275,8 @@ func checkConfig(cmd command, f flags, pos []string, stdout, stderr io.Writer) i
 		}
 		path = pos[0]
 	}
-	cfg, code, ok := loadConfig(path, config.Load, stderr)
-	if !ok {
+	if _, code, ok := loadConfig(path, config.Load, stderr); !ok {
 		return code
-	}
-	if len(cfg.MCPServers) == 0 {
-		fmt.Fprintln(stderr, "warning: mcp_servers: none configured: the agent would have no tools, and could only write comments")
 	}
 	fmt.Fprintln(stdout, "ok")
 	return exitOK

@@ -149,7 +149,7 @@ func TestConfigCheckWarnsWithoutTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := regexp.MustCompile(`(?s)mcp_servers:.*?\nlogging:`).ReplaceAllString(string(data), "logging:")
+	body := regexp.MustCompile(`(?s)mcp_servers:.*?\nlogging:`).ReplaceAllString(string(data), "workspace: {builtin_tools: false}\nlogging:")
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}

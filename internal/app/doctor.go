@@ -289,8 +289,8 @@ func probeJSON(ctx context.Context, m llm.Client) (bool, error) {
 }
 
 func (a *App) doctorTools(ctx context.Context, d *doctor, b engine.Budget) {
-	if len(a.cfg.MCPServers) == 0 {
-		d.line("warn", "mcp", "no mcp_servers: the agent has no tools and can only comment")
+	if len(a.cfg.MCPServers) == 0 && !a.cfg.BuiltinTools() {
+		d.line("warn", "mcp", "no mcp_servers and workspace.builtin_tools is false: the agent has no tools and can only comment")
 		return
 	}
 	start := time.Now()
