@@ -38,6 +38,7 @@ import (
 	"maps"
 	"net/url"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -73,6 +74,8 @@ const (
 // Config is the whole configuration. Task sources are task.GitHub and
 // task.GitLab.
 type Config struct {
+	// File is the config file Load read, as an absolute path; "" for Parse.
+	File             string           `yaml:"-"`
 	TaskSource       string           `yaml:"task_source"`         // task.GitHub or task.GitLab; required
 	StateDir         string           `yaml:"state_dir"`           // directory of the embedded store; default ./data
 	Database         Database         `yaml:"database"`            // a shared PostgreSQL store instead of the embedded one
@@ -859,4 +862,27 @@ func rawPassword(raw string) string {
 func (c *Config) urls() []string {
 	return []string{c.GitHub.APIURL, c.GitLab.APIURL, c.LLM.OpenAI.BaseURL,
 		c.LLM.LMStudio.BaseURL, c.LLM.Ollama.Endpoint, c.Database.URL}
+}
+
+// PrivatePaths are the files and folders of the daemon that the commands the
+// model runs must never read: the config file, the files secrets are read
+// from, the state, the logs, the planning history and the workspaces' root
+// (other tasks' checkouts and every task's repository). Relative paths are
+// made absolute; a path that cannot be is left out.
+func (c *Config) PrivatePaths() []string {
+	var out []string
+	appKey := ""
+	if c.GitHub.App != nil {
+		appKey = c.GitHub.App.PrivateKeyFile
+	}
+	for _, p := range []string{c.File, c.GitHub.TokenFile, appKey, c.GitLab.TokenFile,
+		c.LLM.OpenAI.APIKeyFile, c.StateDir, filepath.Dir(c.Logging.File), c.Planning.History.Directory, c.Workspace.Root} {
+		if p == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(p); err == nil && !slices.Contains(out, abs) {
+			out = append(out, abs)
+		}
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -26,6 +27,9 @@ func Load(path string) (*Config, []Warning, error) {
 	c, warnings, err := Parse(data, os.LookupEnv)
 	if err != nil {
 		return nil, warnings, fmt.Errorf("loading config file %s:\n%w", path, err)
+	}
+	if c.File, err = filepath.Abs(path); err != nil {
+		return nil, warnings, fmt.Errorf("loading config file %s: %w", path, err)
 	}
 	return c, warnings, nil
 }

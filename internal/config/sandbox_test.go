@@ -1,6 +1,8 @@
 package config_test
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -278,5 +280,32 @@ func TestSetupWatched(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(config.DefaultSetupWatch(), " "), "uv.lock") {
 		t.Error("uv.lock is not watched by default")
+	}
+}
+
+func TestPrivatePathsHoldWhatCommandsMustNotRead(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.WriteFile("token", []byte("ghp_fromfile\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	body := "task_source: github\ngithub: {token_file: token, repositories: [acme/app]}\n" +
+		"llm: {provider: openai, openai: {api_key: sk-example, model: gpt-4o}}\nstate_dir: state\n" +
+		"logging: {file: logs/agent.log}\nworkspace: {root: ws}\n"
+	if err := os.WriteFile("config.yaml", []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := config.Load("config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.File != filepath.Join(dir, "config.yaml") {
+		t.Errorf("File = %q", c.File)
+	}
+	got := c.PrivatePaths()
+	for _, want := range []string{"config.yaml", "token", "state", "logs", "ws", "planning_history"} {
+		if !slices.Contains(got, filepath.Join(dir, want)) {
+			t.Errorf("PrivatePaths() = %v, want %s in it", got, filepath.Join(dir, want))
+		}
 	}
 }
