@@ -105,7 +105,7 @@ func (s *server) readFile(in readInput) (string, error) {
 		return "", fmt.Errorf("reading %w", err)
 	}
 	defer func() { _ = f.Close() }()
-	br := bufio.NewReaderSize(f, 32<<10)
+	br := bufio.NewReaderSize(f, int(min(max(fi.Size()+1, sniffBytes), 32<<10)))
 	head, _ := br.Peek(sniffBytes)
 	if bytes.IndexByte(head, 0) >= 0 {
 		return fmt.Sprintf("%s is a binary file (%d bytes); read_file shows text files only.", in.Path, fi.Size()), nil
@@ -123,26 +123,44 @@ func readLines(br *bufio.Reader, in readInput, limit int, size int64) (string, e
 	if err := skipLines(br, first-1); err != nil {
 		return "", fmt.Errorf("reading %s: %w", in.Path, err)
 	}
-	var b strings.Builder
-	line := first
+	out := make([]byte, 0, min(size, int64(limit))+1)
+	line, lineStart := first, 0
 	for in.MaxLines <= 0 || line < first+in.MaxLines {
-		chunk, err := br.ReadString('\n')
-		if b.Len()+len(chunk) > limit {
-			return cutLine(&b, chunk, in.Path, first, line, limit, size), nil
+		chunk, err := br.ReadSlice('\n')
+		if len(out)+len(chunk) > limit {
+			return cut(append(out, chunk...), lineStart, in.Path, first, line, limit, size), nil
 		}
-		b.WriteString(chunk)
-		if errors.Is(err, io.EOF) {
-			return b.String(), nil
-		} else if err != nil {
+		out = append(out, chunk...)
+		switch {
+		case err == nil:
+			line, lineStart = line+1, len(out)
+		case errors.Is(err, bufio.ErrBufferFull): // the same line goes on
+		case errors.Is(err, io.EOF):
+			return string(out), nil
+		default:
 			return "", fmt.Errorf("reading %s: %w", in.Path, err)
 		}
-		line++
 	}
 	if _, err := br.Peek(1); err != nil {
-		return b.String(), nil // the file ends with the last line asked for
+		return string(out), nil // the file ends with the last line asked for
 	}
-	return b.String() + fmt.Sprintf("\n[showed lines %d-%d of %s; the file goes on: call read_file with offset_line=%d to read on]",
+	return string(out) + fmt.Sprintf("\n[showed lines %d-%d of %s; the file goes on: call read_file with offset_line=%d to read on]",
 		first, line-1, in.Path, line), nil
+}
+
+// cut ends an answer out that line, starting at lineStart, takes past
+// limit: the lines before it, or the start of it when it is the first.
+func cut(out []byte, lineStart int, p string, first, line, limit int, size int64) string {
+	if line > first {
+		return string(out[:lineStart]) + fmt.Sprintf("\n[showed lines %d-%d of %s (%d bytes in all): the answer is limited to %d bytes; call read_file with offset_line=%d to read on]",
+			first, line-1, p, size, limit, line)
+	}
+	keep := limit
+	for keep > 0 && !isRuneStart(out[keep]) {
+		keep--
+	}
+	return string(out[:keep]) + fmt.Sprintf("\n[line %d of %s is longer than the %d bytes read_file shows; only its start is shown. Use search, or run_command with head -c/cut, to see more of it]",
+		line, p, limit)
 }
 
 // skipLines reads past n lines of br, and says so when the file has
@@ -169,21 +187,6 @@ func skipLines(br *bufio.Reader, n int) error {
 		return fmt.Errorf("offset_line %d is past the end: the file has %d lines", n+1, n)
 	}
 	return nil
-}
-
-// cutLine ends an answer that the line chunk would take past limit.
-func cutLine(b *strings.Builder, chunk, p string, first, line, limit int, size int64) string {
-	if line > first {
-		return b.String() + fmt.Sprintf("\n[showed lines %d-%d of %s (%d bytes in all): the answer is limited to %d bytes; call read_file with offset_line=%d to read on]",
-			first, line-1, p, size, limit, line)
-	}
-	// The one line is longer than the limit itself: show its start.
-	keep := limit
-	for keep > 0 && keep < len(chunk) && !isRuneStart(chunk[keep]) {
-		keep--
-	}
-	return chunk[:keep] + fmt.Sprintf("\n[line %d of %s is %d bytes long; only its first %d are shown. Use search, or run_command with head -c/cut, to see more of it]",
-		line, p, len(chunk), keep)
 }
 
 func isRuneStart(b byte) bool { return b&0xc0 != 0x80 }
