@@ -43,7 +43,7 @@ const (
 	listDesc = "List the files and directories of a directory of the checkout, sorted by name; directories end with /. " +
 		"Skips .git."
 	searchDesc = "Search the text files of the checkout for a pattern (plain text, case-sensitive; a Go regular expression when regex is true). " +
-		"Answers path:line: text for each matching line. Skips .git, binary files and files over 1 MiB."
+		"Answers path:line: text for each matching line. Skips .git, binary files, files over 1 MiB and symbolic links."
 )
 
 // addFindTools adds list_files and search to srv.
