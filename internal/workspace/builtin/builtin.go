@@ -62,6 +62,10 @@ type Ran struct {
 	Stdout, Stderr               string
 	StdoutDropped, StderrDropped int64
 	Duration                     time.Duration
+	// Note is what the daemon did first, for the model to read before the
+	// command's own answer (the setup, run again because a file it depends
+	// on changed); "" for nothing.
+	Note string
 }
 
 // Options configure a server; zero values mean the defaults.

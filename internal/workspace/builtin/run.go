@@ -51,6 +51,9 @@ func (s *server) runCommand(ctx context.Context, _ *mcp.CallToolRequest, in runI
 		cr.ExitCode = -1
 	}
 	var b strings.Builder
+	if ran.Note != "" {
+		b.WriteString(strings.TrimRight(ran.Note, "\n") + "\n\n")
+	}
 	b.WriteString(status(ran, timeout))
 	if capped {
 		fmt.Fprintf(&b, " (timeout_seconds %d was capped at the limit, %s)", in.TimeoutSeconds, s.maxTimeout)

@@ -57,6 +57,9 @@ func TestRunCommand(t *testing.T) {
 			[]string{"--- stdout (cut: its start and end are shown) ---\nhead\ntail\n[... 4096 bytes of output omitted ...]\n",
 				"--- stderr (cut: its start and end are shown) ---\ne\n[... 7 bytes of output omitted ...]\n"},
 			toolhost.CommandRun{Command: "go test ./...", ExitCode: 0}},
+		{"setup first", Ran{Note: "The daemon ran the setup again.\n", Stdout: "ok\n", Duration: time.Second}, false,
+			[]string{"The daemon ran the setup again.\n\nexit code 0 after 1s\n", "--- stdout ---\nok\n"},
+			toolhost.CommandRun{Command: "go test ./...", ExitCode: 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &fakeRunner{ran: tc.ran}
