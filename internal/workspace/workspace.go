@@ -54,9 +54,17 @@ type Options struct {
 	Logger  *slog.Logger
 	// Redact is applied to everything logged or returned in an error,
 	// after the credential of the workspace at hand is taken out; nil →
-	// that alone.
+	// that alone. It is also a detector of secrets: a line of a change it
+	// alters holds one, and is neither committed nor pushed (SecretError).
 	Redact func(string) string
+	// MaxFileBytes: a file larger is not committed; 0 →
+	// DefaultMaxFileBytes, negative → no limit.
+	MaxFileBytes int64
 }
+
+// DefaultMaxFileBytes is the largest file committed when
+// Options.MaxFileBytes is zero.
+const DefaultMaxFileBytes = 5_000_000
 
 // Manager prepares and removes the workspaces below one root. It is safe for
 // concurrent use: two tasks work in two workspaces at once, and the same
@@ -69,6 +77,8 @@ type Manager struct {
 	timeout    time.Duration
 	log        *slog.Logger
 	redact     func(string) string
+	maxBytes   int64  // the largest file committed; < 0: no limit
+	excludes   string // core.excludesFile: buildOutput
 
 	mu    sync.Mutex
 	locks map[string]*refLock
@@ -94,6 +104,10 @@ func New(o Options) (*Manager, error) {
 		root: root, home: filepath.Join(root, homeDir), git: o.Git,
 		author: orDefault(o.Author), committer: orDefault(o.Committer),
 		timeout: o.Timeout, log: o.Logger, redact: o.Redact, locks: map[string]*refLock{},
+		maxBytes: o.MaxFileBytes, excludes: filepath.Join(root, excludesFile),
+	}
+	if m.maxBytes == 0 {
+		m.maxBytes = DefaultMaxFileBytes
 	}
 	if m.git == "" {
 		m.git = "git"
@@ -112,6 +126,9 @@ func New(o Options) (*Manager, error) {
 			return nil, fmt.Errorf("creating workspace directory: %w", err)
 		}
 	}
+	if err := os.WriteFile(m.excludes, []byte(buildOutput), 0o600); err != nil {
+		return nil, fmt.Errorf("writing the excludes file: %w", err)
+	}
 	return m, nil
 }
 
@@ -128,10 +145,11 @@ func orDefault(id Identity) Identity {
 // Names below the root. A task's folder name is made of letters, digits,
 // '.', '_' and '-' only, so neither can be one.
 const (
-	homeDir = ".home" // git's HOME: empty, so no ~/.gitconfig, ~/.git-credentials or ~/.netrc is read
-	tmpDir  = ".tmp"  // clones in progress, renamed into place when complete
-	workDir = "work"  // in a task's folder: the checkout
-	gitDir  = "git"   // in a task's folder: the repository
+	homeDir      = ".home"    // git's HOME: empty, so no ~/.gitconfig, ~/.git-credentials or ~/.netrc is read
+	tmpDir       = ".tmp"     // clones in progress, renamed into place when complete
+	excludesFile = ".exclude" // core.excludesFile of every command: buildOutput
+	workDir      = "work"     // in a task's folder: the checkout
+	gitDir       = "git"      // in a task's folder: the repository
 )
 
 // Dir is the checkout of ref's workspace: the directory the task's tools
