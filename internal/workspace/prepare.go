@@ -55,6 +55,9 @@ type Workspace struct {
 	Branch   string // the branch checked out
 	Base     string
 	ReadOnly bool
+	// LeftOut is what the last Commit did not take from the checkout,
+	// and why (see stage).
+	LeftOut []LeftOut
 
 	m      *Manager
 	ref    task.Ref
