@@ -101,14 +101,9 @@ func plantRepo(t *testing.T, dir, markers, forgeURL string, rec *recorder) {
 	plantHooks(t, filepath.Join(dir, ".git", "hooks"), markers)
 }
 
-// TestGitInsideTheCheckoutIsNeverEntered: the checkout holds a submodule's
-// repository, a repository the model made and a .git file pointing at one,
-// each with config and hooks that run commands and rewrite the forge's URL,
-// and .gitattributes naming their filter and diff driver. Checking for
-// changes, committing, pushing, making a patch and preparing again run none
-// of it, send nothing elsewhere, and commit no gitlink: the submodule's
-// pointer stays, the other repositories are left out and said so.
-func TestGitInsideTheCheckoutIsNeverEntered(t *testing.T) {
+// upstreamWithSubmodule is an upstream whose main holds a file a and the
+// submodule mod, pinned to the returned commit.
+func upstreamWithSubmodule(t *testing.T) (*upstream, string) {
 	u := newUpstream(t, map[string]string{"a": "1\n", ".gitmodules": "[submodule \"mod\"]\n\tpath = mod\n\turl = ./mod\n"})
 	sub := filepath.Join(t.TempDir(), "sub")
 	gitT(t, filepath.Dir(sub), "init", "-q", sub)
@@ -117,7 +112,18 @@ func TestGitInsideTheCheckoutIsNeverEntered(t *testing.T) {
 	gitT(t, u.scratch, "update-index", "--add", "--cacheinfo", "160000,"+pin+",mod")
 	gitT(t, u.scratch, "commit", "-q", "-m", "a submodule")
 	gitT(t, u.scratch, "push", "-q", "origin", "main")
+	return u, pin
+}
 
+// TestGitInsideTheCheckoutIsNeverEntered: the checkout holds a submodule's
+// repository, a repository the model made and a .git file pointing at one,
+// each with config and hooks that run commands and rewrite the forge's URL,
+// and .gitattributes naming their filter and diff driver. Checking for
+// changes, committing, pushing, making a patch and preparing again run none
+// of it, send nothing elsewhere, and commit no gitlink: the submodule's
+// pointer stays, the other repositories are left out and said so.
+func TestGitInsideTheCheckoutIsNeverEntered(t *testing.T) {
+	u, pin := upstreamWithSubmodule(t)
 	m := newManager(t, Options{})
 	w := prepare(t, m, issueSpec(u, issue12))
 	markers, rec := t.TempDir(), newRecorder(t)

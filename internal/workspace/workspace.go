@@ -2,16 +2,19 @@
 // first time, reused after a crash, on resume and in the next conversation
 // round, committed and pushed when the task is done, removed when it ends.
 //
-// Git runs as the system git binary with a clean environment. The forge's
-// credential reaches git only in the environment of the one command that
-// talks to the forge (GIT_CONFIG_COUNT with http.extraHeader): never in an
-// argument, a config file or any other file, and never in an error or a log.
+// Git runs as the system git binary with a clean environment and a config
+// (hardening) that turns off whatever a config or attributes file could make
+// it run or follow. The forge's credential reaches git only through a pipe
+// its credential helper reads (credentialHelper): never in an environment,
+// an argument, a config file or any other file, and never in an error or a
+// log.
 //
 // A task's folder below the root holds two directories: work, the checkout
 // the model's tools see, and git, its repository. The repository lives
-// beside the checkout, not in it, so nothing the tools write can change the
-// configuration, hooks or remote that git uses while it holds the
-// credential; every command names both directories itself.
+// beside the checkout, not in it, and the daemon owns it: every command
+// checks it is as the daemon left it (gitdir.go). A .git inside the checkout
+// is never entered nor committed (stage.go), and nothing secret is
+// committed or pushed (scan.go).
 package workspace
 
 import (
