@@ -482,3 +482,19 @@ func TestTakenOverTemplates(t *testing.T) {
 		t.Run(name, func(t *testing.T) { golden.Check(t, name, body) })
 	}
 }
+
+// TestDeliveredSaysWhatWasLeftOut: the comment lists each file the commit
+// did not take and why, each name a code span that no backtick or line
+// break in it can end.
+func TestDeliveredSaysWhatWasLeftOut(t *testing.T) {
+	body, err := report.Delivered(report.Delivery{Commit: "89abcdef", Branch: "b", Kind: "pull request",
+		LeftOut: []report.LeftOut{{Path: "src/__pycache__/", Reason: "build output"}, {Path: "a`b\nc.bin", Reason: "too large"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"These files were not committed:", "- `src/__pycache__/`: build output", "- ``a`b?c.bin``: too large"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the comment lacks %q:\n%s", want, body)
+		}
+	}
+}

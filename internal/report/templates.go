@@ -14,7 +14,32 @@ import (
 //go:embed templates/*.tmpl
 var templateFS embed.FS
 
-var templates = template.Must(template.ParseFS(templateFS, "templates/*.tmpl"))
+var templates = template.Must(template.New("").Funcs(template.FuncMap{"code": code}).ParseFS(templateFS, "templates/*.tmpl"))
+
+// code is s as a Markdown code span on one line: control characters
+// become '?', and the fence is longer than any run of backticks in s.
+func code(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, s)
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return fence + s + fence
+}
 
 // Failed is the comment posted when a task ends in failure.
 // workspace is where the task's workspace is kept ("" when it is not).
@@ -99,7 +124,12 @@ type Delivery struct {
 	Kind           string // "pull request" or "merge request"
 	ChangeURL      string // "" when none
 	Opened, Draft  bool
+	// LeftOut are the changed files the commit did not take, and why.
+	LeftOut []LeftOut
 }
+
+// LeftOut is a file a delivery did not commit, and why.
+type LeftOut struct{ Path, Reason string }
 
 // Delivered is the comment that ties a done task to what exists on the
 // forge: the commit and the pull or merge request.

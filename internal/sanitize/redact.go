@@ -295,3 +295,6 @@ func (p *pass) find(norm []byte, pos []int32, spans []span) []span {
 		h = (h-uint64(norm[i])*p.out)*hashBase + uint64(norm[i+n])
 	}
 }
+
+// Holds reports whether s holds a secret Redact would replace.
+func (r *Redactor) Holds(s string) bool { return r.Redact(s) != s }

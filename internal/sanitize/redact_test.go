@@ -250,3 +250,17 @@ func BenchmarkRedact100KB(b *testing.B) {
 		})
 	}
 }
+
+func TestHoldsIsWhetherRedactChangesTheText(t *testing.T) {
+	r := NewRedactor([]string{"hunter2-correct-horse"})
+	for s, want := range map[string]bool{
+		"nothing here":                          false,
+		"key: hunter2-correct-horse":            true,
+		"h u n t e r 2 c o r r e c t h o r s e": true,
+		"ghp_" + strings.Repeat("aB3", 12):      true,
+	} {
+		if got := r.Holds(s); got != want {
+			t.Errorf("Holds(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -76,14 +77,27 @@ type command struct {
 	gitDir   string // GIT_DIR; "" → none (the command needs no repository)
 	workTree string // GIT_WORK_TREE
 	index    string // GIT_INDEX_FILE; "" → the repository's index
-	auth     string // the Authorization header's value, for a command that talks to the forge
-	stdin    string
-	redact   func(string) string // the workspace's redaction; nil → the manager's
+	// cred is what the credential helper answers (helperAnswer), for a
+	// command that talks to the forge; it goes through a pipe, never the
+	// environment.
+	cred string
+	// scheme is the transport a command that talks to the forge may use
+	// (the clone URL's); every other is off.
+	scheme string
+	stdin  string
+	redact func(string) string // the workspace's redaction; nil → the manager's
 }
 
 // run runs c within the command timeout and returns its standard output. A
-// failure is an *Error carrying git's standard error, redacted.
+// failure is an *Error carrying git's standard error, redacted. A command in
+// a repository first checks that the repository is as the daemon left it
+// (a *TamperError, and nothing run, if not).
 func (m *Manager) run(ctx context.Context, c command) (string, error) {
+	if c.gitDir != "" {
+		if err := verifyGitDir(c.gitDir); err != nil {
+			return "", fmt.Errorf("git %s: %w", c.args[0], err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, m.git, c.args...)
@@ -91,6 +105,14 @@ func (m *Manager) run(ctx context.Context, c command) (string, error) {
 	cmd.Dir = m.home // a command without a repository finds none above it (GIT_CEILING_DIRECTORIES)
 	if c.gitDir != "" {
 		cmd.Dir = c.workTree
+	}
+	if c.cred != "" {
+		r, err := credentialPipe(c.cred)
+		if err != nil {
+			return "", fmt.Errorf("git %s: %w", c.args[0], err)
+		}
+		defer r.Close()
+		cmd.ExtraFiles = []*os.File{r} // descriptor 3: see credentialHelper
 	}
 	cmd.Stdin = strings.NewReader(c.stdin)
 	var stdout, stderr bytes.Buffer
@@ -107,11 +129,34 @@ func (m *Manager) run(ctx context.Context, c command) (string, error) {
 	if err == nil {
 		return stdout.String(), nil
 	}
+	return stdout.String(), m.failure(ctx, c, err, stderr.String())
+}
+
+// credentialPipe returns the read end of a pipe that holds cred and is
+// closed for writing: the helper reads it to its end.
+func credentialPipe(cred string) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("making the credential pipe: %w", err)
+	}
+	_, err = w.WriteString(cred) // far below a pipe's capacity
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("filling the credential pipe: %w", err)
+	}
+	return r, nil
+}
+
+// failure is the *Error of c, which ended with err and said stderr.
+func (m *Manager) failure(ctx context.Context, c command, err error, stderr string) error {
 	redact := c.redact
 	if redact == nil {
 		redact = m.redact
 	}
-	e := &Error{Command: c.args[0], Code: -1, Stderr: redact(strings.TrimSpace(stderr.String())), Err: err}
+	e := &Error{Command: c.args[0], Code: -1, Stderr: redact(strings.TrimSpace(stderr)), Err: err}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.Exited() {
 		e.Code = exit.ExitCode()
@@ -122,22 +167,23 @@ func (m *Manager) run(ctx context.Context, c command) (string, error) {
 		e.Err = errors.New(redact(err.Error()))
 	}
 	for _, s := range authFailures {
-		if strings.Contains(stderr.String(), s) {
+		if strings.Contains(stderr, s) {
 			e.kind = ErrAuth
 		}
 	}
-	return stdout.String(), e
+	return e
 }
 
 // env is c's whole environment: nothing of ours but passThrough. Git reads
 // no system or global config and an empty HOME, asks no one for a password,
-// runs no hook and uses no credential helper; the identity of commits is
-// given, so git never looks for one. The credential, when c talks to the
-// forge, is one more config entry in this environment only.
+// and opens no pager or editor; the identity of commits is given, so git
+// never looks for one. hardening turns off, for every command, what a
+// config or attributes file could make git run or follow. The credential,
+// when c talks to the forge, is in no variable: see credentialHelper.
 func (m *Manager) env(c command) []string {
 	env := []string{
 		"HOME=" + m.home, "GIT_CEILING_DIRECTORIES=" + m.root, "LANG=C", "LC_ALL=C", "GIT_TERMINAL_PROMPT=0",
-		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + os.DevNull,
+		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + os.DevNull, "GIT_PAGER=cat", "GIT_EDITOR=:",
 		"GIT_AUTHOR_NAME=" + m.author.Name, "GIT_AUTHOR_EMAIL=" + m.author.Email,
 		"GIT_COMMITTER_NAME=" + m.committer.Name, "GIT_COMMITTER_EMAIL=" + m.committer.Email,
 	}
@@ -152,21 +198,12 @@ func (m *Manager) env(c command) []string {
 	if c.index != "" {
 		env = append(env, "GIT_INDEX_FILE="+c.index)
 	}
-	config := [][2]string{
-		{"credential.helper", ""},
-		{"core.hooksPath", os.DevNull},
-		// Housekeeping after a fetch or commit runs within the command and
-		// its timeout, not in a process left behind.
-		{"gc.autoDetach", "false"},
-		// A fetched pack is kept as it came, as a clone keeps it: unpacked
-		// into loose objects (git does so below 100 objects), every object
-		// is compressed again, 5 s for 50 MiB of large files.
-		{"transfer.unpackLimit", "1"},
-		// The header goes to the clone URL's host and nowhere else.
-		{"http.followRedirects", "false"},
+	config := append(hardening(), [2]string{"core.excludesFile", m.excludes})
+	if c.scheme != "" {
+		config = append(config, [2]string{"protocol." + c.scheme + ".allow", "always"})
 	}
-	if c.auth != "" {
-		config = append(config, [2]string{"http.extraHeader", "Authorization: " + c.auth})
+	if c.cred != "" {
+		config = append(config, [2]string{"credential.helper", credentialHelper})
 	}
 	env = append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(len(config)))
 	for i, kv := range config {
@@ -174,4 +211,41 @@ func (m *Manager) env(c command) []string {
 		env = append(env, "GIT_CONFIG_KEY_"+n+"="+kv[0], "GIT_CONFIG_VALUE_"+n+"="+kv[1])
 	}
 	return env
+}
+
+// hardening is the config every command runs with. Given in the
+// environment, it overrides any repository's config, a nested one's too.
+func hardening() [][2]string {
+	return [][2]string{
+		{"credential.helper", ""}, // no helper but ours
+		{"credential.useHttpPath", "true"},
+		{"core.askPass", ""},
+		{"core.hooksPath", os.DevNull},
+		{"core.fsmonitor", "false"},
+		{"core.untrackedCache", "false"},
+		{"core.attributesFile", os.DevNull},
+		{"core.sparseCheckout", "false"},
+		{"core.pager", "cat"},
+		{"core.editor", ":"},
+		{"commit.gpgSign", "false"},
+		// No transport but the clone URL's (command.scheme): no ssh, no
+		// ext::, no git://, whatever a URL is rewritten to.
+		{"protocol.allow", "never"},
+		// Submodules are never entered, fetched, pushed or summarised: a
+		// submodule's repository is the model's to write.
+		{"submodule.recurse", "false"},
+		{"fetch.recurseSubmodules", "false"},
+		{"push.recurseSubmodules", "no"},
+		{"diff.ignoreSubmodules", "all"},
+		{"status.submoduleSummary", "false"},
+		// Housekeeping after a fetch or commit runs within the command and
+		// its timeout, not in a process left behind.
+		{"gc.autoDetach", "false"},
+		// A fetched pack is kept as it came, as a clone keeps it: unpacked
+		// into loose objects (git does so below 100 objects), every object
+		// is compressed again, 5 s for 50 MiB of large files.
+		{"transfer.unpackLimit", "1"},
+		// The credential goes to the clone URL's host and nowhere else.
+		{"http.followRedirects", "false"},
+	}
 }

@@ -38,21 +38,28 @@ func (w *Workspace) Changes(ctx context.Context) (bool, error) {
 	return out != "", nil
 }
 
-// Commit stages every change (untracked files included, ignored ones not)
-// and makes one commit with message, kept as written (a line starting with
-// '#' stays). It returns the new commit's id, or "" when nothing changed.
+// Commit stages every change (untracked files included, ignored ones and
+// what stage leaves out not; w.LeftOut says which) and makes one commit with
+// message, kept as written (a line starting with '#' stays). It returns the
+// new commit's id, or "" when nothing changed. A change that holds a secret
+// is not committed: a *SecretError.
 func (w *Workspace) Commit(ctx context.Context, message string) (string, error) {
 	if strings.TrimSpace(message) == "" {
 		return "", fmt.Errorf("committing in %s: the message is empty", w.ref)
 	}
-	if _, err := w.git(ctx, "add", "-A"); err != nil {
+	leftOut, err := w.stage(ctx, "")
+	if err != nil {
 		return "", fmt.Errorf("committing in %s: %w", w.ref, err)
 	}
-	_, err := w.git(ctx, "diff", "--cached", "--quiet")
+	w.LeftOut = leftOut
+	_, err = w.git(ctx, "diff", "--cached", "--quiet")
 	var e *Error
 	if err == nil {
 		return "", nil
 	} else if !errors.As(err, &e) || e.Code != 1 {
+		return "", fmt.Errorf("committing in %s: %w", w.ref, err)
+	}
+	if err := w.scanStaged(ctx); err != nil {
 		return "", fmt.Errorf("committing in %s: %w", w.ref, err)
 	}
 	if _, err := w.m.run(ctx, command{args: []string{"commit", "-q", "--no-verify", "--cleanup=whitespace", "-F", "-"},
@@ -66,7 +73,8 @@ func (w *Workspace) Commit(ctx context.Context, message string) (string, error) 
 // lacks (or, before the forge has the branch, commits Base lacks), and
 // reports whether the forge's branch changed. It never forces: a branch that
 // moved on the forge meanwhile is an ErrRejected. Repeating it is safe. A
-// read-only workspace is never pushed (ErrReadOnly).
+// read-only workspace is never pushed (ErrReadOnly), nor commits that hold
+// a secret (a *SecretError).
 func (w *Workspace) Push(ctx context.Context) (bool, error) {
 	if w.ReadOnly {
 		return false, ErrReadOnly
@@ -92,6 +100,9 @@ func (w *Workspace) push(ctx context.Context) (bool, error) {
 		if err != nil || strings.TrimSpace(ahead) == "0" {
 			return false, err
 		}
+	}
+	if err := w.scanOutgoing(ctx); err != nil {
+		return false, err
 	}
 	ref := "refs/heads/" + w.Branch
 	out, err := w.remote(ctx, "push", "--porcelain", w.url, ref+":"+ref)
@@ -152,12 +163,17 @@ func (w *Workspace) patch(ctx context.Context) (string, error) {
 	}
 	defer os.RemoveAll(tmp)
 	index := command{gitDir: w.gitDir, workTree: w.Dir, index: filepath.Join(tmp, "index"), redact: w.redact}
-	var tree string
-	for _, args := range [][]string{{"read-tree", "HEAD"}, {"add", "-A"}, {"write-tree"}} {
-		index.args = args
-		if tree, err = w.m.run(ctx, index); err != nil {
-			return "", err
-		}
+	index.args = []string{"read-tree", "HEAD"}
+	if _, err := w.m.run(ctx, index); err != nil {
+		return "", err
 	}
-	return w.git(ctx, "diff", "--binary", "--no-color", "--no-ext-diff", strings.TrimSpace(base), strings.TrimSpace(tree))
+	if _, err := w.stage(ctx, index.index); err != nil {
+		return "", err
+	}
+	index.args = []string{"write-tree"}
+	tree, err := w.m.run(ctx, index)
+	if err != nil {
+		return "", err
+	}
+	return w.git(ctx, "diff", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", strings.TrimSpace(base), strings.TrimSpace(tree))
 }

@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/url"
@@ -56,11 +55,15 @@ type Workspace struct {
 	Branch   string // the branch checked out
 	Base     string
 	ReadOnly bool
+	// LeftOut is what the last Commit did not take from the checkout,
+	// and why (see stage).
+	LeftOut []LeftOut
 
 	m      *Manager
 	ref    task.Ref
 	gitDir string
 	url    string
+	scheme string // url's
 	auth   Credential
 	redact func(string) string
 }
@@ -108,7 +111,7 @@ func (m *Manager) workspace(ctx context.Context, s Spec) (*Workspace, error) {
 	}
 	w := &Workspace{
 		Dir: m.Dir(s.Ref), Branch: s.Branch, Base: s.Base, ReadOnly: s.ReadOnly,
-		m: m, ref: s.Ref, gitDir: filepath.Join(m.folder(s.Ref), gitDir), url: s.CloneURL, auth: s.Auth,
+		m: m, ref: s.Ref, gitDir: filepath.Join(m.folder(s.Ref), gitDir), url: s.CloneURL, scheme: u.Scheme, auth: s.Auth,
 		redact: m.redact,
 	}
 	for _, b := range []string{s.Base, s.Branch} {
@@ -120,30 +123,6 @@ func (m *Manager) workspace(ctx context.Context, s Spec) (*Workspace, error) {
 	return w, nil
 }
 
-// Credential gives the value of an Authorization header.
-type Credential func(ctx context.Context) (string, error)
-
-// Static is a credential that never changes.
-func Static(auth string) Credential {
-	return func(context.Context) (string, error) { return auth, nil }
-}
-
-// credentials are the secrets in an Authorization header's value: the value,
-// and for Basic its decoded user:password and password, for a token scheme
-// the token.
-func credentials(auth string) []string {
-	secrets := []string{auth}
-	scheme, cred, _ := strings.Cut(auth, " ")
-	secrets = append(secrets, cred)
-	if strings.EqualFold(scheme, "basic") {
-		if b, err := base64.StdEncoding.DecodeString(cred); err == nil {
-			_, password, _ := strings.Cut(string(b), ":")
-			secrets = append(secrets, string(b), password)
-		}
-	}
-	return secrets
-}
-
 // prepare reuses the workspace when it is complete, else clones it, and
 // says which it did.
 func (w *Workspace) prepare(ctx context.Context) (string, error) {
@@ -152,7 +131,11 @@ func (w *Workspace) prepare(ctx context.Context) (string, error) {
 		return "", err
 	}
 	folder := w.m.folder(w.ref)
-	if w.complete(ctx) {
+	complete, err := w.complete(ctx)
+	if err != nil {
+		return "", err
+	}
+	if complete {
 		if err := w.fetch(ctx, base, head); err != nil {
 			return "", err
 		}
@@ -207,13 +190,17 @@ func (w *Workspace) headSource() string {
 
 // complete reports whether the folder holds a whole workspace: a clone is
 // renamed into place only when done, so anything else is what a crash or a
-// hand left.
-func (w *Workspace) complete(ctx context.Context) bool {
+// hand left. A whole one whose git directory was tampered with is an
+// error, not cloned again: the checkout holds work.
+func (w *Workspace) complete(ctx context.Context) (bool, error) {
 	if st, err := os.Stat(w.Dir); err != nil || !st.IsDir() {
-		return false
+		return false, nil
 	}
 	_, err := w.git(ctx, "rev-parse", "-q", "--verify", "HEAD^{commit}")
-	return err == nil
+	if errors.Is(err, ErrTampered) {
+		return false, err
+	}
+	return err == nil, nil
 }
 
 // clone makes the workspace in a temporary folder and renames it into place.
@@ -232,6 +219,9 @@ func (w *Workspace) clone(ctx context.Context, base, head string) error {
 		return fmt.Errorf("cloning: %w", err)
 	}
 	if _, err := w.m.run(ctx, command{args: []string{"init", "-q", "--bare", "--template=", t.gitDir}}); err != nil {
+		return err
+	}
+	if err := writeOwnConfig(t.gitDir); err != nil {
 		return err
 	}
 	if err := t.fetch(ctx, base, head); err != nil {
@@ -342,17 +332,20 @@ func (w *Workspace) git(ctx context.Context, args ...string) (string, error) {
 	return w.m.run(ctx, command{args: args, gitDir: w.gitDir, workTree: w.Dir, redact: w.redact})
 }
 
-// remote runs a command that talks to the forge, the credential in its
-// environment.
+// remote runs a command that talks to the forge, its transport the clone
+// URL's alone, the credential in a pipe (credentialHelper).
 func (w *Workspace) remote(ctx context.Context, args ...string) (string, error) {
-	c := command{args: args, redact: w.redact}
+	c := command{args: args, redact: w.redact, scheme: w.scheme}
 	if w.auth != nil {
 		auth, err := w.auth(ctx)
 		if err != nil {
 			return "", fmt.Errorf("getting the credential for git %s: %w", args[0], err)
 		}
+		if c.cred, err = helperAnswer(auth); err != nil {
+			return "", fmt.Errorf("getting the credential for git %s: %w", args[0], err)
+		}
 		redactor := sanitize.NewRedactor(credentials(auth))
-		c.auth, c.redact = auth, func(t string) string { return w.redact(redactor.Redact(t)) }
+		c.redact = func(t string) string { return w.redact(redactor.Redact(t)) }
 	}
 	if args[0] != "ls-remote" {
 		c.gitDir, c.workTree = w.gitDir, w.Dir

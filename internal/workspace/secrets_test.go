@@ -16,8 +16,9 @@ import (
 )
 
 // recordingGit writes a git wrapper that appends one line per invocation to
-// the returned log: "auth" or "none" (whether an Authorization header is in
-// its environment's git config), then its arguments. Before the real git
+// the returned log: "auth" or "none" (whether it was given the credential
+// pipe, descriptor 3), "env" when its environment names an Authorization
+// header, then its arguments. Before the real git
 // runs, the wrapper runs before (shell code; "" for none).
 func recordingGit(t testing.TB, before string) (bin, log string) {
 	t.Helper()
@@ -28,7 +29,8 @@ func recordingGit(t testing.TB, before string) (bin, log string) {
 	dir := t.TempDir()
 	bin, log = filepath.Join(dir, "git"), filepath.Join(dir, "log")
 	script := "#!/bin/sh\nauth=none\n" +
-		"env | grep -q '^GIT_CONFIG_VALUE_[0-9]*=Authorization: ' && auth=auth\n" +
+		"[ -e /proc/$$/fd/3 ] && auth=auth\n" +
+		"env | grep -qi 'Authorization' && auth=\"$auth env\"\n" +
 		"echo \"$auth $*\" >> '" + log + "'\n" + before + "\nexec '" + real + "' \"$@\"\n"
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
@@ -80,11 +82,11 @@ func basic(user, token string) string {
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+token))
 }
 
-// TestCredentialReachesGitOnlyInTheEnvironmentOfForgeCommands runs a whole
-// task through a recording git: the credential is in the environment of
-// ls-remote, fetch and push only, in no argument, and in no file below the
-// root afterwards.
-func TestCredentialReachesGitOnlyInTheEnvironmentOfForgeCommands(t *testing.T) {
+// TestCredentialReachesGitOnlyThroughThePipeOfForgeCommands runs a whole
+// task through a recording git: only ls-remote, fetch and push get the
+// credential's pipe, no environment names it, no argument holds it, and no
+// file below the root holds it afterwards.
+func TestCredentialReachesGitOnlyThroughThePipeOfForgeCommands(t *testing.T) {
 	const token = "ghs_16C7e42F292c6912E7710c838347Ae178B4a"
 	u := newUpstream(t, map[string]string{"a": "1\n"})
 	bin, log := recordingGit(t, "")
@@ -109,6 +111,10 @@ func TestCredentialReachesGitOnlyInTheEnvironmentOfForgeCommands(t *testing.T) {
 	seen := map[string]bool{}
 	for _, line := range calls(t, log) {
 		auth, args, _ := strings.Cut(line, " ")
+		if rest, ok := strings.CutPrefix(args, "env "); ok {
+			t.Errorf("git %s ran with an Authorization header in its environment", rest)
+			args = rest
+		}
 		cmd, _, _ := strings.Cut(args, " ")
 		forge := cmd == "ls-remote" || cmd == "fetch" || cmd == "push"
 		if (auth == "auth") != forge {
@@ -161,11 +167,12 @@ func forgeSides(t *testing.T) map[string]func() forgeSide {
 	}
 }
 
-// TestOverHTTPWithTheTokenInTheEnvironmentOnly clones, commits and pushes
-// through each emulated forge, which wants the token as HTTP Basic; a fork's
+// TestOverHTTPWithTheTokenInNoFile clones, commits and pushes through each
+// emulated forge, which wants the token as HTTP Basic (git gets it from the
+// credential helper's pipe after the forge's 401); a fork's
 // pull request is fetched from the forge's ref for it; afterwards no file
 // below the root holds the token in any form.
-func TestOverHTTPWithTheTokenInTheEnvironmentOnly(t *testing.T) {
+func TestOverHTTPWithTheTokenInNoFile(t *testing.T) {
 	for name, side := range forgeSides(t) {
 		t.Run(name, func(t *testing.T) {
 			f := side()

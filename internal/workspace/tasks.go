@@ -115,7 +115,10 @@ func kind(ref task.Ref) string {
 
 // Deliver commits what the round changed, pushes it and, for an issue,
 // opens the draft pull or merge request that closes it (or finds the one an
-// earlier round opened); a fork's pull request gets a patch instead.
+// earlier round opened); a fork's pull request gets a patch instead. Its
+// comment lists the files the commit left out (Workspace.LeftOut). A
+// change that holds a secret is neither committed nor pushed: a
+// *SecretError.
 func (o *TaskWorkspace) Deliver(ctx context.Context, summary string) (string, error) {
 	d := o.ts.o.Delivery
 	if !d.Enabled {
@@ -136,6 +139,9 @@ func (o *TaskWorkspace) Deliver(ctx context.Context, summary string) (string, er
 		return "", err
 	}
 	out := report.Delivery{Commit: sha, Branch: o.w.Branch, Kind: kind(o.t.Ref)}
+	for _, l := range o.w.LeftOut {
+		out.LeftOut = append(out.LeftOut, report.LeftOut{Path: o.ts.o.Redact(l.Path), Reason: l.Reason})
+	}
 	if o.t.Ref.Kind != task.Issue {
 		out.ChangeURL = o.t.URL // the task is the change
 		return report.Delivered(out)

@@ -42,6 +42,7 @@ func TestDeliverAgainAfterEveryStepOpensOneChange(t *testing.T) {
 				Branch: "coding-agent/issue-" + strings.TrimPrefix(ref.String(), "github:acme/app#")})
 			o := &TaskWorkspace{ts: ts, t: tk, w: w}
 			write(t, w.Dir, "hello.txt", "hello\n")
+			write(t, w.Dir, "__pycache__/hello.cpython-312.pyc", "\x00")
 			switch failAt { // that step fails once
 			case "push":
 				g.Inject(forgetest.Fault{Method: "POST", Path: "/git-receive-pack", Status: 502, Times: 1})
@@ -61,10 +62,16 @@ func TestDeliverAgainAfterEveryStepOpensOneChange(t *testing.T) {
 				if !strings.Contains(said, "/pull/") {
 					t.Errorf("delivery %d does not link the pull request:\n%s", round+2, said)
 				}
+				if !strings.Contains(said, "`__pycache__/`: "+ReasonBuildOutput) {
+					t.Errorf("delivery %d does not say __pycache__ was left out:\n%s", round+2, said)
+				}
 			}
 			branch := "coding-agent/issue-1"
 			if got, ok := g.FileAt("acme/app", branch, "hello.txt"); !ok || got != "hello\n" {
 				t.Errorf("the branch holds hello.txt = %q, %v", got, ok)
+			}
+			if _, ok := g.FileAt("acme/app", branch, "__pycache__/hello.cpython-312.pyc"); ok {
+				t.Error("the branch holds __pycache__")
 			}
 			if log := g.Log("acme/app", branch); len(log) != 2 { // the seed commit and ours
 				t.Errorf("%d commits on %s, want 2: %+v", len(log), branch, log)

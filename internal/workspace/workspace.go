@@ -2,16 +2,19 @@
 // first time, reused after a crash, on resume and in the next conversation
 // round, committed and pushed when the task is done, removed when it ends.
 //
-// Git runs as the system git binary with a clean environment. The forge's
-// credential reaches git only in the environment of the one command that
-// talks to the forge (GIT_CONFIG_COUNT with http.extraHeader): never in an
-// argument, a config file or any other file, and never in an error or a log.
+// Git runs as the system git binary with a clean environment and a config
+// (hardening) that turns off whatever a config or attributes file could make
+// it run or follow. The forge's credential reaches git only through a pipe
+// its credential helper reads (credentialHelper): never in an environment,
+// an argument, a config file or any other file, and never in an error or a
+// log.
 //
 // A task's folder below the root holds two directories: work, the checkout
 // the model's tools see, and git, its repository. The repository lives
-// beside the checkout, not in it, so nothing the tools write can change the
-// configuration, hooks or remote that git uses while it holds the
-// credential; every command names both directories itself.
+// beside the checkout, not in it, and the daemon owns it: every command
+// checks it is as the daemon left it (gitdir.go). A .git inside the checkout
+// is never entered nor committed (stage.go), and nothing secret is
+// committed or pushed (scan.go).
 package workspace
 
 import (
@@ -54,9 +57,17 @@ type Options struct {
 	Logger  *slog.Logger
 	// Redact is applied to everything logged or returned in an error,
 	// after the credential of the workspace at hand is taken out; nil →
-	// that alone.
+	// that alone. It is also a detector of secrets: a line of a change it
+	// alters holds one, and is neither committed nor pushed (SecretError).
 	Redact func(string) string
+	// MaxFileBytes: a file larger is not committed; 0 →
+	// DefaultMaxFileBytes, negative → no limit.
+	MaxFileBytes int64
 }
+
+// DefaultMaxFileBytes is the largest file committed when
+// Options.MaxFileBytes is zero.
+const DefaultMaxFileBytes = 5_000_000
 
 // Manager prepares and removes the workspaces below one root. It is safe for
 // concurrent use: two tasks work in two workspaces at once, and the same
@@ -69,6 +80,8 @@ type Manager struct {
 	timeout    time.Duration
 	log        *slog.Logger
 	redact     func(string) string
+	maxBytes   int64  // the largest file committed; < 0: no limit
+	excludes   string // core.excludesFile: buildOutput
 
 	mu    sync.Mutex
 	locks map[string]*refLock
@@ -94,6 +107,10 @@ func New(o Options) (*Manager, error) {
 		root: root, home: filepath.Join(root, homeDir), git: o.Git,
 		author: orDefault(o.Author), committer: orDefault(o.Committer),
 		timeout: o.Timeout, log: o.Logger, redact: o.Redact, locks: map[string]*refLock{},
+		maxBytes: o.MaxFileBytes, excludes: filepath.Join(root, excludesFile),
+	}
+	if m.maxBytes == 0 {
+		m.maxBytes = DefaultMaxFileBytes
 	}
 	if m.git == "" {
 		m.git = "git"
@@ -112,6 +129,9 @@ func New(o Options) (*Manager, error) {
 			return nil, fmt.Errorf("creating workspace directory: %w", err)
 		}
 	}
+	if err := os.WriteFile(m.excludes, []byte(buildOutput), 0o600); err != nil {
+		return nil, fmt.Errorf("writing the excludes file: %w", err)
+	}
 	return m, nil
 }
 
@@ -128,10 +148,11 @@ func orDefault(id Identity) Identity {
 // Names below the root. A task's folder name is made of letters, digits,
 // '.', '_' and '-' only, so neither can be one.
 const (
-	homeDir = ".home" // git's HOME: empty, so no ~/.gitconfig, ~/.git-credentials or ~/.netrc is read
-	tmpDir  = ".tmp"  // clones in progress, renamed into place when complete
-	workDir = "work"  // in a task's folder: the checkout
-	gitDir  = "git"   // in a task's folder: the repository
+	homeDir      = ".home"    // git's HOME: empty, so no ~/.gitconfig, ~/.git-credentials or ~/.netrc is read
+	tmpDir       = ".tmp"     // clones in progress, renamed into place when complete
+	excludesFile = ".exclude" // core.excludesFile of every command: buildOutput
+	workDir      = "work"     // in a task's folder: the checkout
+	gitDir       = "git"      // in a task's folder: the repository
 )
 
 // Dir is the checkout of ref's workspace: the directory the task's tools

@@ -263,6 +263,9 @@ func TestPatchHoldsCommittedAndUncommittedWork(t *testing.T) {
 	}
 }
 
+// TestHooksInTheRepositoryDoNotRun: hooks planted in the task's git
+// directory make every command refuse (ErrTampered, naming hooks), and none
+// runs.
 func TestHooksInTheRepositoryDoNotRun(t *testing.T) {
 	u := newUpstream(t, map[string]string{"a": "1\n"})
 	m := newManager(t, Options{})
@@ -276,13 +279,16 @@ func TestHooksInTheRepositoryDoNotRun(t *testing.T) {
 		}
 	}
 	write(t, w.Dir, "a", "2\n")
-	if _, err := w.Commit(context.Background(), "c"); err != nil {
-		t.Fatal(err)
+	var te *TamperError
+	if _, err := w.Commit(context.Background(), "c"); !errors.As(err, &te) || te.Path != filepath.Join(w.gitDir, "hooks") {
+		t.Fatalf("Commit with hooks planted = %v, want a TamperError naming hooks", err)
 	}
-	if _, err := w.Push(context.Background()); err != nil {
-		t.Fatal(err)
+	if _, err := w.Push(context.Background()); !errors.Is(err, ErrTampered) {
+		t.Fatalf("Push with hooks planted = %v, want ErrTampered", err)
 	}
-	prepare(t, m, issueSpec(u, issue12))
+	if _, err := m.Prepare(context.Background(), issueSpec(u, issue12)); !errors.Is(err, ErrTampered) {
+		t.Fatalf("Prepare with hooks planted = %v, want ErrTampered", err)
+	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("a hook ran")
 	}
@@ -311,8 +317,8 @@ func TestBadSpecsAreRefused(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "s3cr3tvalue") {
 		t.Fatalf("a URL with a credential: %v", err)
 	}
-	if entries, _ := os.ReadDir(m.root); len(entries) != 2 {
-		t.Fatalf("refused specs left %d entries in the root, want .home and .tmp", len(entries))
+	if entries, _ := os.ReadDir(m.root); len(entries) != 3 {
+		t.Fatalf("refused specs left %d entries in the root, want .exclude, .home and .tmp", len(entries))
 	}
 }
 
