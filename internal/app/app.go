@@ -462,7 +462,8 @@ func (a *App) workspaces() (worker.Workspaces, error) {
 		return nil, nil
 	}
 	id := workspace.Identity{Name: c.Delivery.Author.Name, Email: c.Delivery.Author.Email}
-	m, err := workspace.New(workspace.Options{Root: c.Workspace.Root, Author: id, Committer: id, Logger: a.Log, Redact: a.redact})
+	m, err := workspace.New(workspace.Options{Root: c.Workspace.Root, Author: id, Committer: id, Logger: a.Log, Redact: a.redact,
+		MaxFileBytes: c.Delivery.MaxFileBytes})
 	if err != nil {
 		return nil, err
 	}
