@@ -228,6 +228,9 @@ func (a *App) newForge() (forge.Forge, error) {
 func (a *App) startAgent(ctx context.Context) error {
 	c := a.cfg
 	var servers []toolhost.ServerConfig
+	if c.BuiltinTools() {
+		servers = append(servers, a.builtinServer())
+	}
 	for _, s := range c.MCPServers {
 		servers = append(servers, toolhost.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, Scope: toolhost.Scope(s.Scope),
 			SystemPrompt: s.SystemPrompt, Allow: s.Tools.Allow, Deny: s.Tools.Deny})

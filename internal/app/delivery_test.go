@@ -18,9 +18,9 @@ import (
 	"github.com/coding-agent/coding-agent/internal/workspace"
 )
 
-// quickstart gives e the README's quickstart configuration: its MCP
-// servers (the filesystem server per task, through npx), workspace and
-// delivery, with the env's forge, model and folders.
+// quickstart gives e the README's quickstart configuration: the built-in
+// workspace tools (no MCP server), its sandbox, workspace and delivery, with
+// the env's forge, model and folders.
 func quickstart(t *testing.T, e *env) {
 	t.Helper()
 	readme, err := os.ReadFile("../../README.md")
@@ -39,7 +39,7 @@ func quickstart(t *testing.T, e *env) {
 	if !q.TaskWorkspaces() {
 		t.Fatal("the README's quickstart gives tasks no workspace")
 	}
-	e.cfg.MCPServers, e.cfg.Delivery = q.MCPServers, q.Delivery
+	e.cfg.MCPServers, e.cfg.Delivery, e.cfg.Sandbox = q.MCPServers, q.Delivery, q.Sandbox
 	e.cfg.Workspace = q.Workspace
 	e.cfg.Workspace.Root = filepath.Join(filepath.Dir(e.cfg.StateDir), "workspaces")
 	if err := e.cfg.Validate(); err != nil {
@@ -58,12 +58,12 @@ func (e *env) checkout(t *testing.T, ref task.Ref) string {
 }
 
 // writeFiles writes each file into the task's checkout through the
-// task's filesystem server, one call a turn, then says done.
+// built-in workspace tools, one call a turn, then says done.
 func writeFiles(files ...string) func(e *env, r llmtest.Received) llmtest.Step {
 	return func(e *env, r llmtest.Received) llmtest.Step {
 		if n := toolResults(r); n < len(files) {
-			return e.call(r, "Writing "+files[n]+".", "fs/write_file",
-				map[string]any{"path": filepath.Join(e.checkout(e.t.(*testing.T), e.ref), files[n]), "content": files[n] + " from coding-agent\n"})
+			return e.call(r, "Writing "+files[n]+".", "workspace/write_file",
+				map[string]any{"path": files[n], "content": files[n] + " from coding-agent\n"})
 		}
 		return done("Wrote " + strings.Join(files, " and ") + ".")
 	}
@@ -285,9 +285,9 @@ func TestTwoTasksAtOnceNeverShareAWorkspace(t *testing.T) {
 			mu.Unlock()
 			switch toolResults(r) {
 			case 0:
-				return e.call(r, "Writing.", "fs/write_file", map[string]any{"path": filepath.Join(mine, "mine.txt"), "content": strconv.Itoa(n)})
+				return e.call(r, "Writing.", "workspace/write_file", map[string]any{"path": filepath.Join(mine, "mine.txt"), "content": strconv.Itoa(n)})
 			case 1:
-				return e.call(r, "Peeking.", "fs/read_text_file", map[string]any{"path": filepath.Join(theirs, "mine.txt")})
+				return e.call(r, "Peeking.", "workspace/read_file", map[string]any{"path": filepath.Join(theirs, "mine.txt")})
 			}
 			mu.Lock()
 			if reads[n] == "" { // the peek's result; then the done question, as the peek failed
@@ -344,8 +344,8 @@ func TestKilledTaskReusesItsWorkspace(t *testing.T) {
 	dir := e.checkout(t, e.ref)
 	arrived := make(chan struct{})
 	e.model.Script(
-		llmtest.Reply{Content: `{"comment":"Writing hello.txt.","command":{"tool":"fs/write_file","args":{"path":"` +
-			filepath.Join(dir, "hello.txt") + `","content":"hello before the kill\n"}}}`},
+		llmtest.Reply{Content: `{"comment":"Writing hello.txt.","command":{"tool":"workspace/write_file","args":{"path":"hello.txt",` +
+			`"content":"hello before the kill\n"}}}`},
 		llmtest.Slow{Arrived: arrived},
 	)
 	_, stderr := runKilled(t, e, arrived)
