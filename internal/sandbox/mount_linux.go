@@ -28,6 +28,7 @@ func buildRoot(sp *spec) error {
 	}{
 		{"make mounts private", func(*spec) error { return unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "") }},
 		{"mount base tmpfs", mountBase},
+		{"bind tmp", func(sp *spec) error { return bindPath(sp.Tmp, "/tmp", false) }},
 		{"bind system dirs", bindSystem},
 		{"hide paths", func(sp *spec) error { return hidePaths(sp, false) }},
 		{"bind work dirs", bindWork},
@@ -149,11 +150,10 @@ func readOnly(p string, rec bool) error {
 	return nil
 }
 
-// bindWork binds Tmp at /tmp, then Work and Home at their own paths.
+// bindWork binds Work and Home at their own paths. Tmp was bound at /tmp
+// first, so that a Work, Home or read-only path under the host's /tmp is
+// not shadowed by it (its mount point is then made in Tmp).
 func bindWork(sp *spec) error {
-	if err := bindPath(sp.Tmp, "/tmp", false); err != nil {
-		return err
-	}
 	if err := bindPath(sp.Work, sp.Work, false); err != nil {
 		return err
 	}

@@ -213,7 +213,12 @@ func New(p Policy) (*Sandbox, error) {
 		return nil, fmt.Errorf("create sandbox: level %s required, host gives %s: %s",
 			p.Require, rep.Best, rep.missing(p.Require))
 	}
-	s := &Sandbox{policy: p, limits: p.Limits.withDefaults(), level: rep.Best}
+	return newAt(p, rep.Best)
+}
+
+// newAt is New at a given level (tests run each level the host gives).
+func newAt(p Policy, lvl Level) (*Sandbox, error) {
+	s := &Sandbox{policy: p, limits: p.Limits.withDefaults(), level: lvl}
 	for _, d := range p.ReadOnly {
 		if !filepath.IsAbs(d) {
 			return nil, fmt.Errorf("create sandbox: read-only path %q is not absolute", d)
