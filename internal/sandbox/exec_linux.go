@@ -22,6 +22,9 @@ func execCommand() {
 	sp, err := readSpec()
 	if err == nil {
 		_ = unix.Close(4) // our executable
+		err = resolve(sp)
+	}
+	if err == nil {
 		err = confine(sp)
 	}
 	if err == nil {
@@ -30,11 +33,10 @@ func execCommand() {
 	fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
 }
 
-// confine applies everything but the exec.
+// confine applies everything but the exec. The rlimits come last: the
+// helper itself (and the race detector's runtime in tests) should not run
+// under the command's memory limit.
 func confine(sp *spec) error {
-	if err := setRlimits(sp.Limits); err != nil {
-		return err
-	}
 	if err := dropPrivileges(); err != nil {
 		return err
 	}
@@ -47,7 +49,7 @@ func confine(sp *spec) error {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("mark descriptors close-on-exec: %w", err)
 	}
-	return nil
+	return setRlimits(sp.Limits)
 }
 
 // setRlimits sets the command's limits. syscall.Setrlimit, not unix's: it
@@ -105,17 +107,25 @@ func dropPrivileges() error {
 
 // execve replaces this process with the command, found on its own PATH.
 func execve(sp *spec) error {
+	if err := unix.Exec(sp.path, sp.Argv, sp.Env); err != nil {
+		return fmt.Errorf("exec %s: %w", sp.path, err)
+	}
+	return nil
+}
+
+// resolve finds the command on its own PATH, before Landlock and the
+// rlimits.
+func resolve(sp *spec) error {
 	prog := sp.Argv[0]
-	if !strings.Contains(prog, "/") {
-		p, err := lookPath(prog, sp.Env)
-		if err != nil {
-			return err
-		}
-		prog = p
+	sp.path = prog
+	if strings.Contains(prog, "/") {
+		return nil
 	}
-	if err := unix.Exec(prog, sp.Argv, sp.Env); err != nil {
-		return fmt.Errorf("exec %s: %w", prog, err)
+	p, err := lookPath(prog, sp.Env)
+	if err != nil {
+		return err
 	}
+	sp.path = p
 	return nil
 }
 

@@ -23,17 +23,19 @@ func Enter() {
 		entered = true
 		return
 	}
+	// unix.Exit, not os.Exit: a helper has no exit hooks to run, and the
+	// race detector's would sleep a second at every exit.
 	switch os.Args[2] {
 	case "run":
-		os.Exit(supervise())
+		unix.Exit(supervise())
 	case "exec":
 		execCommand() // returns only on failure
-		os.Exit(127)
+		unix.Exit(127)
 	case "probe":
-		os.Exit(probeHelper())
+		unix.Exit(probeHelper())
 	}
 	fmt.Fprintf(os.Stderr, "sandbox helper: unknown stage %q\n", os.Args[2])
-	os.Exit(127)
+	unix.Exit(127)
 }
 
 // readSpec reads the spec from fd 3 and closes it.

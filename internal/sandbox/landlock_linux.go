@@ -20,9 +20,12 @@ func restrict(sp *spec) error {
 	if sp.Level == Namespaces {
 		tmp = "/tmp"
 	}
+	// At level Namespaces the Hide paths are covered by mounts, which
+	// Landlock rules on their parents do not open: no split is needed,
+	// and a split dir could not be listed.
 	hide := sp.Hide
 	if sp.Level == Namespaces {
-		hide = seenHides(sp)
+		hide = nil
 	}
 	var rules []landlock.Rule
 	for _, p := range sp.ReadOnly {
@@ -47,16 +50,6 @@ func restrict(sp *spec) error {
 		cfg.HandledAccessNet = landlock.V11.HandledAccessNet
 	}
 	return cfg.BestEffort().Restrict(rules...)
-}
-
-// seenHides are the Hide paths as the box sees them at level Namespaces.
-func seenHides(sp *spec) []string {
-	out := make([]string, 0, len(sp.Hide))
-	for _, h := range sp.Hide {
-		p, _ := seen(sp, h)
-		out = append(out, p)
-	}
-	return out
 }
 
 // hidden reports whether p is a Hide path or under one.

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,3 +116,6 @@ func leftover(mark string) []string {
 	}
 	return found
 }
+
+// errorsAs is errors.As for the tests.
+func errorsAs(err error, target any) bool { return errors.As(err, target) }

@@ -33,7 +33,9 @@ func buildRoot(sp *spec) error {
 		{"hide paths", func(sp *spec) error { return hidePaths(sp, false) }},
 		{"bind work dirs", bindWork},
 		{"hide paths in work dirs", func(sp *spec) error { return hidePaths(sp, true) }},
-		{"mount proc", func(*spec) error { return mountFS("proc", newRoot+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "") }},
+		{"mount proc", func(*spec) error {
+			return mountFS("proc", newRoot+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+		}},
 		{"make dev", makeDev},
 		{"pivot root", pivot},
 	}

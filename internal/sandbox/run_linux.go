@@ -34,6 +34,7 @@ type spec struct {
 	Status   bool // fd 4 takes the helper's status as JSON
 
 	covers []string // the helper's hide covers, sealed after pivot_root
+	path   string   // the command's executable, found on its PATH
 }
 
 // status is what the supervisor reports on fd 4 when asked.
