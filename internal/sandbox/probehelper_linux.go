@@ -14,7 +14,7 @@ func probeHelper() int {
 	out := os.NewFile(3, "probe")
 	defer out.Close()
 	layers := []Layer{
-		{Name: "user", OK: true, Detail: fmt.Sprintf("uid %d and gid %d are root inside, the command is uid %d of a nested namespace", os.Getuid(), os.Getgid(), innerID)},
+		{Name: "user", OK: true, Detail: fmt.Sprintf("the daemon's uid and gid are root inside, the command is uid %d of a nested namespace", innerID)},
 		probeMount(),
 		probePid(),
 		probeStep("network", "own network namespace with loopback only", loopbackUp),
