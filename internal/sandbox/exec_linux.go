@@ -55,9 +55,13 @@ func confine(sp *spec) error {
 // setRlimits sets the command's limits. syscall.Setrlimit, not unix's: it
 // also stops the runtime from restoring its own RLIMIT_NOFILE at exec.
 func setRlimits(l Limits) error {
-	cpu := l.CPUSeconds
-	if cpu <= 0 {
-		cpu = int(l.Timeout.Seconds()) + 1
+	cpu := uint64(l.CPUSeconds)
+	switch {
+	case cpu > 0:
+	case l.Timeout > 0:
+		cpu = uint64(l.Timeout.Seconds()) + 1 // whole seconds, never 0
+	default:
+		cpu = unix.RLIM_INFINITY // Command: no timeout to follow
 	}
 	lims := []struct {
 		name string
@@ -67,7 +71,7 @@ func setRlimits(l Limits) error {
 		{"core", unix.RLIMIT_CORE, 0},
 		{"nofile", unix.RLIMIT_NOFILE, uint64(l.OpenFiles)},
 		{"fsize", unix.RLIMIT_FSIZE, uint64(l.FileSizeMB) << 20},
-		{"cpu", unix.RLIMIT_CPU, uint64(cpu)},
+		{"cpu", unix.RLIMIT_CPU, cpu},
 		{"data", unix.RLIMIT_DATA, uint64(l.MemoryMB) << 20},
 		{"nproc", unix.RLIMIT_NPROC, uint64(l.MaxProcesses)},
 	}

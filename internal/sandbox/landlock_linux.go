@@ -37,8 +37,12 @@ func restrict(sp *spec) error {
 	for _, p := range []string{sp.Work, sp.Home, tmp} {
 		rules = splitRule(rules, p, true, hide)
 	}
+	if sp.Level == Namespaces {
+		// Its own tmpfs there; below, the host's /dev/shm would be shared
+		// with every process of the daemon's user, other tasks included.
+		rules = append(rules, landlock.RWDirs("/dev/shm").WithRefer().IgnoreIfMissing())
+	}
 	rules = append(rules,
-		landlock.RWDirs("/dev/shm").WithRefer().IgnoreIfMissing(),
 		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/tty").WithIoctlDev().IgnoreIfMissing(),
 		landlock.ROFiles("/dev/random", "/dev/urandom").IgnoreIfMissing(),
 	)

@@ -109,6 +109,9 @@ func TestExit(t *testing.T) {
 		if r := b.sh(t, "cat; echo done"); r.ExitCode != 0 || string(r.Stdout) != "done\n" {
 			t.Errorf("empty stdin: %+v", r)
 		}
+		if r := b.run(t, Run{Command: "ulimit -t; ulimit -n; ulimit -c", Timeout: 10 * time.Second}); string(r.Stdout) != "11\n1024\n0\n" {
+			t.Errorf("rlimits cpu, nofile, core: %q", out(r))
+		}
 	})
 }
 

@@ -43,6 +43,20 @@ func TestProbe(t *testing.T) {
 	}
 }
 
+// TestMissing checks that the reason for a refused level names the layers
+// that fail and their details.
+func TestMissing(t *testing.T) {
+	rep := Report{Best: Landlock, Layers: []Layer{
+		{Name: "user", Detail: "kernel.unprivileged_userns_clone=0 (set it to 1)"},
+		{Name: "mount", OK: true, Detail: "fine"},
+		{Name: "landlock", OK: true, Detail: "ABI 7"},
+	}}
+	got := rep.missing(Namespaces)
+	if !strings.Contains(got, "user: kernel.unprivileged_userns_clone=0") || strings.Contains(got, "mount") {
+		t.Errorf("missing: %q", got)
+	}
+}
+
 // TestParseLevel checks names both ways.
 func TestParseLevel(t *testing.T) {
 	for _, l := range []Level{None, Landlock, Namespaces} {

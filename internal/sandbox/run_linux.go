@@ -105,7 +105,9 @@ func helperCmd(sp *spec) (*exec.Cmd, error) {
 		Dir:        "/",
 		ExtraFiles: []*os.File{f},
 	}
-	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// A session of its own (so a group of its own too, for the kill):
+	// without a controlling terminal, /dev/tty cannot reach the daemon's.
+	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if sp.Level == Namespaces {
 		attr.Cloneflags = nsFlags(sp.Network)
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
@@ -158,6 +160,9 @@ func (s *Sandbox) Command(d Dirs, network bool, argv []string) (*exec.Cmd, error
 	if err != nil {
 		return nil, fmt.Errorf("prepare sandboxed command: %w", err)
 	}
+	// No timeout, so no CPU limit derived from one: a server may live
+	// for hours. An explicit CPUSeconds still holds.
+	sp.Limits.Timeout = 0
 	cmd, err := helperCmd(sp)
 	if err != nil {
 		return nil, fmt.Errorf("prepare sandboxed command: %w", err)
@@ -176,6 +181,9 @@ func (s *Sandbox) Run(ctx context.Context, r Run) (Result, error) {
 		return Result{}, fmt.Errorf("prepare sandboxed run: %w", err)
 	}
 	sp.Status = true
+	if r.Timeout > 0 {
+		sp.Limits.Timeout = r.Timeout // RLIMIT_CPU follows this run's timeout
+	}
 	cmd, err := helperCmd(sp)
 	if err != nil {
 		return Result{}, fmt.Errorf("prepare sandboxed run: %w", err)
