@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -80,7 +81,14 @@ func supervise() int {
 		fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
 		return 127
 	}
-	st := reap(child.Process.Pid, sp.Level != Namespaces, sigs)
+	// The kernel does not enforce RLIMIT_NPROC for the host's root (user
+	// namespaces map the command back to it): then we count. At level
+	// Namespaces the pid namespace's pid_max is a hard, coarser bound.
+	limit := 0
+	if sp.HostUID == 0 {
+		limit = sp.Limits.MaxProcesses
+	}
+	st := reap(child.Process.Pid, sp.Level != Namespaces, limit, sigs)
 	st.Started = true
 	report(st)
 	if st.Signal > 0 {
@@ -145,13 +153,38 @@ func startStage(sp *spec) (*exec.Cmd, error) {
 // innerID is the uid and gid the command has at level Namespaces.
 const innerID = 1000
 
+// countProcs reports on over when our descendants outnumber limit,
+// looking every 20ms until stop closes.
+func countProcs(limit int, over chan<- int, stop <-chan struct{}) {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	self := os.Getpid()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		if n := len(descendants(self)); n > limit {
+			over <- n
+			return
+		}
+	}
+}
+
 // reap waits for every child until the command (pid) ends, then kills
 // whatever is left and reaps it. At level Namespaces leaving is enough (the
 // kernel kills the pid namespace with its PID 1), but killing first keeps
 // the order of things plain. A signal to us kills the whole tree.
-func reap(pid int, subreaper bool, sigs <-chan os.Signal) status {
+func reap(pid int, subreaper bool, limit int, sigs <-chan os.Signal) status {
 	st := status{Exit: -1}
 	done := make(chan status, 1)
+	over := make(chan int, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	if limit > 0 {
+		go countProcs(limit, over, stop)
+	}
 	go func() {
 		for {
 			var ws unix.WaitStatus
@@ -170,6 +203,9 @@ func reap(pid int, subreaper bool, sigs <-chan os.Signal) status {
 	select {
 	case st = <-done:
 	case <-sigs:
+		st.Signal = int(syscall.SIGKILL)
+	case n := <-over:
+		fmt.Fprintf(os.Stderr, "sandbox: %d processes, over the limit of %d: killed\n", n, limit)
 		st.Signal = int(syscall.SIGKILL)
 	}
 	killTree(subreaper)

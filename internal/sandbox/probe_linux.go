@@ -84,8 +84,9 @@ func probeRlimits() Layer {
 	}
 	d := "nproc, data, cpu, fsize, nofile, core=0 set before the command's exec"
 	if os.Getuid() == 0 {
-		d += "; the kernel does not enforce RLIMIT_NPROC for the host's root: " +
-			"at level namespaces the pid namespace's pid_max bounds the processes instead"
+		d += "; the kernel does not enforce RLIMIT_NPROC for the host's root: the helper counts " +
+			"the processes every 20ms and kills the tree over MaxProcesses (at level namespaces " +
+			"the pid namespace's pid_max is a hard bound too)"
 	}
 	return Layer{Name: "rlimits", OK: true, Detail: d}
 }

@@ -32,6 +32,7 @@ type spec struct {
 	Network  bool
 	Limits   Limits
 	Status   bool // fd 4 takes the helper's status as JSON
+	HostUID  int  // the daemon's uid: inside a user namespace ours is 0
 
 	covers []string // the helper's hide covers, sealed after pivot_root
 	path   string   // the command's executable, found on its PATH
@@ -83,7 +84,7 @@ func (s *Sandbox) spec(d Dirs, network bool, argv []string) (*spec, error) {
 	return &spec{
 		Level: s.level, Argv: argv, Env: s.environ(d, tmpSeen),
 		Work: d.Work, Home: d.Home, Tmp: d.Tmp, Hide: hide, ReadOnly: ro,
-		Network: network, Limits: s.limits,
+		Network: network, Limits: s.limits, HostUID: os.Getuid(),
 	}, nil
 }
 

@@ -79,7 +79,11 @@ type Limits struct {
 	// the limit. Default 2048.
 	MemoryMB int
 	// MaxProcesses bounds the processes (threads included) of one command
-	// tree. Default 256.
+	// tree: RLIMIT_NPROC, counted per user namespace at level Namespaces.
+	// The kernel exempts the host's root from it; for a daemon run as root
+	// the helper counts the tree every 20ms and kills it when over, and at
+	// level Namespaces the pid namespace's pid_max (floor 301) is a hard
+	// bound. Default 256.
 	MaxProcesses int
 	// MaxOutputBytes is what is kept of each stream: its head and its
 	// tail, the middle dropped and counted. Default 65536.
