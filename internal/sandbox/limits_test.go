@@ -16,7 +16,7 @@ import (
 // call returns with nothing left behind.
 func TestForkBomb(t *testing.T) {
 	forLevels(t, func(t *testing.T, lvl Level) {
-		b := newBox(t, lvl, Policy{Limits: Limits{MaxProcesses: 64, Timeout: 60 * time.Second}})
+		b := newBox(t, lvl, Policy{Limits: Limits{MaxProcesses: 16, Timeout: 60 * time.Second}})
 		mark := fmt.Sprintf("1000.%d", os.Getpid())
 		r := b.sh(t, `i=0; while [ $i -lt 2000 ]; do sleep `+mark+` & i=$((i+1)); done; echo all started`)
 		if strings.Contains(string(r.Stdout), "all started") || r.ExitCode == 0 {
@@ -103,11 +103,9 @@ func TestExit(t *testing.T) {
 		if r := b.run(t, Run{Command: "tr a-z A-Z", Stdin: strings.NewReader("hello")}); string(r.Stdout) != "HELLO" {
 			t.Errorf("stdin: %q", out(r))
 		}
-		if r := b.sh(t, "cat; echo done"); r.ExitCode != 0 || string(r.Stdout) != "done\n" {
-			t.Errorf("empty stdin: %+v", r)
-		}
-		if r := b.run(t, Run{Command: "ulimit -t; ulimit -n; ulimit -c", Timeout: 10 * time.Second}); string(r.Stdout) != "11\n1024\n0\n" {
-			t.Errorf("rlimits cpu, nofile, core: %q", out(r))
+		// No Stdin: cat reads an empty input and ends.
+		if r := b.run(t, Run{Command: "cat; ulimit -t; ulimit -n; ulimit -c", Timeout: 10 * time.Second}); string(r.Stdout) != "11\n1024\n0\n" {
+			t.Errorf("empty stdin, rlimits cpu, nofile, core: %q", out(r))
 		}
 	})
 }
