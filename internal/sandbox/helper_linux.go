@@ -100,7 +100,7 @@ func supervise() int {
 // startStage prepares this process's namespaces and starts the command's
 // stage (execCommand) in them.
 func startStage(sp *spec) (*exec.Cmd, error) {
-	exe, err := os.Open("/proc/self/exe")
+	exe, err := os.Open(selfExe)
 	if err != nil {
 		return nil, fmt.Errorf("open own executable: %w", err)
 	}

@@ -26,6 +26,10 @@ func restrict(sp *spec) error {
 	hide := sp.Hide
 	if sp.Level == Namespaces {
 		hide = nil
+	} else if !sp.Network {
+		// Landlock below ABI 10 cannot deny UDP: without the resolver's
+		// address, at least ordinary name resolution fails (TCP is denied).
+		hide = append(append([]string(nil), hide...), "/etc/resolv.conf")
 	}
 	var rules []landlock.Rule
 	for _, p := range sp.ReadOnly {

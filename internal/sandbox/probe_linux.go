@@ -116,16 +116,12 @@ func probeNamespaces() []Layer {
 
 // runProbe starts the probe helper with flags and reads its layers.
 func runProbe(flags uintptr) ([]Layer, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find own executable: %w", err)
-	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("create probe pipe: %w", err)
 	}
 	defer r.Close()
-	cmd := exec.Command(exe, marker, "probe")
+	cmd := exec.Command(selfExe, marker, "probe")
 	cmd.Env = []string{}
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.SysProcAttr = &syscall.SysProcAttr{

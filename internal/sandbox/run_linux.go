@@ -19,6 +19,9 @@ import (
 // marker is argv[1] of a helper process; Enter looks for it.
 const marker = "__coding-agent-sandbox"
 
+// selfExe is the running binary, as the helper is started.
+const selfExe = "/proc/self/exe"
+
 // spec is what the daemon tells the helper, as JSON on fd 3.
 type spec struct {
 	Level    Level
@@ -91,17 +94,15 @@ func (s *Sandbox) spec(d Dirs, network bool, argv []string) (*spec, error) {
 // helperCmd is the supervisor's exec.Cmd for sp, its spec already in a
 // memfd at fd 3 (so nothing blocks however the caller starts it).
 func helperCmd(sp *spec) (*exec.Cmd, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find own executable: %w", err)
-	}
 	f, err := specFile(sp)
 	if err != nil {
 		return nil, err
 	}
+	// /proc/self/exe, not os.Executable's path: the forked child execs the
+	// very binary that is running, even one replaced or deleted since.
 	cmd := &exec.Cmd{
-		Path:       exe,
-		Args:       []string{exe, marker, "run"},
+		Path:       selfExe,
+		Args:       []string{os.Args[0], marker, "run"},
 		Env:        []string{}, // empty, not nil: nothing of the daemon's
 		Dir:        "/",
 		ExtraFiles: []*os.File{f},
