@@ -284,7 +284,7 @@ type Final struct {
 	// things the comment says were run (Evidence).
 	Checks, Ran     []Command
 	IgnoredComments int // comments from people not allowed to steer (0: line omitted)
-	Receipt            Receipt
+	Receipt         Receipt
 }
 
 // Criterion is one success criterion as the model judged it.
