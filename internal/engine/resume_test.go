@@ -336,8 +336,8 @@ func TestKillAtEveryPointThenResume(t *testing.T) {
 						if err != nil {
 							t.Fatalf("resumed run: %v", err)
 						}
-						if got != want {
-							t.Errorf("outcome %+v, want %+v", got, want)
+						if diff := cmp.Diff(want, got); diff != "" {
+							t.Errorf("outcome differs from a run never killed (-want +got):\n%s", diff)
 						}
 						if m2.asked != len(script)-answered {
 							t.Errorf("the resumed run made %d requests, want %d", m2.asked, len(script)-answered)
@@ -411,7 +411,7 @@ func TestEndedRunOfTheOlderFormatIsNotRunAgain(t *testing.T) {
 			w := &world{cps: map[task.Ref]store.Checkpoint{ref: {Step: 1, Data: []byte(tc.data)}}, comments: map[int64]string{}, history: t.TempDir()}
 			m := &model{script: scripts[tc.loop]}
 			out, err := runner(t, tc.loop, w, m, tools{Host: host})()
-			if err != nil || out != tc.want {
+			if err != nil || !cmp.Equal(out, tc.want) {
 				t.Errorf("outcome %+v %v, want %+v", out, err, tc.want)
 			}
 			if m.asked != 0 || len(w.comments) != 0 {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -103,4 +104,28 @@ func lastRunes(s string, n int) string {
 	}
 	rs := []rune(s)
 	return "…" + string(rs[len(rs)-n:])
+}
+
+// FixChecks is the description of the action planning mode adds when the
+// repository's checks refused a done: the failing checks, each with how it
+// ended.
+func (l Lang) FixChecks(failing []Command) string {
+	each := make([]string, 0, len(failing))
+	for _, c := range failing {
+		each = append(each, CodeSpan(c.Command)+" ("+l.status(c)+")")
+	}
+	if l.norm() == English {
+		return "Make the failing checks pass: " + strings.Join(each, ", ")
+	}
+	return "失敗しているチェックを通す: " + strings.Join(each, "、")
+}
+
+// status is how a command ended, in words (the templates' own
+// evidence/<lang>/status).
+func (l Lang) status(c Command) string {
+	s, err := render("evidence/"+string(l.norm())+"/status", evidenceItem{TimedOut: c.TimedOut, Exit: c.ExitCode})
+	if err != nil {
+		return fmt.Sprintf("exit %d", c.ExitCode)
+	}
+	return s
 }

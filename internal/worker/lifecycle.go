@@ -236,7 +236,7 @@ func (w *Worker) notify(ctx context.Context, f ending, n notice) {
 	var err error
 	switch n {
 	case failureNotice:
-		body, err = report.Failed(f.reason, ls.Failed, ls.Bot, f.where)
+		body, err = report.Failed(f.reason, ls.Failed, ls.Bot, f.where, "")
 	case pausedNotice:
 		body, err = report.Paused(f.calls, f.reason, ls.Paused, ls.Bot, w.o.Owner.Host)
 	case stoppedNotice:
