@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/coding-agent/coding-agent/internal/engine"
+	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/toolhost"
 )
 
@@ -103,17 +104,13 @@ func (p *plain) Read(r engine.Reply) (*engine.Act, error) {
 func (p *plain) Refuse(engine.ToolCall, *engine.Act) (string, bool) { return "", false }
 
 // Post posts the step's comment, unless it is the same as the last one
-// posted, or it ends the task right after failed calls (the end is
-// questioned first); the closing one says how many comments from people
-// who may not steer the task were left unread.
+// posted, or it ends the task: the closing comment waits for the outcome
+// (Announce), which the repository's checks may still refuse.
 func (p *plain) Post(ctx context.Context, a *engine.Act) error {
-	if p.questioned(a) {
+	if a.Done {
 		return nil
 	}
 	body := strings.TrimSpace(a.Comment)
-	if n := p.r.Counts().Ignored; a.Done && n > 0 {
-		body += fmt.Sprintf("\n\n(%d comment(s) from people who may not steer this task were not read.)", n)
-	}
 	if body == "" {
 		return nil
 	}
@@ -162,9 +159,56 @@ func (p *plain) Correction(reason string) (string, error) {
 	}{reason, p.l.e.Toolset().Native(), p.r.Counts().Unusable, p.l.e.MaxUnusable()})
 }
 
-func (p *plain) Trouble(context.Context, string, bool)    {}
-func (p *plain) Heard(context.Context, []engine.Applied)  {}
-func (p *plain) Ending(*engine.Outcome)                   {}
-func (p *plain) Announce(context.Context, engine.Outcome) {}
-func (p *plain) State() any                               { return p.st }
-func (p *plain) Pinned() string                           { return "" }
+// Announce posts the closing comment of a round that ended done: the
+// model's comment, how many comments from people who may not steer the
+// task were left unread, and what was run (report.Evidence). A failed
+// round's comment is the worker's.
+func (p *plain) Announce(ctx context.Context, out engine.Outcome) {
+	if out.End != engine.Done {
+		return
+	}
+	in, log := p.r.Input(), p.r.Log()
+	body, err := closing(out)
+	if err != nil {
+		log.Error("rendering the closing comment", "error", err)
+		return
+	}
+	if err := in.Post.Post(ctx, body); err != nil {
+		log.Error("posting the closing comment", "error", err)
+	}
+}
+
+// closing is the closing comment of a round that ended done.
+func closing(out engine.Outcome) (string, error) {
+	checks, ran := Evidence(out)
+	evidence, err := report.Evidence(report.English, checks, ran)
+	if err != nil {
+		return "", err
+	}
+	return comments.Render("closing.tmpl", struct {
+		Comment, Evidence string
+		Ignored           int
+	}{strings.TrimSpace(out.Comment), evidence, out.Ignored})
+}
+
+// Evidence is what an outcome says was run, as report.Evidence takes it:
+// the repository's checks and the commands the model ran.
+func Evidence(out engine.Outcome) (checks, ran []report.Command) {
+	for _, c := range out.Checks {
+		checks = append(checks, report.Command(c))
+	}
+	for _, c := range out.Ran {
+		ran = append(ran, report.Command{Command: c.Command, ExitCode: c.ExitCode, TimedOut: c.TimedOut})
+	}
+	return checks, ran
+}
+
+// Reopen carries on after the checks refused a done: the engine has told
+// the model what failed.
+func (p *plain) Reopen(context.Context, []engine.CheckResult) error { return nil }
+
+func (p *plain) Trouble(context.Context, string, bool)   {}
+func (p *plain) Heard(context.Context, []engine.Applied) {}
+func (p *plain) Ending(*engine.Outcome)                  {}
+func (p *plain) State() any                              { return p.st }
+func (p *plain) Pinned() string                          { return "" }

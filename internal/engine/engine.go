@@ -177,6 +177,12 @@ type Input struct {
 	// Tools runs every tool call of the run (a toolhost.Session for the
 	// task); nil: Options.Tools. The catalog is Options.Tools' either way.
 	Tools Caller
+	// Checks runs the repository's checks (workspace.checks) when a round
+	// is about to end done; nil runs none. A failing check sends its output
+	// back to the model, at most CheckRounds times (workspace.check_rounds);
+	// still failing after that, the round ends failed.
+	Checks      Checker
+	CheckRounds int
 }
 
 // End is how a run ended.
@@ -208,6 +214,12 @@ type Outcome struct {
 	// Reported is true when the run has already posted its closing comment
 	// (planning mode does), so the worker adds no failure comment of its own.
 	Reported bool `json:"reported,omitempty"`
+	// Checks are the repository's checks as they last ran (Input.Checks):
+	// all passed for done, some failed for a round failed on its checks.
+	Checks []CheckResult `json:"checks,omitempty"`
+	// Ran are the commands the model ran in the sandbox this round, the
+	// last result of each command line, in the order first run.
+	Ran []toolhost.CommandRun `json:"ran,omitempty"`
 }
 
 // Final reports whether the outcome ends the task's round (done or failed).
@@ -277,6 +289,10 @@ type Policy interface {
 	Announce(ctx context.Context, out Outcome)
 	// State is the policy's state, to save in the checkpoint.
 	State() any
+	// Reopen goes back to work after the repository's checks refused a
+	// done: the engine has told the model which failed and how (failing).
+	// The plain loop carries on; planning adds an action to fix them.
+	Reopen(ctx context.Context, failing []CheckResult) error
 	// Pinned is what must stay in view when the conversation is compacted
 	// (planning: the plan and the action in hand); "" for nothing beyond
 	// the system prompt and the task, which are always kept.

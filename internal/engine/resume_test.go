@@ -49,12 +49,19 @@ type world struct {
 	comments map[int64]string // id → body, as edited
 	nextID   int64
 	history  string // directory
+	// saved, when set, is called after every checkpoint saved: a kill
+	// right after a save (checks_test.go).
+	saved func() error
 }
 
 func (w *world) SaveCheckpoint(_ context.Context, r task.Ref, cp store.Checkpoint) error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.cps[r] = cp
+	saved := w.saved
+	w.mu.Unlock()
+	if saved != nil {
+		return saved() // a kill right after this save
+	}
 	return nil
 }
 
@@ -208,7 +215,7 @@ const summaryPrompt = "You summarise a coding agent's work for the agent itself.
 // runner runs the task on w with the policy of loop: "plain" or
 // "planning", and with " compacting" a context window small enough that
 // the conversation is compacted on the way.
-func runner(t *testing.T, loop string, w *world, m llm.Client, ts engine.Tools) func() (engine.Outcome, error) {
+func runner(t *testing.T, loop string, w *world, m llm.Client, ts engine.Tools, with ...func(*engine.Input)) func() (engine.Outcome, error) {
 	t.Helper()
 	o := engine.Options{LLM: m, Tools: ts, State: w, Now: func() time.Time { return clock }}
 	if base, ok := strings.CutSuffix(loop, " compacting"); ok {
@@ -219,7 +226,7 @@ func runner(t *testing.T, loop string, w *world, m llm.Client, ts engine.Tools) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return policyRun(t, loop, e, w)
+	return policyRun(t, loop, e, w, with...)
 }
 
 // compactingWindow is, per loop, a context window its scripted task
@@ -229,9 +236,12 @@ func runner(t *testing.T, loop string, w *world, m llm.Client, ts engine.Tools) 
 var compactingWindow = map[string]int{"plain": 1350, "planning": 2300}
 
 // policyRun runs the task on w with engine e under loop's policy.
-func policyRun(t *testing.T, loop string, e *engine.Engine, w *world) func() (engine.Outcome, error) {
+func policyRun(t *testing.T, loop string, e *engine.Engine, w *world, with ...func(*engine.Input)) func() (engine.Outcome, error) {
 	t.Helper()
 	in := engine.Input{Task: task.Task{Ref: ref, Title: "Echo things", Body: "Please echo.", Author: "alice"}, Post: w}
+	for _, f := range with {
+		f(&in)
+	}
 	if loop == "plain" {
 		l, err := agent.New(e)
 		if err != nil {
@@ -336,8 +346,8 @@ func TestKillAtEveryPointThenResume(t *testing.T) {
 						if err != nil {
 							t.Fatalf("resumed run: %v", err)
 						}
-						if got != want {
-							t.Errorf("outcome %+v, want %+v", got, want)
+						if diff := cmp.Diff(want, got); diff != "" {
+							t.Errorf("outcome differs from a run never killed (-want +got):\n%s", diff)
 						}
 						if m2.asked != len(script)-answered {
 							t.Errorf("the resumed run made %d requests, want %d", m2.asked, len(script)-answered)
@@ -411,7 +421,7 @@ func TestEndedRunOfTheOlderFormatIsNotRunAgain(t *testing.T) {
 			w := &world{cps: map[task.Ref]store.Checkpoint{ref: {Step: 1, Data: []byte(tc.data)}}, comments: map[int64]string{}, history: t.TempDir()}
 			m := &model{script: scripts[tc.loop]}
 			out, err := runner(t, tc.loop, w, m, tools{Host: host})()
-			if err != nil || out != tc.want {
+			if err != nil || !cmp.Equal(out, tc.want) {
 				t.Errorf("outcome %+v %v, want %+v", out, err, tc.want)
 			}
 			if m.asked != 0 || len(w.comments) != 0 {

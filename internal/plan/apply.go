@@ -69,7 +69,7 @@ func (p *policy) apply(ctx context.Context, a *engine.Act) (*engine.Outcome, err
 func (p *policy) facts() facts {
 	st, s := p.st, p.c.o.Settings
 	f := facts{since: st.SinceReflection, revisionsLeft: len(st.RevisionNotes) < s.MaxRevisions,
-		roundsLeft: st.Rounds < s.MaxVerifyRounds, skipped: len(p.skipped()) > 0}
+		roundsLeft: st.Rounds < s.MaxVerifyRounds, skipped: len(p.skipped()) > 0, fixing: st.Fixes > 0}
 	if st.Plan != nil {
 		f.pending = st.Plan.next() != nil
 		if a := st.Plan.action(st.At.Action); a != nil {
@@ -205,6 +205,9 @@ func (p *policy) verified(ctx context.Context, v *verificationReply, comment str
 			return nil, err
 		}
 		st.Plan = plan
+	}
+	if res.Passed {
+		st.Closing = comment
 	}
 	out, err := p.move(ctx, verified, f, comment, "verification failed: "+verificationGaps(res))
 	if out == nil && err == nil {

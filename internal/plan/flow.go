@@ -71,6 +71,7 @@ type facts struct {
 	revisionsLeft bool
 	roundsLeft    bool // verification rounds left after this one
 	skipped       bool // some action was skipped
+	fixing        bool // the plan carries an action added because the repository's checks failed
 }
 
 // move is a transition's result: where the run goes next (Enter: as a new
@@ -116,6 +117,10 @@ func (s Settings) next(at At, e eventKind, f facts) move {
 		return enter(PhaseExecution)
 	case planFinished:
 		switch {
+		case f.fixing && !f.skipped:
+			// The model's verification passed before the checks refused the
+			// done: the checks, run again at this done, judge the fix.
+			return move{End: engine.Done}
 		case s.Verification:
 			return enter(PhaseVerification)
 		case f.skipped: // nothing checks that the work is complete without them

@@ -43,6 +43,8 @@ func TestTransitions(t *testing.T) {
 		{"plan finished, verify", s, At{Phase: PhaseExecution}, planFinished, facts{}, move{To: At{Phase: PhaseVerification}, Enter: true}},
 		{"plan finished, no verification", noVerify, At{Phase: PhaseExecution}, planFinished, facts{}, move{End: engine.Done}},
 		{"plan finished with skips, no verification", noVerify, At{Phase: PhaseExecution}, planFinished, facts{skipped: true}, move{End: engine.Failed}},
+		{"checks fixed: done, checked again", s, At{Phase: PhaseExecution}, planFinished, facts{fixing: true}, move{End: engine.Done}},
+		{"checks fix skipped, verify", s, At{Phase: PhaseExecution}, planFinished, facts{fixing: true, skipped: true}, move{To: At{Phase: PhaseVerification}, Enter: true}},
 		{"verified", s, At{Phase: PhaseVerification}, verified, facts{passed: true}, move{End: engine.Done}},
 		{"verification adds work", s, At{Phase: PhaseVerification}, verified, facts{additions: true, roundsLeft: true}, move{To: At{Phase: PhaseExecution}, Enter: true}},
 		{"verification failed, last round", s, At{Phase: PhaseVerification}, verified, facts{additions: true}, move{End: engine.Failed}},

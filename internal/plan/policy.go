@@ -107,7 +107,12 @@ type state struct {
 	// them, one per revision: their number is the revisions made.
 	RevisionNotes []report.ProgressRevision `json:"revision_notes,omitempty"`
 	Verification  *Verification             `json:"verification,omitempty"` // the last round's result; nil: none ran
-	Notes         []string                  `json:"notes,omitempty"`        // progress report lines: comments applied
+	// Fixes counts the actions added because the repository's checks
+	// refused a done (Reopen); Closing is the comment of the done they
+	// refused, the round's closing comment once they pass.
+	Fixes   int      `json:"check_fixes,omitempty"`
+	Closing string   `json:"closing,omitempty"`
+	Notes   []string `json:"notes,omitempty"` // progress report lines: comments applied
 
 	// HistoryLen is how many entries the task's history held when this
 	// checkpoint was saved, earlier runs' included.
@@ -259,7 +264,7 @@ func (p *policy) advance(ctx context.Context) (*engine.Outcome, error) {
 		st.At = At{Phase: PhaseExecution, Action: next.ID, From: p.r.Counts().Calls}
 		return nil, nil
 	}
-	out, err := p.move(ctx, planFinished, p.facts(), "", "actions were skipped and verification is off: "+strings.Join(p.skipped(), ", "))
+	out, err := p.move(ctx, planFinished, p.facts(), st.Closing, "actions were skipped and verification is off: "+strings.Join(p.skipped(), ", "))
 	if out == nil && err == nil {
 		p.progress(ctx, false)
 	}

@@ -181,7 +181,13 @@ func (p *policy) Announce(ctx context.Context, out engine.Outcome) {
 		}
 	}
 	if v := st.Verification; v != nil {
-		f.VerificationPassed, f.VerificationNotes = v.Passed, verificationNotes(*v)
+		f.VerificationPassed, f.Criteria = v.Passed, criteria(*v)
+	}
+	for _, c := range out.Checks {
+		f.Checks = append(f.Checks, report.Command(c))
+	}
+	for _, c := range out.Ran {
+		f.Ran = append(f.Ran, report.Command{Command: c.Command, ExitCode: c.ExitCode, TimedOut: c.TimedOut})
 	}
 	if body, err := p.c.o.Lang.Final(f); err != nil {
 		p.log.Error("rendering the closing comment", "error", err)
@@ -190,18 +196,15 @@ func (p *policy) Announce(ctx context.Context, out engine.Outcome) {
 	}
 }
 
-// verificationNotes lists the criteria checked, for the closing comment.
-func verificationNotes(v Verification) string {
-	var s string
+// criteria are the criteria the model checked and what it found missing,
+// for the closing comment: its judgement, never marked ✅.
+func criteria(v Verification) []report.Criterion {
+	var out []report.Criterion
 	for _, c := range v.Criteria {
-		mark := "✅"
-		if !c.Met {
-			mark = "❌"
-		}
-		s += mark + " " + firstLine(c.Criterion, 200) + "\n"
+		out = append(out, report.Criterion{Text: firstLine(c.Criterion, 200), Met: c.Met})
 	}
 	for _, m := range v.Missing {
-		s += "❌ " + firstLine(m, 200) + "\n"
+		out = append(out, report.Criterion{Text: firstLine(m, 200)})
 	}
-	return s
+	return out
 }

@@ -276,15 +276,29 @@ type Final struct {
 	VerificationPassed bool
 	VerificationRounds int
 	VerificationNotes  string
-	IgnoredComments    int // comments from people not allowed to steer (0: line omitted)
-	Receipt            Receipt
+	// Criteria are the success criteria as the last verification round
+	// judged them: by the model, so never marked ✅ (SPEC-NOTES 25).
+	Criteria []Criterion
+	// Checks are the checks coding-agent ran at the end of the round, Ran
+	// the commands the model ran (the last result of each): the only
+	// things the comment says were run (Evidence).
+	Checks, Ran     []Command
+	IgnoredComments int // comments from people not allowed to steer (0: line omitted)
+	Receipt         Receipt
+}
+
+// Criterion is one success criterion as the model judged it.
+type Criterion struct {
+	Text string
+	Met  bool
 }
 
 // Final renders the closing comment of a planned task: whether it
 // succeeded (a task marked succeeded whose verification ran and did not
 // pass reads as finished but unverified, never as done), why it failed, the
-// model's summary, the changes, the verification, the comments that were
-// ignored, and the receipt.
+// model's summary, the changes, the verification with what was run (or
+// that it was checked by reading and nothing was run), the comments that
+// were ignored, and the receipt.
 func (l Lang) Final(f Final) (string, error) {
 	outcome := "failed"
 	switch {
@@ -300,7 +314,22 @@ func (l Lang) Final(f Final) (string, error) {
 	case f.VerificationRan:
 		verification = "failed"
 	}
+	evidence := ""
+	if len(f.Checks)+len(f.Ran) > 0 {
+		var err error
+		if evidence, err = Evidence(l, f.Checks, f.Ran); err != nil {
+			return "", err
+		}
+	}
+	criteria := make([]Criterion, 0, len(f.Criteria))
+	for _, c := range f.Criteria {
+		if c.Text = oneLine(c.Text); c.Text != "" {
+			criteria = append(criteria, c)
+		}
+	}
 	return render(l.tmpl("final"), map[string]any{
+		"Evidence":     evidence,
+		"Criteria":     criteria,
 		"Outcome":      outcome,
 		"Reason":       strings.TrimSpace(f.Reason),
 		"Summary":      strings.TrimSpace(f.Summary),

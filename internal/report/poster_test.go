@@ -400,7 +400,7 @@ func TestPosterForgeLimits(t *testing.T) {
 }
 
 func TestTemplates(t *testing.T) {
-	failed, err := report.Failed("The model server answered 503 four times.", "coding agent failed", "coding agent", "")
+	failed, err := report.Failed("The model server answered 503 four times.", "coding agent failed", "coding agent", "", "")
 	if err != nil {
 		t.Fatalf("Failed: %v", err)
 	}
@@ -427,7 +427,7 @@ func TestTemplates(t *testing.T) {
 		t.Errorf("Interrupted comment lacks the step number:\n%s", interrupted)
 	}
 	// A reason is data, never a template.
-	odd, err := report.Failed("{{.BotLabel}} <!-- x -->", "F", "B", "")
+	odd, err := report.Failed("{{.BotLabel}} <!-- x -->", "F", "B", "", "")
 	if err != nil || !strings.Contains(odd, "{{.BotLabel}} <!-- x -->") {
 		t.Errorf("Failed with template text in the reason = %q, %v; want the reason verbatim", odd, err)
 	}
@@ -448,7 +448,7 @@ func TestDeliveryTemplates(t *testing.T) {
 		}
 		got[name] = body
 	}
-	failedKept, err := report.Failed("The tests fail.", "coding agent failed", "coding agent", "workspaces/github/acme/app/issue-12")
+	failedKept, err := report.Failed("The tests fail.", "coding agent failed", "coding agent", "workspaces/github/acme/app/issue-12", "")
 	if err != nil {
 		t.Fatal(err)
 	}

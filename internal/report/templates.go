@@ -42,9 +42,11 @@ func code(s string) string {
 }
 
 // Failed is the comment posted when a task ends in failure.
-// workspace is where the task's workspace is kept ("" when it is not).
-func Failed(reason, failedLabel, botLabel, workspace string) (string, error) {
-	return render("failed.tmpl", map[string]any{"Reason": reason, "FailedLabel": failedLabel, "BotLabel": botLabel, "Workspace": workspace})
+// workspace is where the task's workspace is kept ("" when it is not);
+// evidence is what the round ran (Evidence), "" to leave it out.
+func Failed(reason, failedLabel, botLabel, workspace, evidence string) (string, error) {
+	return render("failed.tmpl", map[string]any{"Reason": reason, "FailedLabel": failedLabel, "BotLabel": botLabel, "Workspace": workspace,
+		"Evidence": evidence})
 }
 
 // Kept is the comment that says where a failed task's workspace is kept,

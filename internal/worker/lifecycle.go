@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"slices"
 
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/task"
+	"github.com/coding-agent/coding-agent/internal/toolhost"
 )
 
 // event is what happens to a task.
@@ -135,6 +137,10 @@ type ending struct {
 	// folder when a failure keeps it, for the failure comment.
 	ws    Workspace
 	where string
+	// checks and ran are what the run ran (engine.Outcome): the failure
+	// comment shows them, with the output of the checks that failed.
+	checks []engine.CheckResult
+	ran    []toolhost.CommandRun
 }
 
 // move applies ev's row to the task: its labels, its status, its notice,
@@ -236,7 +242,10 @@ func (w *Worker) notify(ctx context.Context, f ending, n notice) {
 	var err error
 	switch n {
 	case failureNotice:
-		body, err = report.Failed(f.reason, ls.Failed, ls.Bot, f.where)
+		var evidence string
+		if evidence, err = f.evidence(); err == nil {
+			body, err = report.Failed(f.reason, ls.Failed, ls.Bot, f.where, evidence)
+		}
 	case pausedNotice:
 		body, err = report.Paused(f.calls, f.reason, ls.Paused, ls.Bot, w.o.Owner.Host)
 	case stoppedNotice:
@@ -264,4 +273,21 @@ func (w *Worker) setStatus(ctx context.Context, ref task.Ref, s task.Status, msg
 		return fmt.Errorf("recording %s as %s: %w", ref, s, err)
 	}
 	return nil
+}
+
+// evidence is what the failed run ran, for its failure comment (the
+// plain loop's: comments are in English), "" when it ran nothing.
+func (f ending) evidence() (string, error) {
+	if len(f.checks)+len(f.ran) == 0 {
+		return "", nil
+	}
+	checks := make([]report.Command, 0, len(f.checks))
+	for _, c := range f.checks {
+		checks = append(checks, report.Command(c))
+	}
+	ran := make([]report.Command, 0, len(f.ran))
+	for _, c := range f.ran {
+		ran = append(ran, report.Command{Command: c.Command, ExitCode: c.ExitCode, TimedOut: c.TimedOut})
+	}
+	return report.Evidence(report.English, checks, ran)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/store/sqlite"
 	"github.com/coding-agent/coding-agent/internal/task"
+	"github.com/coding-agent/coding-agent/internal/toolhost"
 	"github.com/coding-agent/coding-agent/internal/watch"
 )
 
@@ -205,6 +206,11 @@ func TestRunEnds(t *testing.T) {
 			labels: []string{"bug", testLabels.Done}},
 		{name: "failed", out: engine.Outcome{End: engine.Failed, Reason: "the model gave up"}, status: task.Failed,
 			labels: []string{"bug", testLabels.Failed}, notice: "the model gave up", reason: "the model gave up"},
+		{name: "failed on its checks", out: engine.Outcome{End: engine.Failed,
+			Reason: "the repository's checks still fail after 2 feedback round(s): `pytest -q` (exit 1)",
+			Checks: []engine.CheckResult{{Command: "pytest -q", ExitCode: 1, Output: "FAILED test_hello.py::test_greets"}},
+			Ran:    []toolhost.CommandRun{{Command: "pytest -q", ExitCode: 1}}}, status: task.Failed,
+			labels: []string{"bug", testLabels.Failed}, notice: "FAILED test_hello.py::test_greets", reason: "`pytest -q` (exit 1)"},
 		{name: "failed and reported", out: engine.Outcome{End: engine.Failed, Reason: "verification failed", Reported: true},
 			status: task.Failed, labels: []string{"bug", testLabels.Failed}, reason: "verification failed"},
 		{name: "system error", err: errors.New("model request 3: 503"), status: task.Failed,

@@ -99,6 +99,9 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 		if ws, err = w.o.Workspaces.Open(ctx, in.Task); err == nil {
 			defer ws.Close(true) // a no-op once the row closed it
 			in.Tools = ws.Tools()
+			if c := ws.Checker(); c != nil {
+				in.Checks, in.CheckRounds = c, w.o.CheckRounds
+			}
 		} else {
 			err = fmt.Errorf("preparing the workspace of %s: %w", ref, err)
 		}
@@ -116,7 +119,7 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 	}
 	h.claimed.Store(0) // the run is over: what follows is its ending
 	f := ending{ref: ref, post: post, log: log, labels: in.Task.Labels, reason: w.o.Redact(sanitize.Hosts(out.Reason)), calls: out.Calls,
-		reported: out.Reported, mark: max(out.Mark, in.Mark), ws: ws}
+		reported: out.Reported, mark: max(out.Mark, in.Mark), ws: ws, checks: out.Checks, ran: out.Ran}
 	return w.end(ctx, fctx, f, out, err)
 }
 

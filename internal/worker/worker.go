@@ -51,6 +51,10 @@ type Options struct {
 	// Workspaces gives each task a checkout and delivers its work; nil:
 	// tasks get no workspace.
 	Workspaces Workspaces
+	// CheckRounds is how many times the output of failing checks goes back
+	// to the model before the round ends failed (workspace.check_rounds);
+	// the checks are the task's Workspace's (Workspace.Checker).
+	CheckRounds int
 	// Conversation is the follow-up conversation after a round.
 	Conversation Conversation
 	// Workers is how many tasks run at once; 0 → 1.

@@ -32,6 +32,12 @@ type Workspace interface {
 	// merge request, or offered as a patch for a fork. It returns the
 	// comment that says what was delivered; "" when delivery is off.
 	Deliver(ctx context.Context, summary string) (string, error)
+	// Checker runs the repository's checks (workspace.checks) in the
+	// task's sandbox when a round is about to end done; it returns nil (an
+	// untyped nil) when none are configured. A failing check goes back to
+	// the model up to Options.CheckRounds times; its error is a system
+	// failure (the sandbox could not start). See engine.Checker.
+	Checker() engine.Checker
 	// Where is the workspace's folder, for a comment on a failed task.
 	Where() string
 	// Close stops the task's tools and, unless keep, removes the

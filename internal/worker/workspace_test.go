@@ -19,6 +19,7 @@ type fakeWorkspaces struct {
 	removed int
 	deliver error
 	said    string
+	checker engine.Checker
 }
 
 func (f *fakeWorkspaces) Open(context.Context, task.Task) (Workspace, error) {
@@ -41,7 +42,8 @@ func (w *fakeWorkspace) Deliver(_ context.Context, summary string) (string, erro
 	w.f.said = summary
 	return "📦 delivered: " + summary, nil
 }
-func (w *fakeWorkspace) Where() string { return "ws/issue-1" }
+func (w *fakeWorkspace) Where() string           { return "ws/issue-1" }
+func (w *fakeWorkspace) Checker() engine.Checker { return w.f.checker }
 func (w *fakeWorkspace) Close(keep bool) error {
 	if !w.closed { // the worker's deferred Close(true) comes after the row's
 		w.closed = true
@@ -163,4 +165,36 @@ func slicesContain(ss []string, sub string) bool {
 		}
 	}
 	return false
+}
+
+type fakeChecker struct{}
+
+func (fakeChecker) Check(context.Context) ([]engine.CheckResult, error) { return nil, nil }
+
+// The workspace's checks and the configured rounds reach the run; a round
+// the checks failed follows the failed row and delivers nothing.
+func TestChecksReachTheRunAndAFailedRoundDeliversNothing(t *testing.T) {
+	for _, checker := range []engine.Checker{nil, fakeChecker{}} {
+		wd := newWorld(t, false)
+		ws := &fakeWorkspaces{keep: "failed", checker: checker}
+		wd.w.o.Workspaces, wd.w.o.CheckRounds = ws, 3
+		wd.claim()
+		wd.run.out = engine.Outcome{End: engine.Failed, Reason: "the repository's checks still fail after 3 feedback round(s): `make test` (exit 2)",
+			Checks: []engine.CheckResult{{Command: "make test", ExitCode: 2, Output: "boom"}}}
+		if err := wd.w.Process(t.Context(), wd.ref); err != nil {
+			t.Fatal(err)
+		}
+		in := wd.run.in
+		if in.Checks != checker || (checker != nil) != (in.CheckRounds == 3) {
+			t.Errorf("Input.Checks %v, CheckRounds %d; want %v and 3 with a checker", in.Checks, in.CheckRounds, checker)
+		}
+		if ws.said != "" {
+			t.Errorf("a round failed on its checks was delivered: %q", ws.said)
+		}
+		wd.want(task.Failed, "bug", testLabels.Failed)
+		if c := wd.comments(); len(c) != 1 || !strings.Contains(c[0], "❌ `make test` (exit 2)") || !strings.Contains(c[0], "boom") ||
+			!strings.Contains(c[0], "ws/issue-1") {
+			t.Errorf("failure comment %q: want the failing check, its output and the kept workspace", c)
+		}
+	}
 }
