@@ -39,8 +39,9 @@ var (
 	// plumbing is shared code below the adapters: it imports none of the
 	// roles, and adapters may import it. postonce is the forge adapters'
 	// one retry loop for comment posts; sanitize cleans, fences and redacts
-	// untrusted text; procgroup runs a child in a group that dies with us.
-	plumbing = []string{"internal/httpx", "internal/obs", "internal/forge/postonce", "internal/sanitize", "internal/procgroup"}
+	// untrusted text; procgroup runs a child in a group that dies with us;
+	// sandbox runs a command confined.
+	plumbing = []string{"internal/httpx", "internal/obs", "internal/forge/postonce", "internal/sanitize", "internal/procgroup", "internal/sandbox"}
 	// infra is shared plumbing below the core: it imports none of the roles.
 	infra = append([]string{"internal/config"}, plumbing...)
 	// roots wire adapters; cmd only reaches them through app.

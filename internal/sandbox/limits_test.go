@@ -114,9 +114,11 @@ func TestExit(t *testing.T) {
 // checks nothing of it is left.
 func TestCommand(t *testing.T) {
 	forLevels(t, func(t *testing.T, lvl Level) {
-		b := newBox(t, lvl, Policy{})
+		b := newBox(t, lvl, Policy{Env: map[string]string{"MODEL_ONLY": "model"}})
 		mark := fmt.Sprintf("301.%d%d", os.Getpid(), lvl)
-		cmd, err := b.sb.Command(b.d, false, []string{"sh", "-c", "setsid sleep " + mark + " & exec cat"})
+		// The server's own env, and not the model's commands' (Policy.Env).
+		cmd, err := b.sb.Command(b.d, false, []string{"sh", "-c", "echo \"$SERVER_ONLY${MODEL_ONLY:-}\"; setsid sleep " + mark + " & exec cat"},
+			map[string]string{"SERVER_ONLY": "srv"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,9 +136,9 @@ func TestCommand(t *testing.T) {
 		if _, err := io.WriteString(in, "ping\n"); err != nil {
 			t.Fatal(err)
 		}
-		buf := make([]byte, 5)
-		if _, err := io.ReadFull(outp, buf); err != nil || string(buf) != "ping\n" {
-			t.Fatalf("echo: %q %v", buf, err)
+		buf := make([]byte, 9)
+		if _, err := io.ReadFull(outp, buf); err != nil || string(buf) != "srv\nping\n" {
+			t.Fatalf("env and echo: %q %v", buf, err)
 		}
 		if lvl == Namespaces {
 			err = cmd.Process.Kill()

@@ -50,7 +50,7 @@ type status struct {
 }
 
 // spec builds the helper's spec for one command.
-func (s *Sandbox) spec(d Dirs, network bool, argv []string) (*spec, error) {
+func (s *Sandbox) spec(d Dirs, network bool, argv []string, env map[string]string) (*spec, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("no command")
 	}
@@ -85,7 +85,7 @@ func (s *Sandbox) spec(d Dirs, network bool, argv []string) (*spec, error) {
 		tmpSeen = "/tmp"
 	}
 	return &spec{
-		Level: s.level, Argv: argv, Env: s.environ(d, tmpSeen),
+		Level: s.level, Argv: argv, Env: s.environ(d, tmpSeen, env),
 		Work: d.Work, Home: d.Home, Tmp: d.Tmp, Hide: hide, ReadOnly: ro,
 		Network: network, Limits: s.limits, HostUID: os.Getuid(),
 	}, nil
@@ -156,9 +156,11 @@ func specFile(sp *spec) (*os.File, error) {
 // and starts it. There is no timeout. At level Namespaces, killing the
 // returned process kills its whole tree (it is PID 1 of its namespace); at
 // the lower levels SIGTERM to it kills the whole tree, while SIGKILL to it
-// leaves to the kernel only what stayed in its process group.
-func (s *Sandbox) Command(d Dirs, network bool, argv []string) (*exec.Cmd, error) {
-	sp, err := s.spec(d, network, argv)
+// leaves to the kernel only what stayed in its process group. Its
+// environment is env (the server's own) on top of PATH, HOME, TMPDIR and
+// LANG: Policy.Env is the model's commands', not a server's.
+func (s *Sandbox) Command(d Dirs, network bool, argv []string, env map[string]string) (*exec.Cmd, error) {
+	sp, err := s.spec(d, network, argv, env)
 	if err != nil {
 		return nil, fmt.Errorf("prepare sandboxed command: %w", err)
 	}
@@ -178,7 +180,7 @@ func (s *Sandbox) Command(d Dirs, network bool, argv []string) (*exec.Cmd, error
 // gives ExitCode -1 and Signal "killed" with TimedOut false.
 func (s *Sandbox) Run(ctx context.Context, r Run) (Result, error) {
 	start := time.Now()
-	sp, err := s.spec(r.Dirs, r.Network, []string{"/bin/sh", "-c", r.Command})
+	sp, err := s.spec(r.Dirs, r.Network, []string{"/bin/sh", "-c", r.Command}, s.policy.Env)
 	if err != nil {
 		return Result{}, fmt.Errorf("prepare sandboxed run: %w", err)
 	}

@@ -265,8 +265,9 @@ func (s *Sandbox) commandPath(daemonPath string) []string {
 	return out
 }
 
-// environ is the command's whole environment.
-func (s *Sandbox) environ(d Dirs, tmpSeen string) []string {
+// environ is the command's whole environment: PATH, HOME, TMPDIR and LANG,
+// and extra (Policy.Env for Run, a server's own env for Command).
+func (s *Sandbox) environ(d Dirs, tmpSeen string, extra map[string]string) []string {
 	lang := os.Getenv("LANG")
 	if lang == "" {
 		lang = "C.UTF-8"
@@ -277,7 +278,7 @@ func (s *Sandbox) environ(d Dirs, tmpSeen string) []string {
 		"TMPDIR": tmpSeen,
 		"LANG":   lang,
 	}
-	for k, v := range s.policy.Env {
+	for k, v := range extra {
 		env[k] = v
 	}
 	out := make([]string, 0, len(env))

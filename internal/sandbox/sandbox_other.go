@@ -23,12 +23,12 @@ func Probe() Report {
 }
 
 // Command is a plain process off Linux: the clean environment in d.Work.
-func (s *Sandbox) Command(d Dirs, network bool, argv []string) (*exec.Cmd, error) {
+func (s *Sandbox) Command(d Dirs, network bool, argv []string, env map[string]string) (*exec.Cmd, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("prepare command: no command")
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir, cmd.Env = d.Work, s.environ(d, d.Tmp)
+	cmd.Dir, cmd.Env = d.Work, s.environ(d, d.Tmp, env)
 	return cmd, nil
 }
 
@@ -43,7 +43,7 @@ func (s *Sandbox) Run(ctx context.Context, r Run) (Result, error) {
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(tctx, "/bin/sh", "-c", r.Command)
-	cmd.Dir, cmd.Env, cmd.Stdin = r.Work, s.environ(r.Dirs, r.Tmp), r.Stdin
+	cmd.Dir, cmd.Env, cmd.Stdin = r.Work, s.environ(r.Dirs, r.Tmp, s.policy.Env), r.Stdin
 	out, errb := newHeadTail(s.limits.MaxOutputBytes), newHeadTail(s.limits.MaxOutputBytes)
 	cmd.Stdout, cmd.Stderr = out, errb
 	err := cmd.Run()
