@@ -10,9 +10,13 @@ import (
 	"syscall"
 
 	"github.com/coding-agent/coding-agent/internal/app"
+	"github.com/coding-agent/coding-agent/internal/sandbox"
 )
 
 func main() {
+	// A sandbox helper (this binary, run again to confine a command) does
+	// its work and exits here, before anything of the daemon starts.
+	sandbox.Enter()
 	// Before anything reads a secret: the MCP servers we start run as our
 	// user and must not read our environment or memory.
 	if err := app.Harden(); err != nil {

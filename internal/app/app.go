@@ -80,6 +80,7 @@ type App struct {
 	posts   watch.Posts // what this process posted, per task
 	store   store.Store
 	host    *toolhost.Host
+	box     *workspace.Box    // the sandbox of the tasks' commands; nil when tasks get no workspace
 	ws      worker.Workspaces // nil: tasks get no workspace
 	runner  worker.Runner
 	// gitToken is the forge's token for git over HTTPS now (a GitHub
@@ -228,12 +229,23 @@ func (a *App) newForge() (forge.Forge, error) {
 func (a *App) startAgent(ctx context.Context) error {
 	c := a.cfg
 	var servers []toolhost.ServerConfig
+	if c.TaskWorkspaces() {
+		box, err := a.newBox()
+		if err != nil {
+			return err
+		}
+		a.box = box
+	}
 	if c.BuiltinTools() {
-		servers = append(servers, a.builtinServer())
+		servers = append(servers, a.builtinServer(a.box))
 	}
 	for _, s := range c.MCPServers {
-		servers = append(servers, toolhost.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, Scope: toolhost.Scope(s.Scope),
-			SystemPrompt: s.SystemPrompt, Allow: s.Tools.Allow, Deny: s.Tools.Deny})
+		srv := toolhost.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, Scope: toolhost.Scope(s.Scope),
+			SystemPrompt: s.SystemPrompt, Allow: s.Tools.Allow, Deny: s.Tools.Deny}
+		if s.Sandbox {
+			srv.Confine = a.box.Confine
+		}
+		servers = append(servers, srv)
 	}
 	host, err := toolhost.Start(ctx, toolhost.Options{Servers: servers, CallTimeout: c.Tools.CallTimeout(),
 		MaxResultBytes: c.Tools.MaxResultBytes, Logger: a.Log, Redact: a.redact})
@@ -428,7 +440,7 @@ func (a *App) newWorker(q *jobs, shutdown <-chan struct{}) *worker.Worker {
 			Keywords: cv.CompletionKeywords, Timeout: cv.Timeout(), MaxRounds: cv.MaxRounds},
 		Owner: self, Ran: a.metrics.TaskRan,
 		BotName: bot, Workers: a.cfg.Continuous.Consumer.Workers, Shutdown: shutdown, Redact: a.redact, Logger: a.Log,
-		ForgeLease: a.cfg.ForgeLease()}
+		ForgeLease: a.cfg.ForgeLease(), CheckRounds: a.cfg.Workspace.CheckRounds}
 	if q != nil {
 		// The in-process queue feeds this process's workers alone: a pass
 		// claims no more than they can start. A broker spreads the jobs
@@ -487,7 +499,7 @@ func (a *App) workspaces() (worker.Workspaces, error) {
 	d := c.Delivery
 	return taskWorkspaces{m: a.metrics, Tasks: workspace.NewTasks(workspace.TasksOptions{Manager: m, Host: a.host, Forge: a.forge, Auth: auth,
 		Delivery: workspace.Delivery{Enabled: d.Enabled, Draft: d.Draft, BranchPrefix: d.BranchPrefix},
-		Keep:     c.Workspace.Keep, Redact: a.redact})}, nil
+		Keep:     c.Workspace.Keep, Redact: a.redact, Box: a.box, Lang: report.ParseLang(c.Language)})}, nil
 }
 
 // taskWorkspaces is workspace.Tasks as the worker takes it, with the

@@ -183,6 +183,10 @@ type Input struct {
 	// still failing after that, the round ends failed.
 	Checks      Checker
 	CheckRounds int
+	// Setup says what the daemon ran in the task's workspace before the
+	// first request (the repository's setup commands and how each ended),
+	// for the first prompt; "" for nothing.
+	Setup string
 }
 
 // End is how a run ended.

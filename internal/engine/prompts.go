@@ -83,7 +83,11 @@ const (
 // a pull or merge request its branches, people's comments in order and the
 // summaries of earlier rounds; every piece of it that people wrote is
 // fenced as untrusted, and cut to the caps above with a note.
-func TaskPrompt(t task.Task, comments []task.Comment, bot string, rounds []string) (string, error) {
+//
+// setup is what the daemon ran in the task's workspace before this request
+// (the repository's setup commands, with how each ended): fenced too, as
+// it quotes their output; "" for nothing.
+func TaskPrompt(t task.Task, comments []task.Comment, bot string, rounds []string, setup string) (string, error) {
 	kind := map[task.Kind]string{task.Issue: "issue", task.PullRequest: "pull request", task.MergeRequest: "merge request"}[t.Ref.Kind]
 	data := struct {
 		task.Task
@@ -93,7 +97,11 @@ func TaskPrompt(t task.Task, comments []task.Comment, bot string, rounds []strin
 		Omitted   int // of which left out
 		Rounds    []string
 		Branches  string // head → base, fenced; "" for an issue
+		Setup     string // fenced; "" for none
 	}{Task: t, Kind: kind, Ref: t.Ref.String()}
+	if strings.TrimSpace(setup) != "" {
+		data.Setup = sanitize.Fence("the workspace's setup", setup)
+	}
 	for _, r := range rounds {
 		data.Rounds = append(data.Rounds, sanitize.Fence("your summary of an earlier round", r))
 	}

@@ -32,7 +32,7 @@ func TestTaskPromptIsBounded(t *testing.T) {
 	tk.Body = "Start of the description. " + strings.Repeat("log line\n", 1<<20/9)
 	comments := manyComments(3000, 100)
 	comments = append(comments, task.Comment{ID: 9999, Author: "github-actions", System: true, Body: "closed"})
-	got, err := TaskPrompt(tk, comments, "bot", nil)
+	got, err := TaskPrompt(tk, comments, "bot", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestTaskPromptIsBounded(t *testing.T) {
 func TestLongCommentsAreCutAndThinned(t *testing.T) {
 	// 40 comments of 10,000 characters: each is cut to 4,000; the comments
 	// given stay within 40,000 characters, so the first 5 and the newest 5.
-	got, err := TaskPrompt(capTask, manyComments(40, 10_000), "user40", nil)
+	got, err := TaskPrompt(capTask, manyComments(40, 10_000), "user40", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestLongCommentsAreCutAndThinned(t *testing.T) {
 }
 
 func TestShortThreadIsWhole(t *testing.T) {
-	got, err := TaskPrompt(capTask, manyComments(35, 50), "", nil)
+	got, err := TaskPrompt(capTask, manyComments(35, 50), "", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,7 @@ func (e *Engine) begin(ctx context.Context, in Input, p Policy) (*Run, error) {
 		}
 		r.log.Warn("ignoring a checkpoint this run cannot resume; starting over", "reason", why)
 	}
-	first, err := TaskPrompt(in.Task, in.Comments, in.BotName, in.Rounds)
+	first, err := TaskPrompt(in.Task, in.Comments, in.BotName, in.Rounds, in.Setup)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -98,7 +97,7 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 	if err == nil && w.o.Workspaces != nil {
 		if ws, err = w.o.Workspaces.Open(ctx, in.Task); err == nil {
 			defer ws.Close(true) // a no-op once the row closed it
-			in.Tools = ws.Tools()
+			in.Tools, in.Setup = ws.Tools(), ws.Setup()
 			if c := ws.Checker(); c != nil {
 				in.Checks, in.CheckRounds = c, w.o.CheckRounds
 			}
@@ -153,7 +152,7 @@ func (w *Worker) end(ctx, fctx context.Context, f ending, out engine.Outcome, er
 		f.reason = w.o.Redact(sanitize.Hosts(err.Error()))
 		ev = runBroke
 	case out.End == engine.Done:
-		if derr := w.deliver(fctx, f, cmp.Or(out.Comment, out.Summary)); derr != nil {
+		if derr := w.deliver(fctx, f, out); derr != nil {
 			// Done only once the work exists on the forge.
 			f.reason = w.o.Redact(sanitize.Hosts("delivering the work failed: " + derr.Error()))
 			f.reported = false

@@ -28,10 +28,16 @@ type Workspace interface {
 	// workspace, and the process's others.
 	Tools() engine.Caller
 	// Deliver makes a done round's work exist on the forge: its changes
-	// committed (summary: what the round did) and pushed with a pull or
-	// merge request, or offered as a patch for a fork. It returns the
-	// comment that says what was delivered; "" when delivery is off.
-	Deliver(ctx context.Context, summary string) (string, error)
+	// committed (what the round did: out's comment, else its summary;
+	// how it was checked: out's checks and the commands the model ran)
+	// and pushed with a pull or merge request, or offered as a patch for a
+	// fork. It returns the comment that says what was delivered; "" when
+	// delivery is off.
+	Deliver(ctx context.Context, out engine.Outcome) (string, error)
+	// Setup says what the daemon ran in the workspace as it opened it
+	// (the repository's setup commands and how each ended), for the
+	// model's first prompt; "" for nothing.
+	Setup() string
 	// Checker runs the repository's checks (workspace.checks) in the
 	// task's sandbox when a round is about to end done; it returns nil (an
 	// untyped nil) when none are configured. A failing check goes back to
@@ -89,11 +95,11 @@ func (w *Worker) settle(f ending, tr transition) {
 // deliver makes a done round's work exist on the forge before the task is
 // called done, and posts what was delivered. A failure is the round's: it
 // fails the task rather than calling done what nothing holds.
-func (w *Worker) deliver(ctx context.Context, f ending, summary string) error {
+func (w *Worker) deliver(ctx context.Context, f ending, out engine.Outcome) error {
 	if f.ws == nil {
 		return nil
 	}
-	comment, err := f.ws.Deliver(ctx, summary)
+	comment, err := f.ws.Deliver(ctx, out)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -35,15 +36,17 @@ type fakeWorkspace struct {
 }
 
 func (w *fakeWorkspace) Tools() engine.Caller { return nil }
-func (w *fakeWorkspace) Deliver(_ context.Context, summary string) (string, error) {
+func (w *fakeWorkspace) Deliver(_ context.Context, out engine.Outcome) (string, error) {
 	if w.f.deliver != nil {
 		return "", w.f.deliver
 	}
+	summary := cmp.Or(out.Comment, out.Summary)
 	w.f.said = summary
 	return "📦 delivered: " + summary, nil
 }
 func (w *fakeWorkspace) Where() string           { return "ws/issue-1" }
 func (w *fakeWorkspace) Checker() engine.Checker { return w.f.checker }
+func (w *fakeWorkspace) Setup() string           { return "" }
 func (w *fakeWorkspace) Close(keep bool) error {
 	if !w.closed { // the worker's deferred Close(true) comes after the row's
 		w.closed = true

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,6 +32,11 @@ type TasksOptions struct {
 	Delivery Delivery
 	Keep     string // workspace.keep
 	Redact   func(string) string
+	// Box runs the task's setup, checks and commands in its sandbox; nil:
+	// none are run.
+	Box *Box
+	// Lang is the language of what the pull or merge request says.
+	Lang report.Lang
 }
 
 // Tasks gives each task its workspace, the task's tools started in it, and
@@ -68,11 +74,17 @@ func (ts *Tasks) Open(ctx context.Context, t task.Task) (*TaskWorkspace, error) 
 	if err != nil {
 		return nil, err
 	}
+	var setup string
+	if ts.o.Box != nil {
+		if setup, err = ts.o.Box.Setup(ctx, w.Dir); err != nil {
+			return nil, err
+		}
+	}
 	sess, err := ts.o.Host.ForTask(ctx, toolhost.TaskVars{Workspace: w.Dir, TaskRef: t.Ref.String(), Branch: w.Branch})
 	if err != nil {
 		return nil, err
 	}
-	return &TaskWorkspace{ts: ts, t: t, w: w, sess: sess}, nil
+	return &TaskWorkspace{ts: ts, t: t, w: w, sess: sess, setup: setup}, nil
 }
 
 // TaskWorkspace is one task's workspace while a run works in it.
@@ -81,7 +93,21 @@ type TaskWorkspace struct {
 	t      task.Task
 	w      *Workspace
 	sess   *toolhost.Session
+	setup  string // what the setup did as the workspace opened, for the first prompt
 	closed bool
+}
+
+// Setup says what the daemon ran in the workspace as it opened it; "" for
+// nothing.
+func (o *TaskWorkspace) Setup() string { return o.setup }
+
+// Checker runs workspace.checks in the task's sandbox; nil (untyped) when
+// none are configured.
+func (o *TaskWorkspace) Checker() engine.Checker {
+	if o.ts.o.Box == nil {
+		return nil
+	}
+	return o.ts.o.Box.Checker(o.w.Dir)
 }
 
 // Tools are the task's tools: its own servers, started in the workspace,
@@ -119,7 +145,8 @@ func kind(ref task.Ref) string {
 // comment lists the files the commit left out (Workspace.LeftOut). A
 // change that holds a secret is neither committed nor pushed: a
 // *SecretError.
-func (o *TaskWorkspace) Deliver(ctx context.Context, summary string) (string, error) {
+func (o *TaskWorkspace) Deliver(ctx context.Context, done engine.Outcome) (string, error) {
+	summary := cmp.Or(done.Comment, done.Summary)
 	d := o.ts.o.Delivery
 	if !d.Enabled {
 		return "", nil
@@ -158,8 +185,12 @@ func (o *TaskWorkspace) Deliver(ctx context.Context, summary string) (string, er
 		if !ahead { // nothing was ever changed: no change to open
 			return report.Delivered(out)
 		}
+		body, err := o.body(summary, done)
+		if err != nil {
+			return "", err
+		}
 		ch, err = o.ts.o.Forge.OpenChange(ctx, o.t.Ref, forge.NewChange{Head: o.w.Branch, Base: o.w.Base,
-			Title: o.t.Title, Body: o.body(summary), Draft: d.Draft})
+			Title: o.t.Title, Body: body, Draft: d.Draft})
 		if err != nil {
 			return "", err
 		}
@@ -183,10 +214,23 @@ func (o *TaskWorkspace) message(summary string) string {
 	return b.String()
 }
 
-// body is the pull or merge request's: it closes the issue.
-func (o *TaskWorkspace) body(summary string) string {
-	return fmt.Sprintf("Closes #%d\n\n%s\n\n_Opened by coding-agent for %s._", o.t.Ref.Number,
-		strings.TrimSpace(o.ts.o.Redact(summary)), ref(o.t.Ref))
+// body is the pull or merge request's: it closes the issue, says what the
+// round did and how it was checked (the checks the daemon ran, the
+// commands the model ran, or that nothing was run).
+func (o *TaskWorkspace) body(summary string, done engine.Outcome) (string, error) {
+	var checks, ran []report.Command
+	for _, c := range done.Checks {
+		checks = append(checks, report.Command(c))
+	}
+	for _, r := range done.Ran {
+		ran = append(ran, report.Command{Command: r.Command, ExitCode: r.ExitCode, TimedOut: r.TimedOut})
+	}
+	evidence, err := report.Evidence(o.ts.o.Lang, checks, ran)
+	if err != nil {
+		return "", fmt.Errorf("writing the %s's body: %w", kind(o.t.Ref), err)
+	}
+	return fmt.Sprintf("Closes #%d\n\n%s\n\n%s\n\n_Opened by coding-agent for %s._", o.t.Ref.Number,
+		strings.TrimSpace(o.ts.o.Redact(summary)), strings.TrimSpace(o.ts.o.Redact(evidence)), ref(o.t.Ref)), nil
 }
 
 func ref(r task.Ref) string { return strings.TrimPrefix(r.String(), r.Forge+":") }

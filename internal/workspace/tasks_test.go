@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/forge/github"
 	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -51,11 +52,11 @@ func TestDeliverAgainAfterEveryStepOpensOneChange(t *testing.T) {
 			case "open":
 				g.Inject(forgetest.Fault{Method: "POST", Path: "/pulls", Status: 422, Times: 1})
 			}
-			if _, err := o.Deliver(t.Context(), "Wrote hello.txt."); (err != nil) != (failAt != "none") {
+			if _, err := o.Deliver(t.Context(), engine.Outcome{End: engine.Done, Comment: "Wrote hello.txt."}); (err != nil) != (failAt != "none") {
 				t.Fatalf("first delivery: %v", err)
 			}
 			for round := range 2 { // the resumed run, then a round with nothing new
-				said, err := o.Deliver(t.Context(), "Wrote hello.txt.")
+				said, err := o.Deliver(t.Context(), engine.Outcome{End: engine.Done, Comment: "Wrote hello.txt."})
 				if err != nil {
 					t.Fatalf("delivery %d: %v", round+2, err)
 				}
