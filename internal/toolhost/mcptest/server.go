@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -76,6 +77,10 @@ type (
 	// LeakArgs are the arguments of leak_env.
 	LeakArgs struct {
 		Name string `json:"name" jsonschema:"name of the environment variable whose value is leaked"`
+	}
+	// RunArgs are the arguments of run.
+	RunArgs struct {
+		Command string `json:"command" jsonschema:"the shell command to run"`
 	}
 	// WriteFileArgs are the arguments of write_file.
 	WriteFileArgs struct {
@@ -150,6 +155,11 @@ func addProcessTools(s *mcp.Server, opts ServerOptions) {
 					return nil, nil, fmt.Errorf("parent_env: %w", err)
 				}
 				return text(strings.ReplaceAll(string(b), "\x00", "\n")), nil, nil
+			})
+		mcp.AddTool(s, &mcp.Tool{Name: "run", Description: "Runs a shell command and returns its output and exit status, as a command server does."},
+			func(ctx context.Context, _ *mcp.CallToolRequest, in RunArgs) (*mcp.CallToolResult, any, error) {
+				out, err := exec.CommandContext(ctx, "/bin/sh", "-c", in.Command).CombinedOutput()
+				return text(fmt.Sprintf("%s\n[%v]", out, err)), nil, nil
 			})
 		mcp.AddTool(s, &mcp.Tool{Name: "leak_env", Annotations: readOnly, Description: "Returns the value of an environment variable in many encodings."},
 			func(_ context.Context, _ *mcp.CallToolRequest, in LeakArgs) (*mcp.CallToolResult, any, error) {

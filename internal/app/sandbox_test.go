@@ -1,0 +1,218 @@
+package app_test
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
+	"github.com/coding-agent/coding-agent/internal/task"
+	"github.com/coding-agent/coding-agent/internal/toolhost/mcptest"
+)
+
+// builtinOnly gives e the built-in tools and no MCP server: the README's
+// quickstart, with the task's checkout below the env's folder.
+func builtinOnly(t *testing.T, e *env) {
+	t.Helper()
+	e.cfg.MCPServers = nil
+	e.cfg.Workspace.Root = filepath.Join(filepath.Dir(e.cfg.StateDir), "workspaces")
+	if err := e.cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !e.cfg.TaskWorkspaces() || !e.cfg.BuiltinTools() {
+		t.Fatal("a config without MCP servers gives tasks no workspace or no built-in tools")
+	}
+}
+
+// escape is one attempt the model makes through workspace/run_command to
+// reach what its commands must never reach.
+type escape struct {
+	name    string
+	command string
+	// leaked says what in the result would show the attempt worked ("" when
+	// it did not).
+	leaked func(result string) string
+}
+
+// TestModelCommandsStayInTheirSandbox walks the escape suite through `run`
+// on both forges: each attempt is the scripted model's run_command, each is
+// refused or contained while the task goes on, and the task ends done.
+func TestModelCommandsStayInTheirSandbox(t *testing.T) {
+	for _, fg := range []string{task.GitHub, task.GitLab} {
+		t.Run(fg, func(t *testing.T) { escapeSuite(t, fg, "workspace/run_command") })
+	}
+}
+
+// TestSandboxedServerStaysInItsSandbox walks the same suite through a
+// hostile command server (the MCP test server's run tool, which runs any
+// shell command) started with sandbox: true: it gets no more than the
+// model's own commands.
+func TestSandboxedServerStaysInItsSandbox(t *testing.T) {
+	escapeSuite(t, task.GitHub, "boxed/run")
+}
+
+// escapeSuite runs every escape through tool (workspace/run_command, or a
+// sandboxed server's run) in a task on forge fg.
+func escapeSuite(t *testing.T, fg, tool string) {
+	server := mcptest.Build(t) // before HOME moves: the binary is in the real user's cache
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	secret := "daemon-env-secret-" + strconv.Itoa(os.Getpid())
+	t.Setenv("CODING_AGENT_TEST_SECRET", secret)
+	writeFile(t, filepath.Join(home, ".ssh", "id_ed25519"), "ssh-key-marker-771")
+
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close()
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := listener.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	outside := filepath.Join(t.TempDir(), "outside.txt")
+	viaServer := tool != "workspace/run_command"
+
+	var escapes []escape
+	e := newEnv(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
+		respond: func(e *env, r llmtest.Received) llmtest.Step {
+			n := toolResults(r)
+			if n > 0 {
+				t.Logf("%s → %.300q", escapes[n-1].name, lastToolResult(r))
+				if why := escapes[n-1].leaked(lastToolResult(r)); why != "" {
+					t.Errorf("%s: %s\nresult: %.2000s", escapes[n-1].name, why, lastToolResult(r))
+				}
+			}
+			if n < len(escapes) {
+				args := map[string]any{"command": escapes[n].command}
+				if !viaServer {
+					args["timeout_seconds"] = 5
+				}
+				return e.call(r, "Trying "+escapes[n].name+".", tool, args)
+			}
+			return done("Tried everything.")
+		}})
+	builtinOnly(t, e)
+	if viaServer {
+		e.cfg.MCPServers = []config.MCPServer{{Name: "boxed", Scope: config.ScopeTask, Sandbox: true, Command: []string{server},
+			Env: map[string]string{"SERVER_ONLY": "yes"}}}
+		e.cfg.Sandbox.ReadOnlyPaths = []string{filepath.Dir(server)}
+		e.cfg.Tools.CallTimeoutSeconds = 5 // the endless loop ends with the call, and its server
+	}
+	configFile := filepath.Join(filepath.Dir(e.cfg.StateDir), "config.yaml")
+	writeFile(t, configFile, "github:\n  token: "+e.cfg.GitHub.Token+e.cfg.GitLab.Token+"\n")
+	e.cfg.File = configFile
+	if err := e.cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	root := e.cfg.Workspace.Root
+	other := filepath.Join(root, "github_acme_app_issue_99_deadbeef", "work")
+	writeFile(t, filepath.Join(other, "secret.txt"), "other-task-marker-552")
+	logFile := e.cfg.Logging.File
+	writeFile(t, logFile, "") // exists from the start
+	contains := func(marker string) func(string) string {
+		return func(res string) string {
+			if strings.Contains(res, marker) {
+				return "the result holds " + marker
+			}
+			return ""
+		}
+	}
+	both := func(a, b func(string) string) func(string) string {
+		return func(s string) string { return a(s) + b(s) }
+	}
+	token := e.cfg.GitHub.Token + e.cfg.GitLab.Token
+	orphan := "sandbox-orphan-marker-" + strconv.Itoa(os.Getpid())
+	escapes = []escape{
+		{"the config file", "cat " + configFile, contains(token)},
+		{"the state store", "head -c 64 " + filepath.Join(e.cfg.StateDir, "coding-agent.db"), contains("SQLite")},
+		{"the log", "cat " + logFile, contains(`"level"`)},
+		{"~/.ssh", "cat " + filepath.Join(home, ".ssh", "id_ed25519"), contains("ssh-key-marker-771")},
+		{"the daemon's environment", "cat /proc/" + strconv.Itoa(os.Getpid()) + "/environ; cat /proc/1/environ; env",
+			both(contains(secret), contains(token))},
+		{"the task's git directory", "cat ../git/config; ls ../git", contains("[core]")},
+		{"another task's checkout", "cat " + filepath.Join(other, "secret.txt"), contains("other-task-marker-552")},
+		{"a write outside the checkout", "echo escaped > " + outside + "; echo wrote", func(string) string {
+			if _, err := os.Stat(outside); err == nil {
+				return outside + " was written"
+			}
+			return ""
+		}},
+		{"the host's loopback", fmt.Sprintf("python3 -c \"import socket; socket.create_connection(('127.0.0.1', %d), 3); print('connected')\"",
+			listener.Addr().(*net.TCPAddr).Port), func(res string) string {
+			if accepted.Load() > 0 || strings.Contains(res, "connected\n") {
+				return "the command reached a port on the host's loopback"
+			}
+			return ""
+		}},
+		{"a name lookup", "python3 -c \"import socket; print('resolved', socket.getaddrinfo('localhost.localdomain', 80))\"", contains("resolved [")},
+		{"a memory hog", "python3 -c \"b = bytearray(8 << 30); print('allocated')\"", contains("allocated")},
+		{"a fork bomb", "f() { f | f & }; f; sleep 1; echo survived", func(string) string { return "" }},
+		{"an endless loop", "while :; do :; done", contains("exit code 0")},
+		{"a detached process", "setsid sh -c 'sleep 600 # " + orphan + "' >/dev/null 2>&1 < /dev/null & echo started", func(string) string {
+			if pid := findProcess(orphan); pid != 0 && !viaServer {
+				return fmt.Sprintf("process %d outlived the call", pid)
+			}
+			return ""
+		}},
+		{"10 MB of output", "head -c 10000000 /dev/zero | tr '\\0' a", func(res string) string {
+			if len(res) > 200_000 {
+				return fmt.Sprintf("the result holds %d bytes", len(res))
+			}
+			return ""
+		}},
+	}
+	if viaServer {
+		escapes = append(escapes, escape{"the model's variables", "echo \"server=$SERVER_ONLY token=$GITHUB_TOKEN\"", contains("token=" + token)})
+	}
+	if err := e.run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.labels(); !slices.Contains(got, "coding agent done") {
+		t.Errorf("labels = %v, want done: the task goes on after every attempt", got)
+	}
+	if pid := findProcess(orphan); pid != 0 {
+		t.Errorf("process %d, started detached in the sandbox, outlived the task", pid)
+	}
+	checkNoSecrets(t, e)
+}
+
+// findProcess returns the pid of a process whose command line holds marker, 0 for none.
+func findProcess(marker string) int {
+	entries, _ := os.ReadDir("/proc")
+	for _, d := range entries {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if strings.Contains(string(cmdline), marker) {
+			return pid
+		}
+	}
+	return 0
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
