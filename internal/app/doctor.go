@@ -17,6 +17,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/llm"
 	"github.com/coding-agent/coding-agent/internal/llm/ollama"
 	"github.com/coding-agent/coding-agent/internal/llm/openai"
+	"github.com/coding-agent/coding-agent/internal/sandbox"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -58,6 +59,7 @@ func (a *App) Doctor(ctx context.Context, out io.Writer, fix bool) error {
 	a.doctorForge(ctx, d, fix)
 	budget := a.doctorModel(ctx, d)
 	a.doctorTools(ctx, d, budget)
+	a.doctorSandbox(d)
 	a.doctorListener(d)
 	if d.failed {
 		return ErrDoctor
@@ -342,4 +344,31 @@ func (a *App) doctorListener(d *doctor) {
 	}
 	d.line("ok", "server", "POST /webhooks/%s is served: point the %s webhook (issues, comments, pull or merge requests, "+
 		"with the secret) at it through your TLS proxy", a.cfg.TaskSource, a.cfg.TaskSource)
+}
+
+// doctorSandbox reports the isolation this host gives each layer of the
+// sandbox, and fails when it is less than sandbox.require asks for.
+func (a *App) doctorSandbox(d *doctor) {
+	c := a.cfg
+	if !c.TaskWorkspaces() {
+		return
+	}
+	r := sandbox.Probe()
+	for _, l := range r.Layers {
+		level := "ok"
+		if !l.OK {
+			level = "warn"
+		}
+		d.line(level, "sandbox", "%s: %s", l.Name, l.Detail)
+	}
+	want, err := sandbox.ParseLevel(c.Sandbox.Require)
+	if err != nil {
+		d.line("FAIL", "sandbox", "%v", err)
+		return
+	}
+	if r.Best < want {
+		d.line("FAIL", "sandbox", "this host gives %s isolation, less than sandbox.require: %s asks: the model's commands would not run (see the layers above for what is missing, or lower sandbox.require)", r.Best, want)
+		return
+	}
+	d.line("ok", "sandbox", "the model's commands run with %s isolation (sandbox.require: %s), network %s", r.Best, want, c.Sandbox.Network)
 }

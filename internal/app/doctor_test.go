@@ -161,3 +161,19 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 		})
 	}
 }
+
+// doctor reports the isolation each layer of the sandbox gives on this host
+// (the CI machines give every layer) and that the model's commands run with
+// what sandbox.require asks, with the built-in tools.
+func TestDoctorReportsTheSandbox(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
+		respond: modelThat(true, true)})
+	builtinOnly(t, e)
+	out, err := doctor(t, e, false)
+	if err != nil {
+		t.Fatalf("doctor = %v, want no failed check", err)
+	}
+	wantLines(t, out, "ok    mcp    workspace started with 6 tools",
+		"ok    sandbox user: ", "ok    sandbox network: own network namespace", "ok    sandbox landlock: ABI",
+		"ok    sandbox the model's commands run with namespaces isolation (sandbox.require: namespaces), network off")
+}
