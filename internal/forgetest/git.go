@@ -367,6 +367,24 @@ func (s *GitRepos) FileAt(name, branch, path string) (string, bool) {
 	return string(out), true
 }
 
+// Files returns the paths of the files on a branch, sorted; nil when the
+// branch does not exist.
+func (s *GitRepos) Files(name, branch string) []string {
+	s.t.Helper()
+	r := s.must(name)
+	if _, ok, err := s.head(r, branch); err != nil || !ok {
+		if err != nil {
+			s.t.Fatalf("forgetest: %v", err)
+		}
+		return nil
+	}
+	out, err := s.run(r.dir, nil, "ls-tree", "-r", "--name-only", "refs/heads/"+branch)
+	if err != nil {
+		s.t.Fatalf("forgetest: listing %s of %s: %v", branch, name, err)
+	}
+	return strings.Fields(string(out))
+}
+
 // Log returns the commits reachable from branch, newest first; nil when the
 // branch does not exist.
 func (s *GitRepos) Log(name, branch string) []GitCommit {
