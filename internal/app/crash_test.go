@@ -57,7 +57,7 @@ func TestKilledRunIsResumedByTheNextRun(t *testing.T) {
 	if l := e.labels(); !slices.Equal(l, []string{"bug", "coding agent done"}) {
 		t.Fatalf("final labels %v", l)
 	}
-	if c := e.botComments(); !slices.Equal(c, []string{"Writing hello.txt.", "Created hello.txt with a greeting."}) {
+	if c := e.botComments(); !slices.Equal(c, []string{"Writing hello.txt.", closingHello}) {
 		t.Fatalf("bot comments %q", c)
 	}
 }

@@ -140,8 +140,8 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 			},
 			[]string{"ok    server POST /webhooks/github is served"}},
 		{"no tools", true, modelThat(true, true),
-			func(e *env) { e.cfg.MCPServers = nil },
-			[]string{"warn  mcp    no mcp_servers: the agent has no tools"}},
+			func(e *env) { off := false; e.cfg.MCPServers, e.cfg.Workspace.BuiltinTools = nil, &off },
+			[]string{"warn  mcp    no mcp_servers and workspace.builtin_tools is false: the agent has no tools"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: tc.native,

@@ -280,6 +280,10 @@ func done(comment string) llmtest.Step {
 	return llmtest.Reply{Content: string(b), Usage: llmtest.Usage{In: 120, Out: 10}}
 }
 
+// closingHello is writeThenDone's closing comment as posted: the model's
+// words, then what ran (nothing: the filesystem server runs no command).
+const closingHello = "Created hello.txt with a greeting.\n\nNo command was run: nothing here was executed."
+
 func writeThenDone(e *env, r llmtest.Received) llmtest.Step {
 	if toolResults(r) == 0 {
 		return e.call(r, "Writing hello.txt.", "fs/write_file",

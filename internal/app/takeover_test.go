@@ -73,7 +73,7 @@ func TestKilledHostsTaskIsTakenOverByAnotherHost(t *testing.T) {
 			c := e.botComments()
 			if len(c) != 3 || c[0] != "Writing hello.txt." || !strings.Contains(c[1], "took over this task") ||
 				!strings.Contains(c[1], "(host-a, pid ") || !strings.Contains(c[1], "on host-b continues") ||
-				c[2] != "Created hello.txt with a greeting." {
+				c[2] != closingHello {
 				t.Fatalf("bot comments %q, want the first step's, the takeover, and the closing one, once each", c)
 			}
 			if rec := e.record(); rec.Status != task.Done || rec.Host != "host-b" {
