@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -187,4 +189,86 @@ func BenchmarkJudgeHundredCommentReply(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(requests), "github-requests/op")
+}
+
+// BenchmarkTwentyTasksAtOnce runs 20 labelled issues with 20 workers: each
+// task makes one tool call and is done. Without a workspace the call goes
+// to the filesystem server shared by the process; with the built-in tools
+// each task clones its checkout, writes a file and runs `true` in its
+// sandbox, and its work is delivered. peak-MB is the test process's peak
+// resident memory during the run (the sandbox helpers are processes of
+// their own, short-lived).
+func BenchmarkTwentyTasksAtOnce(b *testing.B) {
+	for _, builtin := range []bool{false, true} {
+		name := "without-workspace"
+		if builtin {
+			name = "builtin-tools"
+		}
+		b.Run(name, func(b *testing.B) {
+			var peak float64
+			for b.Loop() {
+				b.StopTimer()
+				e := newEnv(b, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
+					respond: func(e *env, r llmtest.Received) llmtest.Step {
+						switch n := toolResults(r); {
+						case n == 0 && builtin:
+							return e.call(r, "Writing.", "workspace/write_file", map[string]any{"path": "hello.txt", "content": "hi\n"})
+						case n == 1 && builtin:
+							return e.call(r, "Running.", "workspace/run_command", map[string]any{"command": "true"})
+						case n == 0:
+							return e.call(r, "Writing.", "fs/write_file", map[string]any{
+								"path": filepath.Join(e.workspace, "hello-"+strconv.Itoa(taskNumber(b, r))+".txt"), "content": "hi\n"})
+						}
+						return done("Done.")
+					}})
+				if builtin {
+					builtinOnly(b, e)
+				}
+				e.cfg.Continuous.Consumer.Workers = 20
+				for i := 1; i < 20; i++ {
+					e.gh.AddIssue("acme/app", forgetest.IssueSeed{Title: "Task " + strconv.Itoa(i), Body: "Write hello.txt.",
+						Author: "alice", Labels: []string{"coding agent"}})
+				}
+				debug.FreeOSMemory()
+				_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) // resets the peak (VmHWM)
+				b.StartTimer()
+				if err := e.run(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				peak = max(peak, vmHWM(b))
+				if n := doneTasks(e); n != 20 {
+					b.Fatalf("%d of 20 tasks done", n)
+				}
+			}
+			b.ReportMetric(peak, "peak-MB")
+		})
+	}
+}
+
+// vmHWM is the process's peak resident memory in MB.
+func vmHWM(b *testing.B) float64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+			return float64(kb) / 1024
+		}
+	}
+	b.Fatal("no VmHWM in /proc/self/status")
+	return 0
+}
+
+// doneTasks counts the repository's issues labelled done.
+func doneTasks(e *env) int {
+	n := 0
+	for i := 1; i <= 40; i++ {
+		if slices.Contains(e.gh.Labels("acme/app", i), "coding agent done") {
+			n++
+		}
+	}
+	return n
 }

@@ -320,7 +320,7 @@ func TestTwoTasksAtOnceNeverShareAWorkspace(t *testing.T) {
 var taskLine = regexp.MustCompile(`Task: issue github:acme/app#(\d+)`)
 
 // taskNumber is the issue a request works on, from its first prompt.
-func taskNumber(t *testing.T, r llmtest.Received) int {
+func taskNumber(t testing.TB, r llmtest.Received) int {
 	for _, m := range r.Messages {
 		if sm := taskLine.FindStringSubmatch(m.Content); sm != nil {
 			n, _ := strconv.Atoi(sm[1])

@@ -19,7 +19,7 @@ import (
 
 // builtinOnly gives e the built-in tools and no MCP server: the README's
 // quickstart, with the task's checkout below the env's folder.
-func builtinOnly(t *testing.T, e *env) {
+func builtinOnly(t testing.TB, e *env) {
 	t.Helper()
 	e.cfg.MCPServers = nil
 	e.cfg.Workspace.Root = filepath.Join(filepath.Dir(e.cfg.StateDir), "workspaces")
