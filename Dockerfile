@@ -11,6 +11,17 @@
 #   docker build --target static -t coding-agent:static .
 #   docker build --build-arg VERSION=v1.2.0 --build-arg COMMIT=$(git rev-parse HEAD) -t coding-agent .
 #
+# The model's commands run in the sandbox with what the image holds: full has
+# git and Node.js (node, npm, npx) and no other language. Extend it with the
+# toolchains your repositories need, e.g.
+#   FROM coding-agent
+#   USER 0
+#   RUN apt-get update && apt-get install -y --no-install-recommends python3 \
+#    && rm -rf /var/lib/apt/lists/*
+#   USER 10001
+# The sandbox's default level (namespaces) needs the container options that
+# compose.yaml sets (see the README's "Deploying with the sandbox").
+#
 # Both run as the unprivileged user coding-agent (uid 10001) in
 # /var/lib/coding-agent (state, workspaces, logs: mount a volume there) and
 # read /etc/coding-agent/config.yaml. Secrets come from the environment or

@@ -85,6 +85,16 @@ func TestComposeFileIsValid(t *testing.T) {
 	if agent.DependsOn["ollama"].Required || !slices.Equal(p.Services["ollama"].Profiles, []string{"ollama"}) {
 		t.Errorf("ollama must be optional: under a profile (%v), not required by the agent", p.Services["ollama"].Profiles)
 	}
+	// What the sandbox's level namespaces (the default) needs from Docker,
+	// and the hardening given in exchange.
+	for _, opt := range []string{"seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined", "no-new-privileges:true"} {
+		if !slices.Contains(agent.SecurityOpt, opt) {
+			t.Errorf("agent security_opt %q lacks %s", agent.SecurityOpt, opt)
+		}
+	}
+	if !slices.Equal(agent.CapDrop, []string{"ALL"}) || len(agent.CapAdd) != 0 {
+		t.Errorf("agent cap_drop %q, cap_add %q: want every capability dropped, none added", agent.CapDrop, agent.CapAdd)
+	}
 	// Above shutdown_grace_seconds: the task in hand reaches its checkpoint.
 	if g := agent.StopGracePeriod; g == nil || time.Duration(*g) <= config.Default().ShutdownGrace() {
 		t.Errorf("agent stop_grace_period %v, want more than shutdown_grace_seconds", g)
