@@ -38,6 +38,7 @@ func runCommands(comment string, commands ...string) func(e *env, r llmtest.Rece
 func TestPlantedGitConfigNeverSteersDelivery(t *testing.T) {
 	for _, fg := range []string{task.GitHub, task.GitLab} {
 		t.Run(fg, func(t *testing.T) {
+			t.Parallel()
 			var heard atomic.Int32
 			recorder := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 				heard.Add(1)
@@ -96,6 +97,7 @@ func TestTokenWrittenIntoAFileIsNotPushed(t *testing.T) {
 	for _, fg := range []string{task.GitHub, task.GitLab} {
 		for _, form := range []string{"raw", "base64", "spaced"} {
 			t.Run(fg+"/"+form, func(t *testing.T) {
+				t.Parallel()
 				var e *env
 				e = newEnv(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
 					respond: func(e *env, r llmtest.Received) llmtest.Step {

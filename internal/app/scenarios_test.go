@@ -64,6 +64,7 @@ func runStep(command string) step {
 func TestThreeScenariosWithTheBuiltinTools(t *testing.T) {
 	for _, fg := range []string{task.GitHub, task.GitLab} {
 		t.Run(fg+"/hello-world", func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
 				seed: func(s *forgetest.IssueSeed) {
 					s.Title, s.Body = "Hello world", "Add hello.py that prints Hello, world!"
@@ -87,6 +88,7 @@ func TestThreeScenariosWithTheBuiltinTools(t *testing.T) {
 			}
 		})
 		t.Run(fg+"/classifier-with-tests", func(t *testing.T) {
+			t.Parallel()
 			buggy := "def classify(n):\n    return 'even' if n % 2 else 'odd'\n"
 			fixed := "def classify(n):\n    return 'odd' if n % 2 else 'even'\n"
 			tests := "import unittest\nfrom classifier import classify\n\n\nclass T(unittest.TestCase):\n" +
@@ -143,6 +145,7 @@ func TestThreeScenariosWithTheBuiltinTools(t *testing.T) {
 			kind = task.MergeRequest
 		}
 		t.Run(fg+"/change-on-a-pull-request", func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t, setup{forge: fg, kind: kind, provider: config.ProviderOpenAI, native: true,
 				seed: func(s *forgetest.IssueSeed) {
 					s.Title, s.Body = "Greeting", "Adds greet.py. Please make greet() take a name: greet('Ann') returns 'Hello, Ann!'."
