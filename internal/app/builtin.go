@@ -64,5 +64,5 @@ func (a *App) newBox() (*workspace.Box, error) {
 	a.Log.Info("sandbox", "level", sb.Level().String(), "require", c.Sandbox.Require, "network", c.Sandbox.Network)
 	return workspace.NewBox(workspace.BoxOptions{Sandbox: sb, Network: c.Sandbox.Network == config.NetworkOn,
 		Setup: c.Sandbox.Setup, Watch: c.Sandbox.SetupWatch, Checks: c.Workspace.Checks, Timeout: timeout,
-		Hide: hide, Logger: a.Log}), nil
+		Hide: hide, Redact: a.redact, Logger: a.Log}), nil
 }

@@ -4,16 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/engine"
@@ -39,7 +36,10 @@ type BoxOptions struct {
 	// Hide are the daemon's files and folders no command may read (see
 	// config.PrivatePaths); the task's own checkout, home and temporary
 	// folder stay reachable when one of them holds these.
-	Hide   []string
+	Hide []string
+	// Redact is applied to what the setup and the checks said before it
+	// reaches the model, a comment or the log; nil: nothing is redacted.
+	Redact func(string) string
 	Logger *slog.Logger
 }
 
@@ -47,15 +47,15 @@ type BoxOptions struct {
 // built-in tools' run_command), the setup, the checks, and the task's
 // sandboxed MCP servers. Every one sees the checkout and a home and a
 // temporary folder of the task's own beside it; nothing else of ours.
-type Box struct {
-	o  BoxOptions
-	mu sync.Mutex // one setup at a time per process: setups are rare and heavy
-}
+type Box struct{ o BoxOptions }
 
 // NewBox returns a Box.
 func NewBox(o BoxOptions) *Box {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Redact == nil {
+		o.Redact = func(s string) string { return s }
 	}
 	return &Box{o: o}
 }
@@ -63,7 +63,7 @@ func NewBox(o BoxOptions) *Box {
 // Names in a task's folder, beside the checkout and the repository.
 const (
 	boxDir    = "box"       // the commands' own home and tmp
-	setupMark = "setup.sum" // what the watched files were when setup last passed
+	setupMark = "setup.sum" // what the watched files were when the setup last ran
 )
 
 // Dirs are the folders the commands of the task whose checkout is work see.
@@ -97,25 +97,27 @@ func (r boxRunner) Run(ctx context.Context, command string, timeout time.Duratio
 		StderrDropped: res.StderrDropped, Duration: res.Duration}, nil
 }
 
-// Setup runs the setup commands in work's sandbox, with the network, when
-// the watched files differ from what they were when it last passed (or it
-// never passed), and says what it did for the model ("" when nothing ran).
-// A failing setup command is reported, not an error: the model may fix what
-// it depends on. An error is the sandbox's own.
+// Setup runs the setup commands in work's sandbox, with the network, the
+// first time, and again once the watched files differ from what they were
+// when it last ran, and says what it did for the model ("" when nothing
+// ran). A failing setup command is reported, not an error, and not run again
+// until a watched file changes: the model may fix what it depends on. An
+// error is the sandbox's own. A task's commands run one at a time, so its
+// setup never runs twice at once.
 func (b *Box) Setup(ctx context.Context, work string) (string, error) {
 	if len(b.o.Setup) == 0 {
 		return "", nil
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	sum, changed, err := b.watched(work)
+	sum, files, err := b.watched(work)
 	if err != nil {
 		return "", err
 	}
 	mark := filepath.Join(filepath.Dir(work), setupMark)
-	if last, err := os.ReadFile(mark); err == nil && string(last) == sum {
+	last, err := os.ReadFile(mark)
+	if err == nil && string(last) == sum {
 		return "", nil
 	}
+	again := err == nil
 	var lines []string
 	passed := true
 	for _, c := range b.o.Setup {
@@ -129,17 +131,19 @@ func (b *Box) Setup(ctx context.Context, work string) (string, error) {
 			break
 		}
 	}
-	b.o.Logger.Info("setup ran", "dir", work, "passed", passed, "watched", changed)
-	if passed {
-		if err := os.WriteFile(mark, []byte(sum), 0o600); err != nil {
-			return "", fmt.Errorf("recording the setup: %w", err)
-		}
+	b.o.Logger.Info("setup ran", "dir", work, "passed", passed, "watched", files)
+	if err := os.WriteFile(mark, []byte(sum), 0o600); err != nil {
+		return "", fmt.Errorf("recording the setup: %w", err)
 	}
-	why := "before the first command"
-	if len(changed) > 0 {
-		why = "because " + strings.Join(changed, ", ") + " changed"
+	why := "as the workspace opened"
+	if again {
+		why = "again, because a file it depends on changed (" + strings.Join(files, ", ") + ")"
 	}
-	return "The daemon ran the setup " + why + ", with the network on (your commands run without it):\n" + strings.Join(lines, "\n"), nil
+	network := ", with the network on (your commands run without it)"
+	if b.o.Network {
+		network = ""
+	}
+	return b.o.Redact("The daemon ran the repository's setup " + why + network + ":\n" + strings.Join(lines, "\n")), nil
 }
 
 // summary is one setup command's line for the model: how it ended and the
@@ -177,11 +181,14 @@ func (b *Box) watched(work string) (string, []string, error) {
 			return "", nil, fmt.Errorf("setup_watch %q: %w", g, err)
 		}
 		for _, m := range matches {
-			data, err := os.ReadFile(m)
-			if errors.Is(err, fs.ErrNotExist) {
+			// A regular file only: a link the model made could point at
+			// a file of the daemon's.
+			if st, err := os.Lstat(m); err != nil || !st.Mode().IsRegular() {
 				continue
-			} else if err != nil {
-				continue // a directory, or unreadable: not a lock file
+			}
+			data, err := os.ReadFile(m)
+			if err != nil {
+				continue
 			}
 			rel, _ := filepath.Rel(work, m)
 			names = append(names, rel)
@@ -217,7 +224,7 @@ func (c boxChecker) Check(ctx context.Context) ([]engine.CheckResult, error) {
 			return nil, fmt.Errorf("running the check %q: %w", cmd, err)
 		}
 		out = append(out, engine.CheckResult{Command: cmd, ExitCode: res.ExitCode, TimedOut: res.TimedOut,
-			Output: joinOutput(res)})
+			Output: c.b.o.Redact(joinOutput(res))})
 	}
 	return out, nil
 }
