@@ -353,11 +353,8 @@ func (s *GitRepos) Head(name, branch string) (string, bool) {
 // file does not exist.
 func (s *GitRepos) FileAt(name, branch, path string) (string, bool) {
 	s.t.Helper()
-	r := s.must(name)
-	if _, ok, err := s.head(r, branch); err != nil || !ok {
-		if err != nil {
-			s.t.Fatalf("forgetest: %v", err)
-		}
+	r, ok := s.branch(name, branch)
+	if !ok {
 		return "", false
 	}
 	out, err := s.run(r.dir, nil, "cat-file", "blob", "refs/heads/"+branch+":"+path)
@@ -367,15 +364,23 @@ func (s *GitRepos) FileAt(name, branch, path string) (string, bool) {
 	return string(out), true
 }
 
+// branch is the repository name when it has branch.
+func (s *GitRepos) branch(name, branch string) (*gitRepo, bool) {
+	s.t.Helper()
+	r := s.must(name)
+	_, ok, err := s.head(r, branch)
+	if err != nil {
+		s.t.Fatalf("forgetest: %v", err)
+	}
+	return r, ok
+}
+
 // Files returns the paths of the files on a branch, sorted; nil when the
 // branch does not exist.
 func (s *GitRepos) Files(name, branch string) []string {
 	s.t.Helper()
-	r := s.must(name)
-	if _, ok, err := s.head(r, branch); err != nil || !ok {
-		if err != nil {
-			s.t.Fatalf("forgetest: %v", err)
-		}
+	r, ok := s.branch(name, branch)
+	if !ok {
 		return nil
 	}
 	out, err := s.run(r.dir, nil, "ls-tree", "-r", "--name-only", "refs/heads/"+branch)
