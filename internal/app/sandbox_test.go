@@ -216,3 +216,53 @@ func writeFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// The setup runs with the network before the model's first request, and the
+// first prompt says how it ended; the model's own commands run without the
+// network: the same connection to a port on the host succeeds in the setup
+// and fails in run_command.
+func TestSetupHasTheNetworkTheModelsCommandsDoNot(t *testing.T) {
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close()
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := listener.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	connect := fmt.Sprintf("python3 -c \"import socket; socket.create_connection(('127.0.0.1', %d), 3); print('connected')\"",
+		listener.Addr().(*net.TCPAddr).Port)
+	var first, result string
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
+		respond: func(e *env, r llmtest.Received) llmtest.Step {
+			if r.N == 1 {
+				first = r.Messages[1].Content
+				return e.call(r, "Connecting.", "workspace/run_command", map[string]any{"command": connect})
+			}
+			if r.N == 2 {
+				result = lastToolResult(r)
+			}
+			return done("Tried.")
+		}})
+	builtinOnly(t, e)
+	e.cfg.Sandbox.Setup = []string{connect}
+	e.runOK(t)
+	if !strings.Contains(first, "The daemon ran the repository's setup as the workspace opened, with the network on") ||
+		!strings.Contains(first, "exit 0") {
+		t.Errorf("the first prompt does not say the setup ran and passed:\n%s", first)
+	}
+	if n := accepted.Load(); n != 1 {
+		t.Errorf("%d connections reached the host's port, want 1: the setup's", n)
+	}
+	if !strings.Contains(result, "exit code 1") || strings.Contains(result, "\nconnected") {
+		t.Errorf("the model's command reached the host:\n%s", result)
+	}
+}
