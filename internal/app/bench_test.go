@@ -199,12 +199,14 @@ func BenchmarkJudgeHundredCommentReply(b *testing.B) {
 // resident memory during the run (the sandbox helpers are processes of
 // their own, short-lived).
 func BenchmarkTwentyTasksAtOnce(b *testing.B) {
-	for _, builtin := range []bool{false, true} {
-		name := "without-workspace"
-		if builtin {
-			name = "builtin-tools"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, v := range []struct {
+		name             string
+		builtin, deliver bool
+		npm              bool // the npm filesystem server per task, the quickstart's tools before the built-in ones
+	}{{"without-workspace", false, false, false}, {"builtin-tools-no-delivery", true, false, false}, {"builtin-tools", true, true, false},
+		{"npm-filesystem-per-task", false, true, true}} {
+		builtin := v.builtin
+		b.Run(v.name, func(b *testing.B) {
 			var peak float64
 			for b.Loop() {
 				b.StopTimer()
@@ -215,6 +217,10 @@ func BenchmarkTwentyTasksAtOnce(b *testing.B) {
 							return e.call(r, "Writing.", "workspace/write_file", map[string]any{"path": "hello.txt", "content": "hi\n"})
 						case n == 1 && builtin:
 							return e.call(r, "Running.", "workspace/run_command", map[string]any{"command": "true"})
+						case n == 0 && v.npm:
+							ref := task.Ref{Forge: task.GitHub, Repo: "acme/app", Kind: task.Issue, Number: taskNumber(b, r)}
+							return e.call(r, "Writing.", "fs/write_file", map[string]any{
+								"path": filepath.Join(e.checkout(b, ref), "hello.txt"), "content": "hi\n"})
 						case n == 0:
 							return e.call(r, "Writing.", "fs/write_file", map[string]any{
 								"path": filepath.Join(e.workspace, "hello-"+strconv.Itoa(taskNumber(b, r))+".txt"), "content": "hi\n"})
@@ -223,6 +229,11 @@ func BenchmarkTwentyTasksAtOnce(b *testing.B) {
 					}})
 				if builtin {
 					builtinOnly(b, e)
+					e.cfg.Delivery.Enabled = v.deliver
+				}
+				if v.npm {
+					e.cfg.MCPServers[0].Scope, e.cfg.MCPServers[0].Command[1] = config.ScopeTask, "${WORKSPACE}"
+					e.cfg.Workspace.Root = filepath.Join(filepath.Dir(e.cfg.StateDir), "workspaces")
 				}
 				e.cfg.Continuous.Consumer.Workers = 20
 				for i := 1; i < 20; i++ {
@@ -240,6 +251,7 @@ func BenchmarkTwentyTasksAtOnce(b *testing.B) {
 				if n := doneTasks(e); n != 20 {
 					b.Fatalf("%d of 20 tasks done", n)
 				}
+				b.StartTimer()
 			}
 			b.ReportMetric(peak, "peak-MB")
 		})

@@ -48,7 +48,7 @@ func quickstart(t *testing.T, e *env) {
 }
 
 // checkout is where the task ref works.
-func (e *env) checkout(t *testing.T, ref task.Ref) string {
+func (e *env) checkout(t testing.TB, ref task.Ref) string {
 	t.Helper()
 	m, err := workspace.New(workspace.Options{Root: e.cfg.Workspace.Root})
 	if err != nil {
