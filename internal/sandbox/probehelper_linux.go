@@ -21,6 +21,13 @@ func probeHelper() int {
 		{Name: "ipc", OK: true, Detail: "own System V IPC and POSIX message queues"},
 		probeStep("uts", "own hostname", func() error { return unix.Sethostname([]byte("sandbox")) }),
 	}
+	// Last, as it changes this process's root: the pivot the helper makes
+	// (a host may allow mounts and refuse pivot_root, as a seccomp filter
+	// can).
+	if l := probeStep("mount", layers[1].Detail, probePivot); !l.OK && layers[1].OK {
+		l.Detail = "pivot_root: " + l.Detail
+		layers[1] = l
+	}
 	if err := json.NewEncoder(out).Encode(layers); err != nil {
 		return 1
 	}
@@ -63,4 +70,15 @@ func probePid() Layer {
 		}
 		return nil
 	})
+}
+
+// probePivot pivots into the tmpfs probeMount put at base.
+func probePivot() error {
+	if err := os.Mkdir(base+oldRoot, 0o755); err != nil {
+		return fmt.Errorf("create old root: %w", err)
+	}
+	if err := unix.PivotRoot(base, base+oldRoot); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	return nil
 }
