@@ -37,7 +37,6 @@ import (
 	"log/slog"
 	"maps"
 	"net/url"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -510,17 +509,6 @@ var defaultSetupWatch = []string{
 
 // DefaultSetupWatch returns a copy of the default sandbox.setup_watch.
 func DefaultSetupWatch() []string { return slices.Clone(defaultSetupWatch) }
-
-// Watched reports whether a change of the file at rel (relative to the
-// checkout, "/"-separated) runs the setup again: a SetupWatch glob
-// matches it whole.
-func (s Sandbox) Watched(rel string) bool {
-	rel = strings.TrimPrefix(path.Clean("/"+rel), "/")
-	return slices.ContainsFunc(s.SetupWatch, func(g string) bool {
-		ok, err := path.Match(g, rel)
-		return ok && err == nil
-	})
-}
 
 // CommandTimeout is the deadline of one command in the sandbox.
 func (s Sandbox) CommandTimeout() time.Duration {
