@@ -98,8 +98,7 @@ func TestTokenWrittenIntoAFileIsNotPushed(t *testing.T) {
 		for _, form := range []string{"raw", "base64", "spaced"} {
 			t.Run(fg+"/"+form, func(t *testing.T) {
 				t.Parallel()
-				var e *env
-				e = newEnv(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
+				e := newEnv(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
 					respond: func(e *env, r llmtest.Received) llmtest.Step {
 						token := e.cfg.GitHub.Token + e.cfg.GitLab.Token
 						switch form {
