@@ -8,8 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -168,10 +170,14 @@ func TestIncompleteWorkspaceIsClonedAgain(t *testing.T) {
 
 // TestGitCommandsHaveATimeout: a forge that never answers ends the command
 // at the timeout with the context's error, and git's helper that holds the
-// connection (git-remote-http) ends with it.
+// connection (git-remote-http) ends with it. On a loaded machine the
+// timeout may end git before its helper connected: then no process of it
+// may be left either.
 func TestGitCommandsHaveATimeout(t *testing.T) {
 	hang, gone := make(chan struct{}), make(chan struct{}, 8)
+	var arrived atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Add(1)
 		select {
 		case <-r.Context().Done(): // the client went away
 			gone <- struct{}{}
@@ -187,9 +193,31 @@ func TestGitCommandsHaveATimeout(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &e) || e.Command != "ls-remote" {
 		t.Fatalf("Prepare against a forge that hangs = %v, want ls-remote's deadline", err)
 	}
+	if arrived.Load() == 0 {
+		if pids := processesNaming(srv.URL); len(pids) > 0 {
+			t.Fatalf("git was stopped before it connected, and processes %v naming the forge are left", pids)
+		}
+		return
+	}
 	select {
 	case <-gone:
 	case <-time.After(30 * time.Second): // a bound, not a measurement
 		t.Fatal("the connection is still open: git's helper outlived the timeout")
 	}
+}
+
+// processesNaming lists the live processes whose command line holds s.
+func processesNaming(s string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, d := range entries {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if cmdline, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline")); strings.Contains(string(cmdline), s) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
