@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -33,9 +34,9 @@ func execCommand() {
 	fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
 }
 
-// confine applies everything but the exec. The rlimits come last: the
-// helper itself (and the race detector's runtime in tests) should not run
-// under the command's memory limit.
+// confine applies everything but the limits and the exec (execve sets the
+// limits last: the helper itself, and the race detector's runtime in tests,
+// should not run under the command's memory limit).
 func confine(sp *spec) error {
 	if err := dropPrivileges(); err != nil {
 		return err
@@ -49,7 +50,7 @@ func confine(sp *spec) error {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("mark descriptors close-on-exec: %w", err)
 	}
-	return setRlimits(sp.Limits)
+	return nil
 }
 
 // setRlimits sets the command's limits. syscall.Setrlimit, not unix's: it
@@ -109,12 +110,30 @@ func dropPrivileges() error {
 	return nil
 }
 
-// execve replaces this process with the command, found on its own PATH.
+// execve sets the command's limits and replaces this process with the
+// command, found on its own PATH. Everything execve needs is made before
+// the limits: under RLIMIT_DATA a helper whose own heap already reaches
+// memory_mb (a Go runtime's arena, the race detector's shadow memory) may
+// get no new memory, and the exec must not ask for any.
 func execve(sp *spec) error {
-	if err := unix.Exec(sp.path, sp.Argv, sp.Env); err != nil {
+	path, err := syscall.BytePtrFromString(sp.path)
+	if err != nil {
 		return fmt.Errorf("exec %s: %w", sp.path, err)
 	}
-	return nil
+	argv, err := syscall.SlicePtrFromStrings(sp.Argv)
+	if err != nil {
+		return fmt.Errorf("exec %s: %w", sp.path, err)
+	}
+	envv, err := syscall.SlicePtrFromStrings(sp.Env)
+	if err != nil {
+		return fmt.Errorf("exec %s: %w", sp.path, err)
+	}
+	if err := setRlimits(sp.Limits); err != nil {
+		return err
+	}
+	_, _, errno := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(path)),
+		uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
+	return fmt.Errorf("exec %s: %w", sp.path, errno)
 }
 
 // resolve finds the command on its own PATH, before Landlock and the
