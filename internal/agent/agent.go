@@ -180,7 +180,7 @@ func (p *plain) Announce(ctx context.Context, out engine.Outcome) {
 
 // closing is the closing comment of a round that ended done.
 func closing(out engine.Outcome) (string, error) {
-	checks, ran := Evidence(out)
+	checks, ran := report.Commands(out.Checks, out.Ran)
 	evidence, err := report.Evidence(report.English, checks, ran)
 	if err != nil {
 		return "", err
@@ -189,18 +189,6 @@ func closing(out engine.Outcome) (string, error) {
 		Comment, Evidence string
 		Ignored           int
 	}{strings.TrimSpace(out.Comment), evidence, out.Ignored})
-}
-
-// Evidence is what an outcome says was run, as report.Evidence takes it:
-// the repository's checks and the commands the model ran.
-func Evidence(out engine.Outcome) (checks, ran []report.Command) {
-	for _, c := range out.Checks {
-		checks = append(checks, report.Command(c))
-	}
-	for _, c := range out.Ran {
-		ran = append(ran, report.Command{Command: c.Command, ExitCode: c.ExitCode, TimedOut: c.TimedOut})
-	}
-	return checks, ran
 }
 
 // Reopen carries on after the checks refused a done: the engine has told

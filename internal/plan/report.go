@@ -183,12 +183,7 @@ func (p *policy) Announce(ctx context.Context, out engine.Outcome) {
 	if v := st.Verification; v != nil {
 		f.VerificationPassed, f.Criteria = v.Passed, criteria(*v)
 	}
-	for _, c := range out.Checks {
-		f.Checks = append(f.Checks, report.Command(c))
-	}
-	for _, c := range out.Ran {
-		f.Ran = append(f.Ran, report.Command{Command: c.Command, ExitCode: c.ExitCode, TimedOut: c.TimedOut})
-	}
+	f.Checks, f.Ran = report.Commands(out.Checks, out.Ran)
 	if body, err := p.c.o.Lang.Final(f); err != nil {
 		p.log.Error("rendering the closing comment", "error", err)
 	} else {

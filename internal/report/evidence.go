@@ -5,6 +5,9 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/coding-agent/coding-agent/internal/engine"
+	"github.com/coding-agent/coding-agent/internal/toolhost"
 )
 
 // Command is a command that ran in the task's sandbox and how it ended: a
@@ -18,6 +21,18 @@ type Command struct {
 	// Output is a check's output (stdout and stderr, as cut by the
 	// runner): shown under the list for a check that failed.
 	Output string
+}
+
+// Commands are a round's checks (the daemon's) and the last result of each
+// command the model ran, as Evidence lists them.
+func Commands(checks []engine.CheckResult, ran []toolhost.CommandRun) (c, r []Command) {
+	for _, x := range checks {
+		c = append(c, Command(x))
+	}
+	for _, x := range ran {
+		r = append(r, Command{Command: x.Command, ExitCode: x.ExitCode, TimedOut: x.TimedOut})
+	}
+	return c, r
 }
 
 // Passed reports whether the command exited 0 on its own.

@@ -492,7 +492,7 @@ func TestDeliveredSaysWhatWasLeftOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"These files were not committed:", "- `src/__pycache__/`: build output", "- ``a`b?c.bin``: too large"} {
+	for _, want := range []string{"These files were not committed:", "- `src/__pycache__/`: build output", "- ``a`b ⏎ c.bin``: too large"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the comment lacks %q:\n%s", want, body)
 		}

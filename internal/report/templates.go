@@ -14,32 +14,7 @@ import (
 //go:embed templates/*.tmpl
 var templateFS embed.FS
 
-var templates = template.Must(template.New("").Funcs(template.FuncMap{"code": code}).ParseFS(templateFS, "templates/*.tmpl"))
-
-// code is s as a Markdown code span on one line: control characters
-// become '?', and the fence is longer than any run of backticks in s.
-func code(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f {
-			return '?'
-		}
-		return r
-	}, s)
-	longest, run := 0, 0
-	for _, r := range s {
-		if r == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	fence := strings.Repeat("`", longest+1)
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		s = " " + s + " "
-	}
-	return fence + s + fence
-}
+var templates = template.Must(template.New("").Funcs(template.FuncMap{"code": CodeSpan}).ParseFS(templateFS, "templates/*.tmpl"))
 
 // Failed is the comment posted when a task ends in failure.
 // workspace is where the task's workspace is kept ("" when it is not);

@@ -281,13 +281,6 @@ func (f ending) evidence() (string, error) {
 	if len(f.checks)+len(f.ran) == 0 {
 		return "", nil
 	}
-	checks := make([]report.Command, 0, len(f.checks))
-	for _, c := range f.checks {
-		checks = append(checks, report.Command(c))
-	}
-	ran := make([]report.Command, 0, len(f.ran))
-	for _, c := range f.ran {
-		ran = append(ran, report.Command{Command: c.Command, ExitCode: c.ExitCode, TimedOut: c.TimedOut})
-	}
+	checks, ran := report.Commands(f.checks, f.ran)
 	return report.Evidence(report.English, checks, ran)
 }

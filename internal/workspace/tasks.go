@@ -218,13 +218,7 @@ func (o *TaskWorkspace) message(summary string) string {
 // round did and how it was checked (the checks the daemon ran, the
 // commands the model ran, or that nothing was run).
 func (o *TaskWorkspace) body(summary string, done engine.Outcome) (string, error) {
-	var checks, ran []report.Command
-	for _, c := range done.Checks {
-		checks = append(checks, report.Command(c))
-	}
-	for _, r := range done.Ran {
-		ran = append(ran, report.Command{Command: r.Command, ExitCode: r.ExitCode, TimedOut: r.TimedOut})
-	}
+	checks, ran := report.Commands(done.Checks, done.Ran)
 	evidence, err := report.Evidence(o.ts.o.Lang, checks, ran)
 	if err != nil {
 		return "", fmt.Errorf("writing the %s's body: %w", kind(o.t.Ref), err)
