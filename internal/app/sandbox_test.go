@@ -68,22 +68,7 @@ func escapeSuite(t *testing.T, fg, tool string) {
 	t.Setenv("CODING_AGENT_TEST_SECRET", secret)
 	writeFile(t, filepath.Join(home, ".ssh", "id_ed25519"), "ssh-key-marker-771")
 
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer listener.Close()
-	var accepted atomic.Int32
-	go func() {
-		for {
-			c, err := listener.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			c.Close()
-		}
-	}()
+	port, accepted := hostPort(t)
 	outside := filepath.Join(t.TempDir(), "outside.txt")
 	viaServer := tool != "workspace/run_command"
 
@@ -153,7 +138,7 @@ func escapeSuite(t *testing.T, fg, tool string) {
 			return ""
 		}},
 		{"the host's loopback", fmt.Sprintf("python3 -c \"import socket; socket.create_connection(('127.0.0.1', %d), 3); print('connected')\"",
-			listener.Addr().(*net.TCPAddr).Port), func(res string) string {
+			port), func(res string) string {
 			if accepted.Load() > 0 || strings.Contains(res, "connected\n") {
 				return "the command reached a port on the host's loopback"
 			}
@@ -222,24 +207,9 @@ func writeFile(t *testing.T, path, content string) {
 // network: the same connection to a port on the host succeeds in the setup
 // and fails in run_command.
 func TestSetupHasTheNetworkTheModelsCommandsDoNot(t *testing.T) {
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer listener.Close()
-	var accepted atomic.Int32
-	go func() {
-		for {
-			c, err := listener.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			c.Close()
-		}
-	}()
+	port, accepted := hostPort(t)
 	connect := fmt.Sprintf("python3 -c \"import socket; socket.create_connection(('127.0.0.1', %d), 3); print('connected')\"",
-		listener.Addr().(*net.TCPAddr).Port)
+		port)
 	var first, result string
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
 		respond: func(e *env, r llmtest.Received) llmtest.Step {
@@ -265,4 +235,27 @@ func TestSetupHasTheNetworkTheModelsCommandsDoNot(t *testing.T) {
 	if !strings.Contains(result, "exit code 1") || strings.Contains(result, "\nconnected") {
 		t.Errorf("the model's command reached the host:\n%s", result)
 	}
+}
+
+// hostPort is a port on the host's loopback that counts the connections it
+// accepts, closed when the test ends.
+func hostPort(t *testing.T) (int, *atomic.Int32) {
+	t.Helper()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { listener.Close() })
+	accepted := new(atomic.Int32)
+	go func() {
+		for {
+			c, err := listener.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	return listener.Addr().(*net.TCPAddr).Port, accepted
 }
