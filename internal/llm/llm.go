@@ -50,7 +50,18 @@ type Request struct {
 	Messages  []Message
 	Tools     []Tool
 	MaxTokens int // 0: provider default
+	// Format is a JSON schema the reply's content must match, for a
+	// server that enforces it as a grammar (Ollama's format, the
+	// response_format of OpenAI-compatible servers); nil: none.
+	Format json.RawMessage
+	// ToolChoice is ToolChoiceRequired to have the server make the model
+	// call a tool, or "" for the server's default. It is only sent with
+	// Tools, and only on the wire that has it (OpenAI's).
+	ToolChoice string
 }
+
+// ToolChoiceRequired asks for a reply that calls at least one tool.
+const ToolChoiceRequired = "required"
 
 // Usage is what one call cost.
 type Usage struct {

@@ -118,7 +118,10 @@ func (c *Client) request(req llm.Request) (*api.ChatRequest, error) {
 		return nil, err
 	}
 	stream := false
-	creq := &api.ChatRequest{Model: c.model, Messages: msgs, Stream: &stream, Tools: tools}
+	// Format is the schema the reply must match: Ollama turns it into a
+	// grammar. Ollama's API has no tool_choice: a request's ToolChoice is
+	// not sent.
+	creq := &api.ChatRequest{Model: c.model, Messages: msgs, Stream: &stream, Tools: tools, Format: req.Format}
 	limit := req.MaxTokens
 	if limit <= 0 {
 		limit = c.maxTokens

@@ -304,3 +304,27 @@ func TestChatReadsThinkingApartAndTheFinishReason(t *testing.T) {
 		t.Errorf("the thinking was sent back: %s", body)
 	}
 }
+
+// A reply schema goes as format; tool_choice is not part of Ollama's API
+// and is not sent.
+func TestChatSendsTheReplySchemaAsFormat(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"done":{"const":true}},"required":["done"]}`)
+	srv := llmtest.NewServer(t, llmtest.Options{EnforceFormat: true})
+	srv.Script(llmtest.Reply{Content: `{"done": true}`}, llmtest.Reply{Content: "plain"})
+	c := newClient(t, srv, nil)
+	for _, req := range []llm.Request{
+		{Messages: conversation(), Format: schema},
+		{Messages: conversation(), Tools: []llm.Tool{readFile}, ToolChoice: llm.ToolChoiceRequired},
+	} {
+		if _, err := c.Chat(t.Context(), req); err != nil {
+			t.Fatalf("Chat: %v", err)
+		}
+	}
+	reqs := srv.Requests()
+	if diff := cmp.Diff(string(schema), string(reqs[0].Format)); diff != "" {
+		t.Errorf("format sent (-want +got):\n%s", diff)
+	}
+	if strings.Contains(string(reqs[1].Body), "tool_choice") || strings.Contains(string(reqs[1].Body), "format") {
+		t.Errorf("request 2 sent what Ollama has no use for: %s", reqs[1].Body)
+	}
+}

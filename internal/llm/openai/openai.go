@@ -4,6 +4,7 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 
 	oa "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/coding-agent/coding-agent/internal/llm"
 )
@@ -126,6 +128,12 @@ func (c *Client) params(req llm.Request) (oa.ChatCompletionNewParams, error) {
 		return oa.ChatCompletionNewParams{}, err
 	}
 	p := oa.ChatCompletionNewParams{Model: c.model, Messages: msgs, Tools: tools}
+	if len(req.Format) > 0 {
+		p.ResponseFormat = responseFormat(req.Format)
+	}
+	if req.ToolChoice != "" && len(tools) > 0 {
+		p.ToolChoice = oa.ChatCompletionToolChoiceOptionUnionParam{OfAuto: oa.String(req.ToolChoice)}
+	}
 	limit := req.MaxTokens
 	if limit <= 0 {
 		limit = c.maxTokens
@@ -138,6 +146,20 @@ func (c *Client) params(req llm.Request) (oa.ChatCompletionNewParams, error) {
 		p.MaxCompletionTokens = oa.Int(int64(limit))
 	}
 	return p, nil
+}
+
+// responseFormat asks for a reply matching schema: response_format
+// {"type": "json_schema", "json_schema": {"name", "schema"}}, the form
+// OpenAI defined and LM Studio, llama.cpp's server, vLLM and SGLang read.
+// "strict" is left out: strict true makes api.openai.com refuse a schema
+// with an open object (a tool's "args") or anyOf at its root, and strict
+// false means "guidance only" in OpenAI's terms, which vLLM is adopting
+// (vllm-project/vllm#50544: no grammar then); left out, the local servers
+// enforce the schema and api.openai.com takes it as guidance.
+func responseFormat(schema json.RawMessage) oa.ChatCompletionNewParamsResponseFormatUnion {
+	return oa.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+		JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "reply", Schema: schema},
+	}}
 }
 
 // wrap names the action and keeps the API key out of the text.

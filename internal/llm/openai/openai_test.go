@@ -345,3 +345,47 @@ func TestChatAcceptsArgumentsAsObject(t *testing.T) {
 	}
 	assertSameJSON(t, json.RawMessage(`{"path":"x"}`), got.Message.ToolCalls[0].Arguments)
 }
+
+// A reply schema goes as response_format json_schema, named, without
+// "strict" (api.openai.com would refuse the open "args" object under
+// strict, and strict false turns vLLM's grammar off); tool_choice
+// "required" goes with tools only; neither is sent when not asked for.
+func TestChatSendsTheReplySchemaAndToolChoice(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"done":{"const":true}},"required":["done"]}`)
+	srv := llmtest.NewServer(t, llmtest.Options{EnforceFormat: true, HonourToolChoice: true})
+	srv.Script(llmtest.Reply{Content: `{"done": true}`},
+		llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "fs__read_file", Args: map[string]string{"path": "a"}}}},
+		llmtest.Reply{Content: "plain"}, llmtest.Reply{Content: "plain"})
+	c := newClient(t, srv, nil)
+	for _, req := range []llm.Request{
+		{Messages: conversation(), Format: schema},
+		{Messages: conversation(), Tools: []llm.Tool{readFile}, ToolChoice: llm.ToolChoiceRequired},
+		{Messages: conversation(), ToolChoice: llm.ToolChoiceRequired},
+		{Messages: conversation()},
+	} {
+		if _, err := c.Chat(t.Context(), req); err != nil {
+			t.Fatalf("Chat: %v", err)
+		}
+	}
+	reqs := srv.Requests()
+	var first struct {
+		ResponseFormat map[string]json.RawMessage `json:"response_format"`
+	}
+	if err := json.Unmarshal(reqs[0].Body, &first); err != nil {
+		t.Fatal(err)
+	}
+	if string(first.ResponseFormat["type"]) != `"json_schema"` || strings.Contains(string(reqs[0].Body), "strict") {
+		t.Errorf("response_format %s, want json_schema without strict", reqs[0].Body)
+	}
+	if diff := cmp.Diff(string(schema), string(reqs[0].Format)); diff != "" {
+		t.Errorf("schema sent (-want +got):\n%s", diff)
+	}
+	if reqs[1].ToolChoice != "required" || reqs[1].Format != nil {
+		t.Errorf("request 2: tool_choice %q, format %s", reqs[1].ToolChoice, reqs[1].Format)
+	}
+	for _, r := range reqs[2:] {
+		if strings.Contains(string(r.Body), "tool_choice") || strings.Contains(string(r.Body), "response_format") {
+			t.Errorf("request %d sent what it was not asked for: %s", r.N, r.Body)
+		}
+	}
+}
