@@ -55,6 +55,12 @@ func (ollamaWire) decode(body []byte, rec *Received) error {
 	}
 	rec.Model = req.Model
 	rec.Stream = req.Stream == nil || *req.Stream
+	if f := bytes.TrimSpace(req.Format); len(f) > 0 && f[0] == '{' {
+		if _, err := resolve(f); err != nil {
+			return fmt.Errorf("format: %w", err)
+		}
+		rec.Format = req.Format
+	}
 	rec.Options = req.Options
 	if n, ok := req.Options["num_predict"].(float64); ok {
 		rec.MaxTokens = int(n)

@@ -29,6 +29,14 @@ type oaRequest struct {
 	MaxTokens           *int        `json:"max_tokens"`
 	MaxCompletionTokens *int        `json:"max_completion_tokens"`
 	Stream              bool        `json:"stream"`
+	ResponseFormat      *struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	} `json:"response_format"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
 }
 
 type oaMessage struct {
@@ -76,6 +84,9 @@ func (openaiWire) decode(body []byte, rec *Received) error {
 		return errors.New("streaming is not supported by llmtest")
 	}
 	rec.Model = req.Model
+	if err := oaConstraints(req, rec); err != nil {
+		return err
+	}
 	if req.MaxCompletionTokens != nil {
 		rec.MaxTokens = *req.MaxCompletionTokens
 	} else if req.MaxTokens != nil {
@@ -101,6 +112,39 @@ func (openaiWire) decode(body []byte, rec *Received) error {
 		return err
 	}
 	rec.Messages = msgs
+	return nil
+}
+
+// oaConstraints reads response_format and tool_choice, checking what
+// OpenAI checks: a json_schema format has a name and a schema, and
+// tool_choice "required" comes with tools.
+func oaConstraints(req oaRequest, rec *Received) error {
+	if f := req.ResponseFormat; f != nil {
+		switch f.Type {
+		case "text", "json_object":
+		case "json_schema":
+			if f.JSONSchema == nil || !toolName.MatchString(f.JSONSchema.Name) || len(f.JSONSchema.Schema) == 0 {
+				return errors.New("response_format json_schema needs json_schema.name (^[a-zA-Z0-9_-]{1,64}$) and json_schema.schema")
+			}
+			if _, err := resolve(f.JSONSchema.Schema); err != nil {
+				return fmt.Errorf("response_format json_schema.schema: %w", err)
+			}
+			rec.Format = f.JSONSchema.Schema
+		default:
+			return fmt.Errorf("response_format type %q, want text, json_object or json_schema", f.Type)
+		}
+	}
+	if len(req.ToolChoice) > 0 && string(req.ToolChoice) != "null" {
+		var s string
+		if json.Unmarshal(req.ToolChoice, &s) == nil {
+			rec.ToolChoice = s
+		} else {
+			rec.ToolChoice = string(req.ToolChoice)
+		}
+		if s == "required" && len(req.Tools) == 0 {
+			return errors.New(`tool_choice "required" without tools`)
+		}
+	}
 	return nil
 }
 

@@ -10,6 +10,7 @@
 package llmtest
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -41,6 +42,15 @@ type Options struct {
 	// Models are listed by GET /v1/models and GET /api/tags; nil means
 	// {"test-model"}.
 	Models []string
+	// EnforceFormat makes the server enforce a request's reply schema
+	// (Received.Format) as a grammar would: a Reply whose content does
+	// not match it fails the test (the model could not have written it)
+	// and is answered 500.
+	EnforceFormat bool
+	// HonourToolChoice makes the server honour tool_choice "required": a
+	// Reply without a tool call to such a request fails the test and is
+	// answered 500.
+	HonourToolChoice bool
 }
 
 // Received is one chat request, decoded into llm terms.
@@ -63,6 +73,14 @@ type Received struct {
 	Options map[string]any
 	Stream  bool   // Ollama: true unless "stream": false was sent
 	Body    []byte // the raw request body
+	// Format is the JSON schema the reply must match: Ollama's format when
+	// it is a schema, or OpenAI's response_format.json_schema.schema; nil
+	// when none was sent.
+	Format json.RawMessage
+	// ToolChoice is OpenAI's tool_choice when it is a string ("required",
+	// "auto", "none"), or its JSON when it names a function; "" when none
+	// was sent. Ollama's API has none.
+	ToolChoice string
 }
 
 // Server is a scripted model server. Its methods are safe for concurrent use.
@@ -208,6 +226,12 @@ func (s *Server) nextStep(rec Received) Step {
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, wf wire, rec Received, step Step) {
 	switch st := step.(type) {
 	case Reply:
+		if why := s.refused(rec, st); why != "" {
+			msg := fmt.Sprintf("llmtest: request %d: %s", rec.N, why)
+			s.t.Errorf("%s", msg)
+			writeRaw(w, http.StatusInternalServerError, wf.errorBody(msg))
+			return
+		}
 		if err := wf.reply(w, rec, st); err != nil {
 			s.t.Errorf("llmtest: request %d: %v", rec.N, err)
 		}
@@ -239,6 +263,21 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, wf wire, rec Rec
 		s.t.Errorf("llmtest: request %d: unknown step type %T", rec.N, step)
 		writeRaw(w, http.StatusInternalServerError, wf.errorBody("llmtest: unknown step"))
 	}
+}
+
+// refused says why a server that enforces what rec asks for could not have
+// answered r ("" when it could).
+func (s *Server) refused(rec Received, r Reply) string {
+	if s.opts.EnforceFormat && rec.Format != nil {
+		if err := Matches(rec.Format, r.Content); err != nil {
+			return fmt.Sprintf("the scripted reply does not match the reply schema the request sent, "+
+				"so a server enforcing it could not have answered it: %v\ncontent: %s\nschema: %s", err, r.Content, rec.Format)
+		}
+	}
+	if s.opts.HonourToolChoice && rec.ToolChoice == "required" && len(rec.Tools) > 0 && len(r.ToolCalls) == 0 {
+		return "the scripted reply calls no tool, and the request sent tool_choice \"required\""
+	}
+	return ""
 }
 
 func (s *Server) slow(w http.ResponseWriter, r *http.Request, wf wire, rec Received, st Slow) {
