@@ -52,6 +52,12 @@ const (
 	ProviderOllama   = "ollama"
 )
 
+// Values accepted in llm.constrained.
+const (
+	ConstrainedOff  = "off"
+	ConstrainedAuto = "auto"
+)
+
 // Languages accepted in language: the language of the comments the agent
 // writes on the task.
 const (
@@ -188,6 +194,11 @@ type LLM struct {
 	OpenAI    OpenAI   `yaml:"openai"`   // read when Provider is openai
 	LMStudio  LMStudio `yaml:"lmstudio"` // read when Provider is lmstudio
 	Ollama    Ollama   `yaml:"ollama"`   // read when Provider is ollama
+
+	// Constrained is ConstrainedAuto to have the server hold the replies to
+	// the protocol (the reply's schema as a grammar in the JSON protocol,
+	// tool_choice required with native calls), or ConstrainedOff (default).
+	Constrained string `yaml:"constrained"`
 }
 
 // OpenAI is llm.openai.
@@ -611,6 +622,7 @@ func Default() *Config {
 			FunctionCalling: true,
 			TimeoutSeconds:  600,
 			CompactAt:       0.7,
+			Constrained:     ConstrainedOff,
 			OpenAI:          OpenAI{BaseURL: "https://api.openai.com/v1"},
 			LMStudio:        LMStudio{BaseURL: "http://localhost:1234/v1"},
 			Ollama:          Ollama{Endpoint: "http://localhost:11434"},

@@ -114,7 +114,7 @@ func TestGitHubOpenAIExample(t *testing.T) {
 			OpenAI: config.OpenAI{BaseURL: "https://api.openai.com/v1", APIKey: "sk-example",
 				Model: "gpt-4o", MaxToken: 4096, ContextLength: 128000},
 			LMStudio: config.LMStudio{BaseURL: "http://localhost:1234/v1"},
-			Ollama:   config.Ollama{Endpoint: "http://localhost:11434"},
+			Ollama:   config.Ollama{Endpoint: "http://localhost:11434"}, Constrained: config.ConstrainedOff,
 		},
 		MCPServers: []config.MCPServer{
 			{
@@ -299,6 +299,30 @@ func TestFunctionCalling(t *testing.T) {
 		c, _ := mustParse(t, minimalGitHub+tc.line, tc.vars)
 		if c.LLM.FunctionCalling != tc.want {
 			t.Errorf("%q: FunctionCalling = %v, want %v", tc.line, c.LLM.FunctionCalling, tc.want)
+		}
+	}
+}
+
+// llm.constrained is off unless set to auto (YAML's bare off stays the
+// word, not false); anything else is refused with the values it takes.
+func TestConstrained(t *testing.T) {
+	for line, want := range map[string]string{
+		"": config.ConstrainedOff, "  constrained: off\n": config.ConstrainedOff, "  constrained: auto\n": config.ConstrainedAuto,
+		"  constrained: ${MODE}\n": config.ConstrainedAuto,
+	} {
+		c, _ := mustParse(t, minimalGitHub+line, map[string]string{"MODE": "auto"})
+		if c.LLM.Constrained != want {
+			t.Errorf("%q: Constrained = %q, want %q", line, c.LLM.Constrained, want)
+		}
+	}
+	for _, v := range []string{"on", "true", "json_schema", `""`} {
+		got := problems(t, minimalGitHub+"  constrained: "+v+"\n", nil)
+		want := config.Problems{{Path: "llm.constrained", Msg: "must be one of: off, auto", Line: 10}}
+		if v == `""` {
+			want[0].Msg = "required (one of: off, auto)"
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: problems (-want +got):\n%s", v, diff)
 		}
 	}
 }

@@ -222,6 +222,7 @@ func (l *LLM) validate(k *checker) {
 	if l.CompactAt < 0.1 || l.CompactAt > 0.95 {
 		k.add("llm.compact_at", fmt.Sprintf("is %g; it must be between 0.1 and 0.95", l.CompactAt))
 	}
+	k.oneOf("llm.constrained", l.Constrained, ConstrainedOff, ConstrainedAuto)
 	if !k.oneOf("llm.provider", l.Provider, ProviderOpenAI, ProviderLMStudio, ProviderOllama) {
 		return
 	}
