@@ -105,16 +105,29 @@ func Instance(schema json.RawMessage) (json.RawMessage, error) {
 	return json.Marshal(v)
 }
 
+// Full is the instance of schema with every optional property and an item
+// in every array, each as Instance makes it.
+func Full(schema json.RawMessage) (json.RawMessage, error) {
+	root, err := decodeSchema(schema)
+	if err != nil {
+		return nil, err
+	}
+	v, err := generator{full: true}.value(root, "")
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
+
 // Instances are instances of schema that between them take every choice
-// it offers: the minimal instance, one with every optional property and
-// an item in every array, and for every anyOf or oneOf branch and every
-// enum value, the minimal instance that takes it.
+// it offers: the minimal instance, and for every anyOf or oneOf branch and
+// every enum value, the minimal instance that takes it.
 func Instances(schema json.RawMessage) ([]json.RawMessage, error) {
 	root, err := decodeSchema(schema)
 	if err != nil {
 		return nil, err
 	}
-	gens := []generator{{}, {full: true}}
+	gens := []generator{{}}
 	for _, c := range choices(root, "") {
 		for i := range c.n {
 			gens = append(gens, generator{pick: map[string]int{c.path: i}})

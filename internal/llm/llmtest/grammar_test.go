@@ -21,7 +21,7 @@ const replySchema = `{"anyOf": [
 
 // The minimal instance takes the first branch and the first value; the
 // instances between them take every branch and every enum value, and all
-// match the schema.
+// match the schema; the full one has every optional property.
 func TestInstancesCoverEveryChoice(t *testing.T) {
 	min, err := llmtest.Instance(json.RawMessage(replySchema))
 	if err != nil {
@@ -33,6 +33,10 @@ func TestInstancesCoverEveryChoice(t *testing.T) {
 	all, err := llmtest.Instances(json.RawMessage(replySchema))
 	if err != nil {
 		t.Fatal(err)
+	}
+	full, err := llmtest.Full(json.RawMessage(`{"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "array", "items": {"type": "integer", "minimum": 3}}}}`))
+	if err != nil || string(full) != `{"a":"","b":[3]}` {
+		t.Errorf("full instance %s, %v", full, err)
 	}
 	var texts []string
 	for _, v := range all {
