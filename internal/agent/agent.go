@@ -26,7 +26,7 @@ type Loop struct {
 
 // New prepares the plain loop's system prompt.
 func New(e *engine.Engine) (*Loop, error) {
-	sys, err := systemPrompt(e.Toolset(), e.MaxCalls())
+	sys, err := systemPrompt(e.Toolset(), e.MaxCalls(), e.FinishFn())
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func (p *plain) Next(context.Context) (string, *engine.Outcome, error) {
 		return "", nil, nil
 	}
 	p.st.Ask = false
-	text, err := prompts.Render("failed_done.tmpl", nil)
+	text, err := prompts.Render("failed_done.tmpl", struct{ Finish string }{p.l.e.FinishFn()})
 	return text, nil, err
 }
 
@@ -155,8 +155,9 @@ func (p *plain) Correction(reason string) (string, error) {
 	return prompts.Render("correction.tmpl", struct {
 		Reason          string
 		FunctionCalling bool
+		Finish          string
 		Count, Max      int
-	}{reason, p.l.e.Toolset().Native(), p.r.Counts().Unusable, p.l.e.MaxUnusable()})
+	}{reason, p.l.e.Toolset().Native(), p.l.e.FinishFn(), p.r.Counts().Unusable, p.l.e.MaxUnusable()})
 }
 
 // Announce posts the closing comment of a round that ended done: the
@@ -194,6 +195,9 @@ func closing(out engine.Outcome) (string, error) {
 // Reopen carries on after the checks refused a done: the engine has told
 // the model what failed.
 func (p *plain) Reopen(context.Context, []engine.CheckResult) error { return nil }
+
+// Expect is a tool call or the end of the task, at every step.
+func (p *plain) Expect() engine.Expect { return engine.Expect{Calls: true, Done: true} }
 
 func (p *plain) Trouble(context.Context, string, bool)   {}
 func (p *plain) Heard(context.Context, []engine.Applied) {}

@@ -19,8 +19,9 @@ var commentFS embed.FS
 var comments = engine.ParsePrompts(commentFS, "comments/*.tmpl")
 
 // systemPrompt is the plain loop's system prompt: how to work, the reply
-// protocol, and the tool catalog.
-func systemPrompt(ts *engine.Toolset, maxTurns int) (string, error) {
+// protocol, and the tool catalog. finish is the function name of the tool
+// that ends the task when a constrained run with native calls offers one.
+func systemPrompt(ts *engine.Toolset, maxTurns int, finish string) (string, error) {
 	catalog, err := ts.Catalog()
 	if err != nil {
 		return "", err
@@ -28,6 +29,7 @@ func systemPrompt(ts *engine.Toolset, maxTurns int) (string, error) {
 	return prompts.Render("system.tmpl", struct {
 		Catalog         string
 		FunctionCalling bool
+		Finish          string
 		MaxTurns        int
-	}{catalog, ts.Native(), maxTurns})
+	}{catalog, ts.Native(), finish, maxTurns})
 }

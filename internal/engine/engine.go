@@ -68,6 +68,10 @@ type Options struct {
 	// (OpenAI: 128); 0: any number.
 	MaxTools int
 	Now      func() time.Time
+	// Constrained has the server hold each reply to what the policy
+	// expects (constrain.go): the reply's schema in the JSON protocol,
+	// tool_choice required and the finish tool with native calls.
+	Constrained bool
 }
 
 // Engine runs tasks under a policy. It is safe for concurrent use: each
@@ -107,7 +111,17 @@ func New(o Options) (*Engine, error) {
 	if o.Budget.ContextLength > 0 {
 		share = o.Budget.limit() / 4 // the catalog's fair share of the budget
 	}
-	if e.ts.limit(o.MaxTools, share, o.Budget.Counter.Count) {
+	maxTools := o.MaxTools
+	if o.Constrained && o.FunctionCalling {
+		if e.ts.Known(FinishTool) {
+			return nil, fmt.Errorf("engine: the tool %s of an MCP server has the name of the built-in tool that ends a step with llm.constrained: auto: rename the server", FinishTool)
+		}
+		e.ts.names.add(FinishTool)
+		if maxTools > 0 {
+			maxTools-- // a place for the finish tool
+		}
+	}
+	if e.ts.limit(maxTools, share, o.Budget.Counter.Count) {
 		o.Logger.Warn("the tool catalog is offered in part, with a search tool for the rest",
 			"tools", len(e.ts.tools), "offered", e.ts.offered, "max_tools", o.MaxTools, "token_share", share)
 	}
@@ -301,4 +315,7 @@ type Policy interface {
 	// (planning: the plan and the action in hand); "" for nothing beyond
 	// the system prompt and the task, which are always kept.
 	Pinned() string
+	// Expect is the reply the policy takes next, for a constrained run to
+	// hold the model to (constrain.go). It is asked before each request.
+	Expect() Expect
 }

@@ -183,17 +183,27 @@ func (r *Run) listen(ctx context.Context) (*Outcome, error) {
 func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 	st, ref := r.st, r.in.Task.Ref
 	defs := r.e.ts.Defs(st.Loaded)
-	if err := r.fit(ctx, false, defs); err != nil {
+	con, err := r.constraint()
+	if err != nil {
 		return nil, err
 	}
-	resp, err := r.e.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: defs})
+	if con.finish != nil {
+		defs = append(defs, *con.finish)
+	}
+	counted := budgeted(defs, con.format)
+	if err := r.fit(ctx, false, counted); err != nil {
+		return nil, err
+	}
+	req := llm.Request{Messages: st.Messages, Tools: defs, Format: con.format, ToolChoice: con.choice}
+	resp, err := r.e.o.LLM.Chat(ctx, req)
 	if errors.Is(err, llm.ErrContextLength) && r.e.o.Budget.ContextLength > 0 {
 		// The server counts more than the engine did: compact harder, once.
 		r.log.Warn("the server refused the request as too long; compacting and retrying", "error", err)
-		if ferr := r.fit(ctx, true, defs); ferr != nil {
+		if ferr := r.fit(ctx, true, counted); ferr != nil {
 			return nil, ferr
 		}
-		resp, err = r.e.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: defs})
+		req.Messages = st.Messages
+		resp, err = r.e.o.LLM.Chat(ctx, req)
 	}
 	if err != nil && !errors.Is(err, llm.ErrEmptyReply) {
 		r.p.Trouble(ctx, err.Error(), false)
@@ -206,7 +216,7 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 	st.TokensIn += resp.Usage.InputTokens
 	st.TokensOut += resp.Usage.OutputTokens
 	if r.e.o.Budget.ContextLength > 0 {
-		r.calibrate(st.Messages, defs, resp.Usage)
+		r.calibrate(st.Messages, counted, resp.Usage)
 	}
 	if err := r.e.o.State.AddCounters(ctx, ref, store.Counters{LLMCalls: 1,
 		TokensIn: resp.Usage.InputTokens, TokensOut: resp.Usage.OutputTokens}); err != nil {
@@ -218,7 +228,7 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 	msg := resp.Message
 	msg.Role = llm.Assistant
 	msg.Content = StripThink(msg.Content)
-	act, err := r.read(resp)
+	act, finished, err := r.read(resp, con)
 	if re, ok := errors.AsType[*ReplyError](err); ok {
 		return r.unusable(ctx, msg, re.Reason)
 	}
@@ -229,6 +239,9 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 		st.Unusable = 0 // a step with calls is usable once a call is taken
 	}
 	st.Messages = append(st.Messages, msg)
+	if finished {
+		st.Messages = append(st.Messages, r.e.ts.finishAnswer(msg))
+	}
 	st.Pending = act
 	if err := r.save(ctx); err != nil {
 		return nil, err
@@ -236,16 +249,25 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 	return r.act(ctx)
 }
 
-func (r *Run) read(resp llm.Response) (*Act, error) {
-	reply, err := r.e.ts.DecodeResponse(resp)
-	if err != nil {
-		return nil, err
+// read decodes a reply and has the policy read it; finished says it was
+// the finish tool's call alone (constrain.go), which the conversation must
+// answer.
+func (r *Run) read(resp llm.Response, con constraint) (act *Act, finished bool, err error) {
+	var reply Reply
+	if con.finish != nil {
+		reply, finished, err = r.e.ts.finished(resp.Message, con.expect)
 	}
-	act, err := r.p.Read(reply)
+	if !finished {
+		reply, err = r.e.ts.DecodeResponse(resp)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	act, err = r.p.Read(reply)
 	if act != nil {
 		act.Hint = reply.Hint
 	}
-	return act, err
+	return act, finished, err
 }
 
 // unusable answers a reply that cannot be used with a correction naming
@@ -319,6 +341,10 @@ func (r *Run) call(ctx context.Context, a *Act, c ToolCall) error {
 	st, ref := r.st, r.in.Task.Ref
 	rerun := r.cutOff && c.Tool != SearchTool // a search changes nothing outside
 	r.cutOff = false
+	if c.Tool == FinishTool && r.e.FinishFn() != "" {
+		st.Messages = append(st.Messages, r.e.ts.finishAmongOthers(c))
+		return nil
+	}
 	if reason, unusable := r.p.Refuse(c, a); reason != "" {
 		r.refused = ""
 		if unusable {

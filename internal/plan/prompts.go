@@ -29,7 +29,7 @@ func (c *Coordinator) systemPrompt() (string, error) {
 	}
 	return prompts.Render("system.tmpl", map[string]any{
 		"PrePlanning": c.o.Settings.PrePlanning, "Language": lang, "MaxCalls": e.MaxCalls(),
-		"FunctionCalling": e.Toolset().Native(), "Catalog": catalog,
+		"FunctionCalling": e.Toolset().Native(), "Finish": e.FinishFn(), "Catalog": catalog,
 	})
 }
 
@@ -38,7 +38,7 @@ func (c *Coordinator) systemPrompt() (string, error) {
 func (p *policy) phasePrompt() (string, error) {
 	st, s := p.st, p.c.o.Settings
 	data := map[string]any{"MaxGather": s.MaxGatherCalls, "MaxSubtasks": s.MaxSubtasks,
-		"Level": s.DecompositionLevel, "Options": p.replanOptions()}
+		"Level": s.DecompositionLevel, "Options": p.replanOptions(), "Finish": p.finishFn()}
 	if st.Plan != nil {
 		data["Plan"] = planText(st.Plan)
 	}
@@ -83,7 +83,17 @@ func (p *policy) Correction(reason string) (string, error) {
 		return "", err
 	}
 	return prompts.Render("correction", map[string]any{"Reason": strings.TrimSuffix(reason, "."), "Shape": shape,
-		"Calls": st.At.Phase.takesCalls(), "Count": p.r.Counts().Unusable, "Max": p.c.o.Engine.MaxUnusable()})
+		"Calls": st.At.Phase.takesCalls(), "Finish": p.finishFn(), "Count": p.r.Counts().Unusable, "Max": p.c.o.Engine.MaxUnusable()})
+}
+
+// finishFn is the function name of the tool whose call gives the phase's
+// object, in the phases that take calls of a constrained run with native
+// calls (engine.FinishTool); "" where the object is replied as text.
+func (p *policy) finishFn() string {
+	if !p.st.At.Phase.takesCalls() {
+		return ""
+	}
+	return p.c.o.Engine.FinishFn()
 }
 
 // lastRevisionReason is the reason the latest reflection gave for revising.
