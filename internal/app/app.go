@@ -270,7 +270,8 @@ func (a *App) startAgent(ctx context.Context) error {
 		maxTools = openAIMaxTools
 	}
 	e, err := engine.New(engine.Options{LLM: model, Tools: a.metrics.Tools(host), State: store.HeldBy(a.store, a.self.Instance), Logger: a.Log,
-		FunctionCalling: c.LLM.FunctionCalling, MaxCalls: c.MaxLLMProcessNum, Budget: budget, MaxTools: maxTools, Now: a.o.Now})
+		FunctionCalling: c.LLM.FunctionCalling, MaxCalls: c.MaxLLMProcessNum, Budget: budget, MaxTools: maxTools, Now: a.o.Now,
+		Constrained: c.LLM.Constrained == config.ConstrainedAuto})
 	if err != nil {
 		return err
 	}

@@ -232,9 +232,12 @@ func (a *App) doctorModel(ctx context.Context, d *doctor) engine.Budget {
 	}
 	native, nerr := probeNative(ctx, m)
 	jsonOK, jerr := probeJSON(ctx, m)
-	switch {
-	case nerr != nil || jerr != nil:
+	if nerr != nil || jerr != nil {
 		d.line("FAIL", "model", "probing the model: %s", a.redact(errors.Join(nerr, jerr).Error()))
+		return budget
+	}
+	held := a.probeHeld(ctx, m)
+	switch {
 	case native && jsonOK:
 		d.line("ok", "model", "it calls tools natively and in the JSON protocol (function_calling: %t)", c.FunctionCalling)
 	case native && !c.FunctionCalling:
@@ -245,10 +248,14 @@ func (a *App) doctorModel(ctx context.Context, d *doctor) engine.Budget {
 		d.line("FAIL", "model", "it made no native tool call but follows the JSON protocol: set llm.function_calling: false")
 	case jsonOK:
 		d.line("ok", "model", "it follows the JSON protocol (function_calling: false)")
+	case held.format:
+		d.line("warn", "model", "it neither made a native tool call nor followed the JSON protocol when asked to, "+
+			"but the server holds its answers to a reply schema: only the JSON protocol with a schema can drive tools")
 	default:
 		d.line("FAIL", "model", "it neither made a native tool call nor followed the JSON protocol when asked to: "+
 			"it cannot drive tools; choose a model trained for tool use")
 	}
+	a.doctorHeld(d, held, native, jsonOK)
 	return budget
 }
 
@@ -288,6 +295,172 @@ func probeJSON(ctx context.Context, m llm.Client) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// held is what the server holds the model's answers to, as probed: a
+// reply schema (Ollama's format, OpenAI's response_format) and
+// tool_choice "required"; refused is the server's error when it refused
+// the field, and noChoice says the wire has no tool_choice at all
+// (Ollama's).
+type held struct {
+	format, choice               bool
+	formatRefused, choiceRefused error
+	noChoice                     bool
+}
+
+// probeHeld probes whether the server enforces a reply schema and honours
+// tool_choice "required". A server that refuses either is not a failure:
+// the mode that needs it is not recommended.
+func (a *App) probeHeld(ctx context.Context, m llm.Client) held {
+	var h held
+	h.format, h.formatRefused = probeFormat(ctx, m)
+	if a.cfg.LLM.Provider == config.ProviderOllama {
+		h.noChoice = true
+	} else {
+		h.choice, h.choiceRefused = probeToolChoice(ctx, m)
+	}
+	return h
+}
+
+// probeSchema is the reply schema of the format probe: one word, under a
+// key no model writes unasked (the servers do not show the schema to the
+// model).
+var probeSchema = json.RawMessage(`{"type":"object","properties":{"probe_word":{"type":"string"}},"required":["probe_word"],"additionalProperties":false}`)
+
+// probeFormat asks for prose under a reply schema: an answer that is the
+// schema's JSON object and nothing else is one the server held to it.
+func probeFormat(ctx context.Context, m llm.Client) (bool, error) {
+	resp, err := m.Chat(ctx, llm.Request{
+		Messages: []llm.Message{
+			{Role: llm.System, Content: "You are checking how a server answers. Answer in plain prose."},
+			{Role: llm.User, Content: "Greet me in one word."},
+		},
+		Format: probeSchema,
+	})
+	if err != nil {
+		return false, err
+	}
+	var v struct {
+		Word *string `json:"probe_word"`
+	}
+	dec := json.NewDecoder(strings.NewReader(engine.StripThink(resp.Message.Content)))
+	dec.DisallowUnknownFields()
+	return dec.Decode(&v) == nil && v.Word != nil && !dec.More(), nil
+}
+
+// probeToolChoice asks for a one-word greeting with a tool offered and
+// tool_choice "required": a call is an answer the server held to it.
+func probeToolChoice(ctx context.Context, m llm.Client) (bool, error) {
+	resp, err := m.Chat(ctx, llm.Request{
+		Messages: []llm.Message{
+			{Role: llm.System, Content: "You are checking how a server answers. Answer in plain prose."},
+			{Role: llm.User, Content: "Reply with a one-word greeting."},
+		},
+		Tools: []llm.Tool{{Name: probeTool, Description: "Echoes its text back.",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)}},
+		ToolChoice: llm.ToolChoiceRequired,
+	})
+	if err != nil {
+		return false, err
+	}
+	return len(resp.Message.ToolCalls) > 0, nil
+}
+
+// mode is a way to drive tools: native calls or the JSON protocol, held
+// to the protocol by the server or not.
+type mode struct {
+	name                         string
+	functionCalling, constrained bool
+}
+
+// recommend is the mode that works best for the model as probed: native
+// calls when the model makes them (the format it was trained on), held by
+// tool_choice where the server honours it; else the JSON protocol, held
+// to a schema where the server enforces one (every reply is then usable,
+// even from a model that did not follow the protocol unheld); ok is false
+// when none works.
+func recommend(native, jsonOK bool, h held) (m mode, ok bool) {
+	switch {
+	case native && h.choice:
+		return mode{"native function calling, required by tool_choice", true, true}, true
+	case native:
+		return mode{"native function calling", true, false}, true
+	case h.format:
+		return mode{"the JSON protocol held to a schema", false, true}, true
+	case jsonOK:
+		return mode{"the JSON protocol", false, false}, true
+	}
+	return mode{}, false
+}
+
+// doctorHeld says, a line each, whether the server holds answers to a
+// reply schema and honours tool_choice, and which mode to configure. A
+// field the configured mode does not use is only reported.
+func (a *App) doctorHeld(d *doctor, h held, native, jsonOK bool) {
+	c := a.cfg.LLM
+	constrained := c.Constrained == config.ConstrainedAuto
+	field := "response_format"
+	if c.Provider == config.ProviderOllama {
+		field = "format"
+	}
+	level := func(used bool) string {
+		if used {
+			return "warn"
+		}
+		return "ok"
+	}
+	needFormat := level(constrained && !c.FunctionCalling)
+	switch {
+	case h.formatRefused != nil:
+		d.line(needFormat, "model", "the server refused a reply schema sent as %s: %s", field, a.redact(h.formatRefused.Error()))
+	case h.format:
+		d.line("ok", "model", "the server holds answers to a reply schema sent as %s: JSON replies can be held to the protocol", field)
+	default:
+		d.line(needFormat, "model", "the server ignored a reply schema sent as %s (the answer did not follow it): "+
+			"JSON replies cannot be held to the protocol here", field)
+	}
+	needChoice := level(constrained && c.FunctionCalling)
+	switch {
+	case h.noChoice:
+		d.line(needChoice, "model", "tool_choice is not part of Ollama's API: native replies cannot be required to call a tool")
+	case h.choiceRefused != nil:
+		d.line(needChoice, "model", "the server refused tool_choice \"required\": %s", a.redact(h.choiceRefused.Error()))
+	case h.choice:
+		d.line("ok", "model", "the server honours tool_choice \"required\": native replies can be held to a tool call")
+	default:
+		d.line(needChoice, "model", "the server ignored tool_choice \"required\" (the answer called no tool): "+
+			"native replies cannot be required to call a tool here")
+	}
+	m, ok := recommend(native, jsonOK, h)
+	if !ok {
+		return
+	}
+	want := fmt.Sprintf("function_calling: %t, constrained: %s", m.functionCalling, onOff(m.constrained))
+	if m.functionCalling == c.FunctionCalling && m.constrained == constrained {
+		d.line("ok", "model", "the mode that works best for %s here is %s (%s), as configured", a.modelName(), m.name, want)
+		return
+	}
+	var set []string
+	if m.functionCalling != c.FunctionCalling {
+		set = append(set, fmt.Sprintf("llm.function_calling: %t", m.functionCalling))
+	}
+	if m.constrained != constrained {
+		set = append(set, "llm.constrained: "+onOff(m.constrained))
+	}
+	d.line("warn", "model", "the mode that works best for %s here is %s: set %s", a.modelName(), m.name, strings.Join(set, " and "))
+}
+
+func onOff(constrained bool) string {
+	if constrained {
+		return config.ConstrainedAuto
+	}
+	return config.ConstrainedOff
+}
+
+// modelName is the configured model, quoted.
+func (a *App) modelName() string {
+	_, model := a.model()
+	return fmt.Sprintf("%q", model)
 }
 
 func (a *App) doctorTools(ctx context.Context, d *doctor, b engine.Budget) {

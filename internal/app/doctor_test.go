@@ -12,18 +12,39 @@ import (
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
-// modelThat answers doctor's two probes: a native call of probe_echo when
-// native, the JSON protocol's object when json, prose otherwise.
+// modelThat answers doctor's probes as a model does unheld: asked to call
+// probe_echo, a native call when native; asked for the JSON protocol's
+// object, that object when json; prose otherwise.
 func modelThat(native, json bool) func(*env, llmtest.Received) llmtest.Step {
 	return func(_ *env, r llmtest.Received) llmtest.Step {
 		switch {
-		case len(r.Tools) > 0 && native:
+		case len(r.Tools) > 0 && native && asked(r, "Call the tool probe_echo"):
 			return llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "probe_echo", Args: map[string]string{"text": "ready"}}}}
-		case len(r.Tools) == 0 && json:
+		case len(r.Tools) == 0 && json && asked(r, "Reply with exactly this JSON object"):
 			return llmtest.Reply{Content: "<think>easy</think>\n```json\n" +
 				`{"comment": "ready", "command": {"tool": "probe/echo", "args": {"text": "ready"}}}` + "\n```"}
 		}
 		return llmtest.Reply{Content: "Sure! I would be glad to help with that."}
+	}
+}
+
+// asked reports whether the request's last message asks for what text says.
+func asked(r llmtest.Received, text string) bool {
+	return len(r.Messages) > 0 && strings.Contains(r.Messages[len(r.Messages)-1].Content, text)
+}
+
+// modelUnder is a model as modelThat, on a server that holds its answers
+// to what h says: a reply schema, tool_choice "required".
+func modelUnder(h llmtest.Honours, native, json bool) func(*env, llmtest.Received) llmtest.Step {
+	return func(e *env, r llmtest.Received) llmtest.Step {
+		step, err := h.Answer(r)
+		if err != nil {
+			e.t.Errorf("answering request %d under %+v: %v", r.N, h, err)
+		}
+		if step != nil {
+			return step
+		}
+		return modelThat(native, json)(e, r)
 	}
 }
 
@@ -176,4 +197,67 @@ func TestDoctorReportsTheSandbox(t *testing.T) {
 	wantLines(t, out, "ok    mcp    workspace started with 6 tools",
 		"ok    sandbox user: ", "ok    sandbox network: own network namespace", "ok    sandbox landlock: ABI",
 		"ok    sandbox the model's commands run with namespaces isolation (sandbox.require: namespaces), network off")
+}
+
+// doctor probes whether the server holds answers to a reply schema
+// (Ollama's format, OpenAI's response_format) and honours tool_choice
+// "required" (not part of Ollama's API), says so a line each, and names
+// the mode that works best for the configured model: as configured (ok),
+// or what to set (warn). A field the configured mode relies on and the
+// server ignores or refuses is a warning; otherwise only reported.
+func TestDoctorProbesWhatTheServerHoldsRepliesTo(t *testing.T) {
+	refuseSchema := func(e *env, r llmtest.Received) llmtest.Step {
+		if r.Format != nil {
+			return llmtest.Fault{Status: 400}
+		}
+		return modelThat(false, true)(e, r)
+	}
+	for _, tc := range []struct {
+		name, provider      string
+		model               func(*env, llmtest.Received) llmtest.Step
+		native, constrained bool // function_calling, constrained: auto
+		want                []string
+	}{
+		{"openai holds both", config.ProviderOpenAI, modelUnder(llmtest.Honours{Format: true, ToolChoice: true}, true, true), true, true,
+			[]string{"ok    model  the server holds answers to a reply schema sent as response_format",
+				`ok    model  the server honours tool_choice "required"`,
+				`ok    model  the mode that works best for "gpt-test" here is native function calling, required by tool_choice (function_calling: true, constrained: auto), as configured`}},
+		{"openai holds neither", config.ProviderOpenAI, modelUnder(llmtest.Honours{}, true, true), true, true,
+			[]string{"ok    model  the server ignored a reply schema sent as response_format",
+				`warn  model  the server ignored tool_choice "required" (the answer called no tool)`,
+				`warn  model  the mode that works best for "gpt-test" here is native function calling: set llm.constrained: off`}},
+		{"lmstudio holds the schema for a model without tool use", config.ProviderLMStudio, modelUnder(llmtest.Honours{Format: true}, false, false), false, true,
+			[]string{"warn  model  it neither made a native tool call nor followed the JSON protocol when asked to, but the server holds its answers to a reply schema",
+				"ok    model  the server holds answers to a reply schema sent as response_format",
+				`ok    model  the server ignored tool_choice "required"`,
+				`ok    model  the mode that works best for "local-model" here is the JSON protocol held to a schema (function_calling: false, constrained: auto), as configured`}},
+		{"openai honours tool_choice, the model calls no tool", config.ProviderOpenAI, modelUnder(llmtest.Honours{ToolChoice: true}, false, true), true, false,
+			[]string{"FAIL  model  it made no native tool call but follows the JSON protocol: set llm.function_calling: false",
+				`ok    model  the server honours tool_choice "required"`,
+				`warn  model  the mode that works best for "gpt-test" here is the JSON protocol: set llm.function_calling: false`}},
+		{"ollama holds the schema", config.ProviderOllama, modelUnder(llmtest.Honours{Format: true, ToolChoice: true}, false, true), false, true,
+			[]string{"ok    model  the server holds answers to a reply schema sent as format",
+				"ok    model  tool_choice is not part of Ollama's API",
+				`ok    model  the mode that works best for "qwen-test" here is the JSON protocol held to a schema (function_calling: false, constrained: auto), as configured`}},
+		{"ollama holds nothing", config.ProviderOllama, modelUnder(llmtest.Honours{}, true, false), true, true,
+			[]string{"ok    model  the server ignored a reply schema sent as format",
+				"warn  model  tool_choice is not part of Ollama's API: native replies cannot be required to call a tool",
+				`warn  model  the mode that works best for "qwen-test" here is native function calling: set llm.constrained: off`}},
+		{"openai refuses the schema", config.ProviderOpenAI, refuseSchema, false, true,
+			[]string{"warn  model  the server refused a reply schema sent as response_format: ", "400",
+				`warn  model  the mode that works best for "gpt-test" here is the JSON protocol: set llm.constrained: off`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: tc.provider, native: tc.native, respond: tc.model})
+			if tc.constrained {
+				e.cfg.LLM.Constrained = config.ConstrainedAuto
+			}
+			out, err := doctor(t, e, false)
+			failing := strings.Contains(strings.Join(tc.want, ""), "FAIL")
+			if failing != errors.Is(err, app.ErrDoctor) {
+				t.Errorf("doctor = %v; want ErrDoctor %t", err, failing)
+			}
+			wantLines(t, out, tc.want...)
+		})
+	}
 }
