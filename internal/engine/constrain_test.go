@@ -416,3 +416,25 @@ func (ts toolsOf) Servers() []toolhost.ServerConfig { return nil }
 func (ts toolsOf) Call(context.Context, string, json.RawMessage) (toolhost.Result, error) {
 	return toolhost.Result{}, fmt.Errorf("not called in this test")
 }
+
+// A finish right after a failed call is questioned once, as a done is, and
+// the question says to call the finish tool again; the second finish ends
+// the run done.
+func TestConstrainedFinishAfterAFailureIsQuestioned(t *testing.T) {
+	host := startHost(t)
+	srv := llmtest.NewServer(t, llmtest.Options{HonourToolChoice: true})
+	srv.Script(
+		llmtest.Reply{ToolCalls: []llmtest.Call{{Name: "test__fail", Args: map[string]string{}}}},
+		llmtest.Reply{ToolCalls: []llmtest.Call{finish(`{"comment": "Done, I think."}`)}},
+		llmtest.Reply{ToolCalls: []llmtest.Call{finish(`{"comment": "Done: the failure was expected."}`)}},
+	)
+	out, err := constrainedRun(t, "plain", newWorld(t), engine.Options{LLM: client(t, llmtest.WireOpenAI, srv),
+		Tools: tools{Host: host}, FunctionCalling: true, Constrained: true})
+	if err != nil || out.End != engine.Done || out.Comment != "Done: the failure was expected." {
+		t.Fatalf("outcome %+v, %v", out, err)
+	}
+	last := srv.Requests()[2].Messages
+	if q := last[len(last)-1]; q.Role != llm.User || !strings.Contains(q.Content, "is the task really done") || !strings.Contains(q.Content, "call task__finish again") {
+		t.Errorf("the question: %+v", q)
+	}
+}
