@@ -103,10 +103,6 @@ func (e *Engine) FinishFn() string {
 	return e.ts.names.fn(FinishTool)
 }
 
-// Constrained reports whether the replies are held to the protocol where
-// the server can (Options.Constrained).
-func (e *Engine) Constrained() bool { return e.o.Constrained }
-
 // finished reads a reply that is one call of the finish tool alone: the
 // end it stands for (the task's, or the policy's object as the text to
 // read). ok is false for any other reply.
