@@ -347,3 +347,36 @@ func TestReadRefusesLaterFormats(t *testing.T) {
 		t.Errorf("%v, want line 2 refused", err)
 	}
 }
+
+// An event stream where JSON was asked for, and an error inside a 200, are
+// kept as the server sent them, content type and all.
+func TestServersOwnShapesAreKept(t *testing.T) {
+	const (
+		sse     = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n"
+		errBody = `{"error": {"message": "model 'qwen3' not found, try pulling it first"}}`
+	)
+	srv := llmtest.NewServer(t, llmtest.Options{})
+	srv.Script(llmtest.Raw{Status: 200, ContentType: "text/event-stream", Body: []byte(sse)},
+		llmtest.Raw{Status: 200, ContentType: "application/json", Body: []byte(errBody)})
+	r, path := open(t, record.Options{})
+	hc := &http.Client{Transport: r.Transport(nil)}
+	for range 2 {
+		resp, err := hc.Post(srv.OpenAIURL()+"/chat/completions", "application/json",
+			strings.NewReader(`{"model": "test-model", "messages": [{"role": "user", "content": "hi"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	lines := read(t, path)
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2", len(lines))
+	}
+	if e := lines[0]; e.Status != 200 || e.ContentType != "text/event-stream" || e.Response != sse {
+		t.Errorf("event stream: %d %q %q", e.Status, e.ContentType, e.Response)
+	}
+	if e := lines[1]; e.Status != 200 || e.ContentType != "application/json" || e.Response != errBody {
+		t.Errorf("error in a 200: %d %q %q", e.Status, e.ContentType, e.Response)
+	}
+}
