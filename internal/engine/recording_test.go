@@ -18,6 +18,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/coding-agent/coding-agent/internal/agent"
+	"github.com/coding-agent/coding-agent/internal/config"
 	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/golden"
 	"github.com/coding-agent/coding-agent/internal/httpx"
@@ -26,6 +28,9 @@ import (
 	"github.com/coding-agent/coding-agent/internal/llm/ollama"
 	"github.com/coding-agent/coding-agent/internal/llm/openai"
 	"github.com/coding-agent/coding-agent/internal/llm/record"
+	"github.com/coding-agent/coding-agent/internal/plan"
+	"github.com/coding-agent/coding-agent/internal/report"
+	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/coding-agent/coding-agent/internal/toolhost"
 )
 
@@ -236,7 +241,7 @@ func TestRecordings(t *testing.T) {
 				srv.Script(llmtest.Answer(t, e))
 			}
 			calls := &callLog{ts: setup.tools}
-			out, err := shapeRun(t, setup.loop, newWorld(t), retryingClient(t, setup.wire, srv, nil), calls, setup.native)
+			out, err := setup.run(t, retryingClient(t, setup.wire, srv, nil), calls)
 			golden.Check(t, "recordings/"+name, setup.report(out, err, ranOut.Load(), calls.calls, len(entries), len(srv.Requests())))
 		})
 	}
@@ -250,14 +255,50 @@ func summaryEntry(e record.Entry) bool {
 
 // replay is how a recording is run again.
 type replay struct {
-	wire, loop string
-	native     bool
-	tools      replayTools
+	wire, loop  string
+	native      bool
+	prePlanning bool // planning mode's first phase was on
+	tools       replayTools
+}
+
+// run runs the test's task under the recording's loop, planning mode
+// with the configuration's defaults (the recorded prompt says whether
+// pre-planning was on).
+func (r replay) run(t *testing.T, m llm.Client, ts engine.Tools) (engine.Outcome, error) {
+	t.Helper()
+	w := newWorld(t)
+	e, err := engine.New(engine.Options{LLM: m, Tools: ts, State: w, FunctionCalling: r.native, Now: func() time.Time { return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := engine.Input{Task: task.Task{Ref: ref, Title: "Echo hi", Body: "Please echo hi.", Author: "alice"}, Post: w}
+	if r.loop == "plain" {
+		l, err := agent.New(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Run(t.Context(), in)
+	}
+	d := config.Default().Planning
+	c, err := plan.New(plan.Options{Engine: e, Forge: w, Lang: report.English, Settings: plan.Settings{
+		MaxSubtasks: d.MaxSubtasks, DecompositionLevel: d.DecompositionLevel,
+		PrePlanning: r.prePlanning, MaxGatherCalls: d.PrePlanning.MaxToolCalls,
+		MaxCallsPerAction: d.Execution.MaxLLMCallsPerAction, MaxAttempts: d.Execution.MaxAttemptsPerAction,
+		Reflection: d.Reflection.Enabled, ReflectOnError: d.Reflection.TriggerOnError, ReflectEvery: d.Reflection.TriggerInterval,
+		MaxRevisions: d.Revision.MaxRevisions, Verification: d.Verification.Enabled, MaxVerifyRounds: d.Verification.MaxRounds,
+		MaxReplans: d.Replan.MaxReplans, CallComments: d.LLMCallComments.Enabled, HistoryDir: w.history}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Run(t.Context(), in)
 }
 
 func (r replay) report(out engine.Outcome, err error, ranOut bool, calls []string, answers, requests int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "wire: %s\nloop: %s\nnative tool calls: %v\n", r.wire, r.loop, r.native)
+	if r.loop == "planning" {
+		fmt.Fprintf(&b, "pre-planning: %v\n", r.prePlanning)
+	}
 	fmt.Fprintf(&b, "recorded answers: %d\nrequests made: %d\n", answers, requests)
 	b.WriteString("tool calls:\n")
 	for _, c := range calls {
@@ -284,6 +325,7 @@ func replaySetup(t *testing.T, entries []record.Entry) replay {
 	r := replay{wire: entries[0].Wire, loop: "plain", native: len(defs) > 0}
 	if strings.Contains(msgs[0], "working in planning mode") {
 		r.loop = "planning"
+		r.prePlanning = strings.Contains(msgs[0], "\n1. Pre-planning: ")
 	}
 	r.tools = toolsOfPrompt(msgs[0], defs)
 	if len(r.tools.list) == 0 {
