@@ -36,12 +36,12 @@ import (
 const Version = 1
 
 // DefaultMaxBody is the most bytes of one request or answer body written.
-// A request holds the whole conversation and the tool schemas: the context
-// window of the largest local models (256k tokens, about 1 MiB of text at
-// 4 bytes a token) fits with room to spare, and so do OpenAI's 1M-token
-// ones at their usual density. An answer is bounded by the reply limit (a
-// few thousand tokens: kilobytes). A larger body is a fault of its own,
-// cut here with a marker (request_cut, response_cut): redacting it and
+// A request holds the whole conversation and the tool schemas: a full
+// context window of the largest local models (256k tokens, about 1 MiB of
+// text at 4 bytes a token) fits four times over; only a window of a
+// million tokens filled to the brim is cut. An answer is bounded by the
+// reply limit (a few thousand tokens: kilobytes). A larger body is cut
+// here with a marker (request_cut, response_cut): redacting it and
 // attaching it to a bug report would cost more than its tail tells.
 const DefaultMaxBody = 4 << 20
 
