@@ -27,6 +27,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/llm"
 	"github.com/coding-agent/coding-agent/internal/llm/ollama"
 	"github.com/coding-agent/coding-agent/internal/llm/openai"
+	"github.com/coding-agent/coding-agent/internal/llm/record"
 	"github.com/coding-agent/coding-agent/internal/llm/tokens"
 	"github.com/coding-agent/coding-agent/internal/metrics"
 	"github.com/coding-agent/coding-agent/internal/obs"
@@ -97,6 +98,9 @@ type App struct {
 	// wake is what webhooks signal: the producer, the replies judge, the
 	// checks of the runs in hand.
 	wake *wakeups
+	// recorder writes the model's traffic to llm.record; nil until the
+	// first model client is built, and when it is off.
+	recorder *record.Recorder
 }
 
 // New builds the logger, the store and the forge adapter. Commands that run
@@ -379,11 +383,12 @@ func (a *App) lmStudioContext(ctx context.Context) int {
 func (a *App) newLLM(budget engine.Budget) (llm.Client, error) {
 	window, reserve := budget.ContextLength, budget.Reserve
 	c := a.cfg.LLM
-	client := a.httpClient(c.Timeout(), true)
-	var (
-		m   llm.Client
-		err error
-	)
+	base, err := a.modelTransport()
+	if err != nil {
+		return nil, err
+	}
+	client := a.httpClientOver(base, c.Timeout(), true)
+	var m llm.Client
 	switch c.Provider {
 	case config.ProviderOpenAI:
 		m, err = openai.New(openai.Options{BaseURL: c.OpenAI.BaseURL, APIKey: c.OpenAI.APIKey, Model: c.OpenAI.Model,
@@ -401,6 +406,27 @@ func (a *App) newLLM(budget engine.Budget) (llm.Client, error) {
 		return nil, fmt.Errorf("setting up the %s model client: %w", c.Provider, err)
 	}
 	return m, nil
+}
+
+// modelTransport is what the model's retries send each attempt through:
+// with llm.record set, the recorder (opened once, closed with the app)
+// over the network, so that every attempt's raw answer is recorded as the
+// server sent it; nil (the network) otherwise.
+func (a *App) modelTransport() (http.RoundTripper, error) {
+	path := a.cfg.LLM.Record
+	if path == "" {
+		return nil, nil
+	}
+	if a.recorder == nil {
+		r, err := record.Open(path, record.Options{Secrets: a.cfg.Secrets(), Logger: a.Log})
+		if err != nil {
+			return nil, fmt.Errorf("llm.record: %w", err)
+		}
+		a.recorder = r
+		a.closers = append(a.closers, r)
+		a.Log.Info("recording the model's requests and answers", "file", path)
+	}
+	return a.recorder.Transport(http.DefaultTransport), nil
 }
 
 // model is the provider and model name recorded with each task.

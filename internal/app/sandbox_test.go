@@ -98,6 +98,11 @@ func escapeSuite(t *testing.T, fg, tool string) {
 		e.cfg.Sandbox.ReadOnlyPaths = []string{filepath.Dir(server)}
 		e.cfg.Tools.CallTimeoutSeconds = 5 // the endless loop ends with the call, and its server
 	}
+	// The model recording, in a folder the commands may read: the file
+	// itself stays hidden.
+	recordings := t.TempDir()
+	e.cfg.Sandbox.ReadOnlyPaths = append(e.cfg.Sandbox.ReadOnlyPaths, recordings)
+	e.cfg.LLM.Record = filepath.Join(recordings, "model.jsonl")
 	configFile := filepath.Join(filepath.Dir(e.cfg.StateDir), "config.yaml")
 	writeFile(t, configFile, "github:\n  token: "+e.cfg.GitHub.Token+e.cfg.GitLab.Token+"\n")
 	e.cfg.File = configFile
@@ -126,6 +131,7 @@ func escapeSuite(t *testing.T, fg, tool string) {
 		{"the config file", "cat " + configFile, contains(token)},
 		{"the state store", "head -c 64 " + filepath.Join(e.cfg.StateDir, "coding-agent.db"), contains("SQLite")},
 		{"the log", "cat " + logFile, contains(`"level"`)},
+		{"the model recording", "cat " + e.cfg.LLM.Record, contains(`"wire"`)},
 		{"~/.ssh", "cat " + filepath.Join(home, ".ssh", "id_ed25519"), contains("ssh-key-marker-771")},
 		{"the daemon's environment", "cat /proc/" + strconv.Itoa(os.Getpid()) + "/environ; cat /proc/1/environ; env",
 			both(contains(secret), contains(token))},

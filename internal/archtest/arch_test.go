@@ -29,6 +29,7 @@ var (
 		"internal/llm/openai":     "internal/llm",
 		"internal/llm/ollama":     "internal/llm",
 		"internal/llm/tokens":     "internal/llm",
+		"internal/llm/record":     "internal/llm",
 		"internal/store/sqlite":   "internal/store",
 		"internal/queue/memqueue": "internal/queue",
 		"internal/store/postgres": "internal/store",

@@ -199,6 +199,11 @@ type LLM struct {
 	// the protocol (the reply's schema as a grammar in the JSON protocol,
 	// tool_choice required with native calls), or ConstrainedOff (default).
 	Constrained string `yaml:"constrained"`
+
+	// Record is a file every model request and raw answer is appended
+	// to, redacted, one JSON line per attempt, for a bug report; "" (the
+	// default): off. Relative to the working directory, like state_dir.
+	Record string `yaml:"record"`
 }
 
 // OpenAI is llm.openai.
@@ -866,9 +871,10 @@ func (c *Config) urls() []string {
 
 // PrivatePaths are the files and folders of the daemon that the commands the
 // model runs must never read: the config file, the files secrets are read
-// from, the state, the logs, the planning history and the workspaces' root
-// (other tasks' checkouts and every task's repository). Relative paths are
-// made absolute; a path that cannot be is left out.
+// from, the state, the logs, the planning history, the workspaces' root
+// (other tasks' checkouts and every task's repository) and the model
+// recording (every task's conversation). Relative paths are made absolute;
+// a path that cannot be is left out.
 func (c *Config) PrivatePaths() []string {
 	var out []string
 	appKey := ""
@@ -876,7 +882,8 @@ func (c *Config) PrivatePaths() []string {
 		appKey = c.GitHub.App.PrivateKeyFile
 	}
 	for _, p := range []string{c.File, c.GitHub.TokenFile, appKey, c.GitLab.TokenFile,
-		c.LLM.OpenAI.APIKeyFile, c.StateDir, filepath.Dir(c.Logging.File), c.Planning.History.Directory, c.Workspace.Root} {
+		c.LLM.OpenAI.APIKeyFile, c.StateDir, filepath.Dir(c.Logging.File), c.Planning.History.Directory, c.Workspace.Root,
+		c.LLM.Record} {
 		if p == "" {
 			continue
 		}

@@ -272,7 +272,7 @@ func TestPrivatePathsHoldWhatCommandsMustNotRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := "task_source: github\ngithub: {token_file: token, repositories: [acme/app]}\n" +
-		"llm: {provider: openai, openai: {api_key: sk-example, model: gpt-4o}}\nstate_dir: state\n" +
+		"llm: {provider: openai, openai: {api_key: sk-example, model: gpt-4o}, record: rec/model.jsonl}\nstate_dir: state\n" +
 		"logging: {file: logs/agent.log}\nworkspace: {root: ws}\n"
 	if err := os.WriteFile("config.yaml", []byte(body), 0o600); err != nil {
 		t.Fatal(err)
@@ -285,7 +285,7 @@ func TestPrivatePathsHoldWhatCommandsMustNotRead(t *testing.T) {
 		t.Errorf("File = %q", c.File)
 	}
 	got := c.PrivatePaths()
-	for _, want := range []string{"config.yaml", "token", "state", "logs", "ws", "planning_history"} {
+	for _, want := range []string{"config.yaml", "token", "state", "logs", "ws", "planning_history", "rec/model.jsonl"} {
 		if !slices.Contains(got, filepath.Join(dir, want)) {
 			t.Errorf("PrivatePaths() = %v, want %s in it", got, filepath.Join(dir, want))
 		}

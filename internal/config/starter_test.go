@@ -71,7 +71,7 @@ func TestStarterParses(t *testing.T) {
 // commentedKeys are the keys the starter shows in comments.
 var commentedKeys = []string{"mcp_servers", "mcp_server_name", "command", "checks", "check_rounds", "sandbox",
 	"require", "network", "setup", "command_timeout_seconds", "memory_mb", "max_processes", "max_output_bytes",
-	"env", "read_only_paths", "max_file_bytes", "logging", "file"}
+	"env", "read_only_paths", "max_file_bytes", "logging", "file", "record"}
 
 func TestStarterRefusesUnknownValues(t *testing.T) {
 	for _, tc := range [][2]string{{"jira", "openai"}, {"github", "anthropic"}, {"", ""}} {

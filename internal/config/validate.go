@@ -74,6 +74,7 @@ func (c *Config) Validate() error {
 	c.Sandbox.validate(&k)
 	c.Queue.validate(&k)
 	c.Server.validate(&k)
+	validateRecord(&k, c.LLM.Record)
 	return k.ps.err()
 }
 

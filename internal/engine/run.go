@@ -44,6 +44,7 @@ func (r *Run) Log() *slog.Logger { return r.log }
 // system error occurs (returned, with the counts so far). It resumes from
 // the task's checkpoint when there is one that p can resume.
 func (e *Engine) Run(ctx context.Context, in Input, p Policy) (Outcome, error) {
+	ctx = llm.WithTask(ctx, in.Task.Ref.String()) // a recording of the model's traffic files it under the task
 	r, err := e.begin(ctx, in, p)
 	if err != nil {
 		return Outcome{}, err

@@ -33,3 +33,7 @@ func Check(t testing.TB, name, got string) {
 		t.Errorf("%s differs from %s (-want +got):\n%s", name, path, diff)
 	}
 }
+
+// Updating reports whether the test binary runs with -update: a test that
+// keeps a testdata file of its own kind (not a .golden) rewrites it then.
+func Updating() bool { return *update }

@@ -259,6 +259,8 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, wf wire, rec Rec
 		s.slow(w, r, wf, rec, st)
 	case Stall:
 		s.stall(w, r, wf, rec, st)
+	case Raw:
+		s.raw(w, rec, st)
 	default:
 		s.t.Errorf("llmtest: request %d: unknown step type %T", rec.N, step)
 		writeRaw(w, http.StatusInternalServerError, wf.errorBody("llmtest: unknown step"))

@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// Step is one scripted answer: a Reply, a Fault, Garbage, Empty, Slow or
-// Stall.
+// Step is one scripted answer: a Reply, a Fault, Garbage, Empty, Slow,
+// Stall or Raw.
 type Step interface{ isStep() }
 
 // Reply answers 200 with a model message in the request's wire format.
