@@ -881,8 +881,12 @@ func (c *Config) PrivatePaths() []string {
 	if c.GitHub.App != nil {
 		appKey = c.GitHub.App.PrivateKeyFile
 	}
+	logDir := "" // no log file: nothing to hide (filepath.Dir("") would be the working directory)
+	if c.Logging.File != "" {
+		logDir = filepath.Dir(c.Logging.File)
+	}
 	for _, p := range []string{c.File, c.GitHub.TokenFile, appKey, c.GitLab.TokenFile,
-		c.LLM.OpenAI.APIKeyFile, c.StateDir, filepath.Dir(c.Logging.File), c.Planning.History.Directory, c.Workspace.Root,
+		c.LLM.OpenAI.APIKeyFile, c.StateDir, logDir, c.Planning.History.Directory, c.Workspace.Root,
 		c.LLM.Record} {
 		if p == "" {
 			continue
