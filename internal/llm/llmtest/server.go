@@ -41,6 +41,12 @@ type Options struct {
 	// Models are listed by GET /v1/models and GET /api/tags; nil means
 	// {"test-model"}.
 	Models []string
+	// MistralToolCallIDs refuses, on the OpenAI wire, a request holding a
+	// tool call id that is not nine letters and digits, as vLLM serving a
+	// Mistral model does (400, "Tool call id was call_3_0 but must be a-z,
+	// A-Z, 0-9, with a length of 9."). Such requests are recorded but
+	// consume no step.
+	MistralToolCallIDs bool
 }
 
 // Received is one chat request, decoded into llm terms.
@@ -149,6 +155,8 @@ type wire interface {
 	empty(w http.ResponseWriter, rec Received)
 	errorBody(msg string) string
 	garbage() string
+	// stream answers a Streamed step.
+	stream(w http.ResponseWriter, rec Received, st Streamed) error
 }
 
 func (s *Server) chat(wf wire) http.HandlerFunc {
@@ -175,6 +183,12 @@ func (s *Server) chat(wf wire) http.HandlerFunc {
 			if got := bearer(r); got != s.opts.APIKey {
 				msg := fmt.Sprintf("Incorrect API key provided: %s.", got)
 				writeRaw(w, http.StatusUnauthorized, wf.errorBody(msg))
+				return
+			}
+		}
+		if wf.name() == WireOpenAI && s.opts.MistralToolCallIDs {
+			if msg := mistralIDs(rec.Messages); msg != "" {
+				writeRaw(w, http.StatusBadRequest, vllmError(msg))
 				return
 			}
 		}
@@ -235,6 +249,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, wf wire, rec Rec
 		s.slow(w, r, wf, rec, st)
 	case Stall:
 		s.stall(w, r, wf, rec, st)
+	case Streamed:
+		if err := wf.stream(w, rec, st); err != nil {
+			s.t.Errorf("llmtest: request %d: %v", rec.N, err)
+		}
 	default:
 		s.t.Errorf("llmtest: request %d: unknown step type %T", rec.N, step)
 		writeRaw(w, http.StatusInternalServerError, wf.errorBody("llmtest: unknown step"))
