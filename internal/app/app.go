@@ -374,11 +374,13 @@ func (a *App) lmStudioContext(ctx context.Context) int {
 // newLLM builds the model client for the budget: Ollama's num_ctx is the
 // window, and every reply is limited to the reserve (max_token, or the
 // reserve the budget assumed), the provider's option, not repeated in each
-// request.
+// request. Under the retries, llm.AnswerTransport reads the answers as
+// servers really send them: an error in a 200 is retried as the server's
+// error, a stream nobody asked for is read.
 func (a *App) newLLM(budget engine.Budget) (llm.Client, error) {
 	window, reserve := budget.ContextLength, budget.Reserve
 	c := a.cfg.LLM
-	client := a.httpClient(c.Timeout(), true)
+	client := a.httpClientOver(llm.AnswerTransport{}, c.Timeout(), true)
 	var (
 		m   llm.Client
 		err error
