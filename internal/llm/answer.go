@@ -3,11 +3,12 @@ package llm
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"strconv"
+
+	"github.com/coding-agent/coding-agent/internal/httpx"
 )
 
 // ErrorInBody is the header AnswerTransport sets on an answer it turned
@@ -58,7 +59,7 @@ func (t AnswerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
 	if err != nil {
 		resp.Body.Close()
-		return nil, fmt.Errorf("reading the model server's answer: %w", err)
+		return nil, httpx.ReadFailed(err)
 	}
 	if len(body) > maxAnswer {
 		resp.Body = struct {

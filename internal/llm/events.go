@@ -8,6 +8,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/coding-agent/coding-agent/internal/httpx"
 )
 
 // An event stream as OpenAI-compatible servers send a streamed chat
@@ -135,7 +137,7 @@ func assemble(body []byte) (whole, failed []byte, err error) {
 	case chunks == 0:
 		return nil, nil, nil
 	case !ended:
-		return nil, nil, fmt.Errorf("the model server's event stream ended before its last chunk: %w", io.ErrUnexpectedEOF)
+		return nil, nil, httpx.ReadFailed(fmt.Errorf("the event stream ended before its last chunk: %w", io.ErrUnexpectedEOF))
 	}
 	out := map[string]any{
 		"id": head.ID, "object": "chat.completion", "created": head.Created, "model": head.Model,
