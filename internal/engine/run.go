@@ -186,14 +186,16 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 	if err := r.fit(ctx, false, defs); err != nil {
 		return nil, err
 	}
-	resp, err := r.e.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: defs})
+	limit := r.replyLimit(defs)
+	resp, err := r.e.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: defs, MaxTokens: limit})
 	if errors.Is(err, llm.ErrContextLength) && r.e.o.Budget.ContextLength > 0 {
 		// The server counts more than the engine did: compact harder, once.
 		r.log.Warn("the server refused the request as too long; compacting and retrying", "error", err)
 		if ferr := r.fit(ctx, true, defs); ferr != nil {
 			return nil, ferr
 		}
-		resp, err = r.e.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: defs})
+		limit = r.replyLimit(defs)
+		resp, err = r.e.o.LLM.Chat(ctx, llm.Request{Messages: st.Messages, Tools: defs, MaxTokens: limit})
 	}
 	if err != nil && !errors.Is(err, llm.ErrEmptyReply) {
 		r.p.Trouble(ctx, err.Error(), false)
@@ -218,7 +220,13 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 	msg := resp.Message
 	msg.Role = llm.Assistant
 	msg.Content = StripThink(msg.Content)
-	act, err := r.read(resp)
+	act, cut, err := r.read(resp)
+	if re, ok := errors.AsType[*ReplyError](err); ok && cut {
+		kept := msg
+		kept.ToolCalls = nil
+		return r.unusable(ctx, msg, r.cutReason(re.Reason, limit, defs, kept))
+	}
+	st.Raised = 0
 	if re, ok := errors.AsType[*ReplyError](err); ok {
 		return r.unusable(ctx, msg, re.Reason)
 	}
@@ -236,16 +244,18 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 	return r.act(ctx)
 }
 
-func (r *Run) read(resp llm.Response) (*Act, error) {
+// read decodes a reply into the step to carry out, and reports whether it
+// was cut at the output token limit.
+func (r *Run) read(resp llm.Response) (*Act, bool, error) {
 	reply, err := r.e.ts.DecodeResponse(resp)
 	if err != nil {
-		return nil, err
+		return nil, reply.Cut, err
 	}
 	act, err := r.p.Read(reply)
 	if act != nil {
 		act.Hint = reply.Hint
 	}
-	return act, err
+	return act, false, err
 }
 
 // unusable answers a reply that cannot be used with a correction naming
