@@ -113,8 +113,11 @@ func (ts *Toolset) DecodeResponse(resp llm.Response) (Reply, error) {
 // cutCall is the name of the first native call whose arguments are not a
 // JSON object, "" when there is none.
 func (ts *Toolset) cutCall(calls []llm.ToolCall) string {
+	if !ts.native {
+		return ""
+	}
 	for _, tc := range calls {
-		if _, bad := normaliseArgs(tc.Arguments); bad != nil && ts.native {
+		if _, bad := normaliseArgs(tc.Arguments); bad != nil {
 			return tc.Name
 		}
 	}

@@ -1,8 +1,9 @@
 // Package llmtest is a scripted model server for tests: one httptest server
 // that speaks OpenAI chat completions (POST /v1/chat/completions) and
 // Ollama's native chat (POST /api/chat), answers each request with the next
-// step of a script (a reply, a fault, garbage, an empty answer, a slow one
-// or one that stalls mid-body), and records every request decoded into llm terms.
+// step of a script (a reply, a fault, garbage, an empty answer, a slow one,
+// one that stalls mid-body, or a stream nobody asked for), and records every
+// request decoded into llm terms.
 //
 // A request that finds the script exhausted (and no Responder) is answered
 // 500 and fails the test, so a test that over-calls the model fails. So does
