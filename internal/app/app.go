@@ -379,7 +379,9 @@ func (a *App) lmStudioContext(ctx context.Context) int {
 // newLLM builds the model client for the budget: Ollama's num_ctx is the
 // window, and every reply is limited to the reserve (max_token, or the
 // reserve the budget assumed), the provider's option, not repeated in each
-// request.
+// request. Under the retries, llm.AnswerTransport reads the answers as
+// servers really send them: an error in a 200 is retried as the server's
+// error, a stream nobody asked for is read.
 func (a *App) newLLM(budget engine.Budget) (llm.Client, error) {
 	window, reserve := budget.ContextLength, budget.Reserve
 	c := a.cfg.LLM
@@ -387,7 +389,10 @@ func (a *App) newLLM(budget engine.Budget) (llm.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	client := a.httpClientOver(base, c.Timeout(), true)
+	// The recorder sits below the answer reader: a recording holds what
+	// the server sent, before an error in a 200 or an unasked stream is
+	// read.
+	client := a.httpClientOver(llm.AnswerTransport{Next: base}, c.Timeout(), true)
 	var m llm.Client
 	switch c.Provider {
 	case config.ProviderOpenAI:

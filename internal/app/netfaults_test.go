@@ -246,3 +246,51 @@ func (e *env) askedAgain(path string) bool {
 	i := slices.IndexFunc(log, func(r forgetest.Request) bool { return r.Method == "GET" && r.Path == prefix+path })
 	return i >= 0 && i+1 < len(log) && log[i+1].Method == "GET" && log[i+1].Path == log[i].Path && log[i+1].Query == log[i].Query
 }
+
+// A model server's error sent with status 200 is retried like a 5xx by the
+// daemon's own model client, and the task fails with a comment quoting the
+// server's message, not "the reply was empty".
+func TestModelErrorIn200IsQuotedInTheFailure(t *testing.T) {
+	for _, tc := range []struct{ provider, body, message string }{
+		{config.ProviderOpenAI, `{"error":{"message":"Upstream error: the model is overloaded","type":"server_error"}}`,
+			"the server answered status 200 with an error: Upstream error: the model is overloaded"},
+		{config.ProviderOllama, `{"error":"model runner has unexpectedly stopped"}`,
+			"the server answered status 200 with an error: model runner has unexpectedly stopped"},
+	} {
+		t.Run(tc.provider, func(t *testing.T) {
+			e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: tc.provider,
+				respond: func(*env, llmtest.Received) llmtest.Step { return llmtest.Garbage{Body: tc.body} }})
+			if err := e.run(context.Background()); err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			if n := len(e.model.Requests()); n != 4 {
+				t.Fatalf("%d model requests, want 4 (3 retries)", n)
+			}
+			checkFailed(t, e, tc.message)
+		})
+	}
+}
+
+// A model server that streams although no stream was asked for is read by
+// the daemon's own model client on the first attempt, and the task
+// finishes.
+func TestUnaskedModelStreamIsRead(t *testing.T) {
+	for _, provider := range []string{config.ProviderOpenAI, config.ProviderOllama} {
+		t.Run(provider, func(t *testing.T) {
+			e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: provider, native: true,
+				respond: func(e *env, r llmtest.Received) llmtest.Step {
+					return llmtest.Streamed{Reply: writeThenDone(e, r).(llmtest.Reply), ContentType: "application/json"}
+				}})
+			if err := e.run(context.Background()); err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			if n := len(e.model.Requests()); n != 2 {
+				t.Fatalf("%d model requests, want 2: each stream read on its first attempt", n)
+			}
+			if c := e.botComments(); !slices.Equal(c, []string{"Writing hello.txt.", closingHello}) {
+				t.Errorf("bot comments %q", c)
+			}
+			e.wantLabels(t, "bug", "coding agent done")
+		})
+	}
+}

@@ -44,6 +44,11 @@ type checkpoint struct {
 	Checking *checking     `json:"checking,omitempty"`
 	Checks   []CheckResult `json:"checks,omitempty"`
 	Feedback int           `json:"check_feedback,omitempty"`
+
+	// Raised is the output token limit the next request may use once a
+	// reply was cut at the limit (0: the reserve): raised once, kept while
+	// the replies are cut, dropped by the first that is not.
+	Raised int `json:"raised_reply_limit,omitempty"`
 }
 
 // checkpointVersion 2 is the engine's format; version 1 was written by the

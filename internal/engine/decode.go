@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -27,6 +28,10 @@ type Reply struct {
 	// named loosely, objects beyond the first): how to reply next time. It
 	// is not a correction: the reply counts as usable.
 	Hint string
+	// Cut is set when the reply was cut off at the output token limit
+	// before anything usable was whole in it (DecodeResponse's *ReplyError
+	// says how): the run raises the limit once.
+	Cut bool
 }
 
 var (
@@ -81,18 +86,42 @@ func (ts *Toolset) Decode(msg llm.Message) (Reply, error) {
 }
 
 // DecodeResponse decodes resp's message. A reply cut at the token limit
-// (finish reason length) with neither calls nor the end in it, that holds
-// no whole JSON object or ends inside one, is a *ReplyError that says so:
-// an empty reply whose budget went to reasoning, or an object cut in the
-// middle.
+// (finish reason length) before anything usable was whole in it is a
+// *ReplyError that says so, with Reply.Cut set: a native call whose
+// arguments were cut, a JSON object cut in the middle, or an empty reply
+// whose budget went to reasoning.
 func (ts *Toolset) DecodeResponse(resp llm.Response) (Reply, error) {
 	r, err := ts.Decode(resp.Message)
-	if err != nil || resp.FinishReason != llm.FinishLength || len(r.Calls) > 0 || r.Done ||
-		(len(JSONObjects(r.Text)) > 0 && !endsInObject(r.Text)) {
+	if resp.FinishReason != llm.FinishLength {
 		return r, err
 	}
-	return Reply{}, &ReplyError{"the reply was cut off at the output token limit before anything usable was written; " +
+	if name := ts.cutCall(resp.Message.ToolCalls); name != "" && errors.As(err, new(*ReplyError)) {
+		return Reply{Cut: true}, &ReplyError{fmt.Sprintf("your call of %s was cut off at the output token limit "+
+			"in the middle of its arguments, so it was not run", name)}
+	}
+	if err != nil || len(r.Calls) > 0 || r.Done || (len(JSONObjects(r.Text)) > 0 && !endsInObject(r.Text)) {
+		return r, err
+	}
+	if endsInObject(r.Text) {
+		return Reply{Cut: true}, &ReplyError{"the reply was cut off at the output token limit in the middle of a JSON object, " +
+			"so nothing in it could be used"}
+	}
+	return Reply{Cut: true}, &ReplyError{"the reply was cut off at the output token limit before anything usable was written; " +
 		"think less and answer shorter"}
+}
+
+// cutCall is the name of the first native call whose arguments are not a
+// JSON object, "" when there is none.
+func (ts *Toolset) cutCall(calls []llm.ToolCall) string {
+	if !ts.native {
+		return ""
+	}
+	for _, tc := range calls {
+		if _, bad := normaliseArgs(tc.Arguments); bad != nil {
+			return tc.Name
+		}
+	}
+	return ""
 }
 
 // decodeNative reads native tool calls, and calls the text beside them

@@ -195,7 +195,8 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 	if err := r.fit(ctx, false, counted); err != nil {
 		return nil, err
 	}
-	req := llm.Request{Messages: st.Messages, Tools: defs, Format: con.format, ToolChoice: con.choice}
+	req := llm.Request{Messages: st.Messages, Tools: defs, Format: con.format, ToolChoice: con.choice,
+		MaxTokens: r.replyLimit(counted)}
 	resp, err := r.e.o.LLM.Chat(ctx, req)
 	if errors.Is(err, llm.ErrContextLength) && r.e.o.Budget.ContextLength > 0 {
 		// The server counts more than the engine did: compact harder, once.
@@ -203,7 +204,7 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 		if ferr := r.fit(ctx, true, counted); ferr != nil {
 			return nil, ferr
 		}
-		req.Messages = st.Messages
+		req.Messages, req.MaxTokens = st.Messages, r.replyLimit(counted)
 		resp, err = r.e.o.LLM.Chat(ctx, req)
 	}
 	if err != nil && !errors.Is(err, llm.ErrEmptyReply) {
@@ -229,7 +230,13 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 	msg := resp.Message
 	msg.Role = llm.Assistant
 	msg.Content = StripThink(msg.Content)
-	act, finished, err := r.read(resp, con)
+	act, finished, cut, err := r.read(resp, con)
+	if re, ok := errors.AsType[*ReplyError](err); ok && cut {
+		kept := msg
+		kept.ToolCalls = nil
+		return r.unusable(ctx, msg, r.cutReason(re.Reason, req.MaxTokens, counted, kept))
+	}
+	st.Raised = 0
 	if re, ok := errors.AsType[*ReplyError](err); ok {
 		return r.unusable(ctx, msg, re.Reason)
 	}
@@ -252,8 +259,8 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 
 // read decodes a reply and has the policy read it; finished says it was
 // the finish tool's call alone (constrain.go), which the conversation must
-// answer.
-func (r *Run) read(resp llm.Response, con constraint) (act *Act, finished bool, err error) {
+// answer, and cut that it was cut at the output token limit.
+func (r *Run) read(resp llm.Response, con constraint) (act *Act, finished, cut bool, err error) {
 	var reply Reply
 	if con.finish != nil {
 		reply, finished, err = r.e.ts.finished(resp.Message, con.expect)
@@ -262,13 +269,13 @@ func (r *Run) read(resp llm.Response, con constraint) (act *Act, finished bool, 
 		reply, err = r.e.ts.DecodeResponse(resp)
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, finished, reply.Cut, err
 	}
 	act, err = r.p.Read(reply)
 	if act != nil {
 		act.Hint = reply.Hint
 	}
-	return act, finished, err
+	return act, finished, false, err
 }
 
 // unusable answers a reply that cannot be used with a correction naming

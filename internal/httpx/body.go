@@ -22,6 +22,12 @@ var ErrBadBody = errors.New("the answer is not the JSON it should be")
 // stalled mid-body): transient too.
 var errReadBody = errors.New("reading the answer")
 
+// ReadFailed marks err as a failure to read an answer's body (a
+// connection cut or stalled mid-body) for a transport below the retry layer
+// that reads answers itself (llm.AnswerTransport): it is retried, and said,
+// as the retry layer's own read failures are.
+func ReadFailed(err error) error { return fmt.Errorf("%w: %w", errReadBody, err) }
+
 // maxCheckedBody is the largest answer read whole to be checked; the rest
 // of a larger one is passed on unchecked.
 const maxCheckedBody = 32 << 20

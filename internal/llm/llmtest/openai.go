@@ -228,14 +228,14 @@ func (openaiWire) reply(w http.ResponseWriter, rec Received, r Reply) error {
 			if err != nil {
 				return err
 			}
-			id := c.ID
-			if id == "" {
-				id = fmt.Sprintf("call_%d_%d", rec.N, i)
-			}
-			calls = append(calls, map[string]any{
-				"id": id, "type": "function",
+			call := map[string]any{
+				"type":     "function",
 				"function": map[string]any{"name": c.Name, "arguments": string(args)},
-			})
+			}
+			if id := callID(rec, c, i); id != "" {
+				call["id"] = id
+			}
+			calls = append(calls, call)
 		}
 		msg["tool_calls"] = calls
 		if r.Content == "" {
@@ -245,6 +245,18 @@ func (openaiWire) reply(w http.ResponseWriter, rec Received, r Reply) error {
 	choice := map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finishReason(r)}
 	writeJSON(w, http.StatusOK, oaCompletion(rec, []any{choice}, r.Usage))
 	return nil
+}
+
+// callID is the id an OpenAI answer gives call i: its own, or
+// "call_<request>_<index>", or none with NoID.
+func callID(rec Received, c Call, i int) string {
+	switch {
+	case c.ID != "":
+		return c.ID
+	case c.NoID:
+		return ""
+	}
+	return fmt.Sprintf("call_%d_%d", rec.N, i)
 }
 
 func (openaiWire) empty(w http.ResponseWriter, rec Received) {

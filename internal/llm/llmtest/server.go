@@ -1,8 +1,9 @@
 // Package llmtest is a scripted model server for tests: one httptest server
 // that speaks OpenAI chat completions (POST /v1/chat/completions) and
 // Ollama's native chat (POST /api/chat), answers each request with the next
-// step of a script (a reply, a fault, garbage, an empty answer, a slow one
-// or one that stalls mid-body), and records every request decoded into llm terms.
+// step of a script (a reply, a fault, garbage, an empty answer, a slow one,
+// one that stalls mid-body, or a stream nobody asked for), and records every
+// request decoded into llm terms.
 //
 // A request that finds the script exhausted (and no Responder) is answered
 // 500 and fails the test, so a test that over-calls the model fails. So does
@@ -51,6 +52,12 @@ type Options struct {
 	// Reply without a tool call to such a request fails the test and is
 	// answered 500.
 	HonourToolChoice bool
+	// MistralToolCallIDs refuses, on the OpenAI wire, a request holding a
+	// tool call id that is not nine letters and digits, as vLLM serving a
+	// Mistral model does (400, "Tool call id was call_3_0 but must be a-z,
+	// A-Z, 0-9, with a length of 9."). Such requests are recorded but
+	// consume no step.
+	MistralToolCallIDs bool
 }
 
 // Received is one chat request, decoded into llm terms.
@@ -167,6 +174,8 @@ type wire interface {
 	empty(w http.ResponseWriter, rec Received)
 	errorBody(msg string) string
 	garbage() string
+	// stream answers a Streamed step.
+	stream(w http.ResponseWriter, rec Received, st Streamed) error
 }
 
 func (s *Server) chat(wf wire) http.HandlerFunc {
@@ -193,6 +202,12 @@ func (s *Server) chat(wf wire) http.HandlerFunc {
 			if got := bearer(r); got != s.opts.APIKey {
 				msg := fmt.Sprintf("Incorrect API key provided: %s.", got)
 				writeRaw(w, http.StatusUnauthorized, wf.errorBody(msg))
+				return
+			}
+		}
+		if wf.name() == WireOpenAI && s.opts.MistralToolCallIDs {
+			if msg := mistralIDs(rec.Messages); msg != "" {
+				writeRaw(w, http.StatusBadRequest, vllmError(msg))
 				return
 			}
 		}
@@ -261,6 +276,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, wf wire, rec Rec
 		s.stall(w, r, wf, rec, st)
 	case Raw:
 		s.raw(w, rec, st)
+	case Streamed:
+		if err := wf.stream(w, rec, st); err != nil {
+			s.t.Errorf("llmtest: request %d: %v", rec.N, err)
+		}
 	default:
 		s.t.Errorf("llmtest: request %d: unknown step type %T", rec.N, step)
 		writeRaw(w, http.StatusInternalServerError, wf.errorBody("llmtest: unknown step"))

@@ -6,7 +6,7 @@ import (
 )
 
 // Step is one scripted answer: a Reply, a Fault, Garbage, Empty, Slow,
-// Stall or Raw.
+// Stall, Raw or Streamed.
 type Step interface{ isStep() }
 
 // Reply answers 200 with a model message in the request's wire format.
@@ -34,8 +34,13 @@ type Call struct {
 	Name string
 	// Args are the arguments: a json.RawMessage is sent verbatim (on the
 	// OpenAI wire it may even be invalid JSON, to test a model's bad
-	// output), anything else is marshalled, nil is {}.
+	// output, or arguments cut at the token limit), anything else is
+	// marshalled, nil is {}.
 	Args any
+	// NoID sends the call without an id on the OpenAI wire too, as some
+	// servers do; with no Name and no Args it is the empty call some
+	// servers send beside a final answer.
+	NoID bool
 }
 
 // Usage is the token count a Reply reports.

@@ -12,7 +12,11 @@ import (
 
 // toMessages maps the conversation onto the wire. A tool message without
 // a name takes the name of the call it answers: Ollama ties results to
-// calls by tool_name.
+// calls by tool_name. A call without a name cannot be sent: it is left out
+// with the tool message answering it, so that a conversation holding one (a
+// checkpoint written before such calls were dropped on arrival) is still
+// sent. Ids go as they are: Ollama's templates check none (its own are
+// "call_" and eight characters).
 func toMessages(in []llm.Message) ([]api.Message, error) {
 	names := map[string]string{} // tool call id → function name
 	out := make([]api.Message, 0, len(in))
@@ -23,7 +27,10 @@ func toMessages(in []llm.Message) ([]api.Message, error) {
 		case llm.Assistant:
 			for j, tc := range m.ToolCalls {
 				if tc.Name == "" {
-					return nil, fmt.Errorf("message %d: tool call %d has no name", i, j)
+					if _, named := names[tc.ID]; !named {
+						names[tc.ID] = ""
+					}
+					continue
 				}
 				names[tc.ID] = tc.Name
 				msg.ToolCalls = append(msg.ToolCalls, api.ToolCall{
@@ -35,7 +42,11 @@ func toMessages(in []llm.Message) ([]api.Message, error) {
 			msg.ToolCallID = m.ToolCallID
 			msg.ToolName = m.Name
 			if msg.ToolName == "" {
-				msg.ToolName = names[m.ToolCallID]
+				name, known := names[m.ToolCallID]
+				if known && name == "" {
+					continue // it answers a call left out
+				}
+				msg.ToolName = name
 			}
 		default:
 			return nil, fmt.Errorf("message %d: unknown role %q", i, m.Role)
@@ -102,10 +113,18 @@ func (r *reply) add(resp api.ChatResponse) error {
 
 // message is the assistant message, its thinking apart from its content.
 // Calls without an id get a stable one made of the conversation length and
-// the call's index, unique within a conversation.
-func (r *reply) message(turn int) llm.Message {
-	msg := llm.Message{Role: llm.Assistant, Content: r.content.String(), Reasoning: r.thinking.String()}
+// the call's index, unique within a conversation. A call without a name is
+// left out (nameless counts them): nothing can run it, and an empty one
+// beside a final answer means no call at all.
+func (r *reply) message(turn int) (msg llm.Message, nameless int) {
+	msg = llm.Message{Role: llm.Assistant, Content: r.content.String(), Reasoning: r.thinking.String()}
 	for i, tc := range r.calls {
+		if tc.Function.Name == "" {
+			if tc.ID != "" || tc.Function.Arguments.Len() > 0 {
+				nameless++
+			}
+			continue
+		}
 		id := tc.ID
 		if id == "" {
 			id = fmt.Sprintf("call_%d_%d", turn, i)
@@ -116,5 +135,5 @@ func (r *reply) message(turn int) llm.Message {
 		}
 		msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: id, Name: tc.Function.Name, Arguments: args})
 	}
-	return msg
+	return msg, nameless
 }

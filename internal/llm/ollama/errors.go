@@ -21,9 +21,15 @@ const maxMessage = 500
 type StatusError struct {
 	Code    int
 	Message string // the server's error message, capped
+	// InBody is set when the server answered 200 with an error in the body
+	// (llm.AnswerTransport): Code is then 200.
+	InBody bool
 }
 
 func (e *StatusError) Error() string {
+	if e.InBody {
+		return fmt.Sprintf("the server answered status %d with an error: %s", e.Code, e.Message)
+	}
 	if e.Message == "" {
 		return fmt.Sprintf("http status %d", e.Code)
 	}

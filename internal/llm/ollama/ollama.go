@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/ollama/ollama/api"
@@ -86,20 +87,23 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	if err != nil {
 		return llm.Response{}, c.wrap(err)
 	}
-	var status int
+	var status answered
 	var acc reply
 	err = c.api.Chat(context.WithValue(ctx, statusKey{}, &status), creq, acc.add)
 	switch {
 	case err != nil:
-		return llm.Response{}, c.wrap(chatError(err))
-	case acc.chunks == 0 && status >= http.StatusBadRequest:
-		return llm.Response{}, c.wrap(&StatusError{Code: status})
+		return llm.Response{}, c.wrap(status.said(chatError(err)))
+	case acc.chunks == 0 && status.code >= http.StatusBadRequest:
+		return llm.Response{}, c.wrap(status.said(&StatusError{Code: status.code}))
 	case acc.chunks == 0:
 		return llm.Response{}, c.wrap(llm.ErrEmptyReply)
 	case !acc.done:
 		return llm.Response{}, c.wrap(errors.New("reply ended before done"))
 	}
-	msg := acc.message(len(req.Messages))
+	msg, nameless := acc.message(len(req.Messages))
+	if nameless > 0 {
+		c.log.WarnContext(ctx, "ignoring tool calls without a function name", "calls", nameless)
+	}
 	usage := llm.Usage{InputTokens: acc.in, OutputTokens: acc.out}
 	c.log.DebugContext(ctx, "ollama chat",
 		"model", c.model, "messages", len(req.Messages), "tools", len(req.Tools),
@@ -144,15 +148,31 @@ func (c *Client) wrap(err error) error {
 
 // statusKey carries, in a request's context, where statusTransport writes
 // the status answered: the api client drops the status of an error answer
-// with an empty body.
+// with an empty body, and the header saying the server answered 200 with
+// an error (llm.AnswerTransport).
 type statusKey struct{}
+
+// answered is what statusTransport saw of the answer.
+type answered struct {
+	code   int
+	inBody int // the status the server sent an error in the body with; 0: none
+}
+
+// said marks an error answer that came with a success status as such.
+func (a answered) said(err error) error {
+	if se, ok := errors.AsType[*StatusError](err); ok && a.inBody != 0 {
+		se.Code, se.InBody = a.inBody, true
+	}
+	return err
+}
 
 type statusTransport struct{ next http.RoundTripper }
 
 func (t statusTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(r)
-	if p, ok := r.Context().Value(statusKey{}).(*int); ok && resp != nil {
-		*p = resp.StatusCode
+	if p, ok := r.Context().Value(statusKey{}).(*answered); ok && resp != nil {
+		p.code = resp.StatusCode
+		p.inBody, _ = strconv.Atoi(resp.Header.Get(llm.ErrorInBody))
 	}
 	return resp, err
 }

@@ -247,7 +247,6 @@ func TestChatRejectsBadInput(t *testing.T) {
 	c := newClient(t, srv, nil)
 	bad := []llm.Request{
 		{Messages: []llm.Message{{Role: "wizard"}}},
-		{Messages: []llm.Message{{Role: llm.Assistant, ToolCalls: []llm.ToolCall{{ID: "x"}}}}},
 		{Messages: conversation(), Tools: []llm.Tool{{Name: "t", Parameters: json.RawMessage(`[1]`)}}},
 	}
 	for _, req := range bad {

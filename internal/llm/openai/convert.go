@@ -12,9 +12,15 @@ import (
 	"github.com/coding-agent/coding-agent/internal/llm"
 )
 
-// toMessages maps the conversation onto the wire.
+// toMessages maps the conversation onto the wire. Tool call ids are sent
+// in the one shape every server takes (callIDs). A call without a name
+// cannot be sent (servers refuse it, and no tool has it): it is left out
+// with the tool message answering it, so that a conversation holding one (a
+// checkpoint written before such calls were dropped on arrival) is still
+// sent.
 func toMessages(in []llm.Message) ([]oa.ChatCompletionMessageParamUnion, error) {
 	out := make([]oa.ChatCompletionMessageParamUnion, 0, len(in))
+	ids := newCallIDs()
 	for i, m := range in {
 		switch m.Role {
 		case llm.System:
@@ -22,16 +28,14 @@ func toMessages(in []llm.Message) ([]oa.ChatCompletionMessageParamUnion, error) 
 		case llm.User:
 			out = append(out, oa.UserMessage(m.Content))
 		case llm.Assistant:
-			msg, err := assistantMessage(m)
-			if err != nil {
-				return nil, fmt.Errorf("message %d: %w", i, err)
-			}
-			out = append(out, msg)
+			out = append(out, assistantMessage(m, ids))
 		case llm.ToolRole:
 			if m.ToolCallID == "" {
 				return nil, fmt.Errorf("message %d: tool message has no tool call id", i)
 			}
-			out = append(out, oa.ToolMessage(m.Content, m.ToolCallID))
+			if id, ok := ids.result(m.ToolCallID); ok {
+				out = append(out, oa.ToolMessage(m.Content, id))
+			}
 		default:
 			return nil, fmt.Errorf("message %d: unknown role %q", i, m.Role)
 		}
@@ -39,25 +43,27 @@ func toMessages(in []llm.Message) ([]oa.ChatCompletionMessageParamUnion, error) 
 	return out, nil
 }
 
-func assistantMessage(m llm.Message) (oa.ChatCompletionMessageParamUnion, error) {
+func assistantMessage(m llm.Message, ids *callIDs) oa.ChatCompletionMessageParamUnion {
 	var a oa.ChatCompletionAssistantMessageParam
-	if m.Content != "" || len(m.ToolCalls) == 0 {
-		a.Content.OfString = oa.String(m.Content)
-	}
-	for j, tc := range m.ToolCalls {
-		if tc.ID == "" || tc.Name == "" {
-			return oa.ChatCompletionMessageParamUnion{}, fmt.Errorf("tool call %d has no id or name", j)
+	ids.assistant()
+	for _, tc := range m.ToolCalls {
+		if tc.Name == "" {
+			ids.drop(tc.ID)
+			continue
 		}
 		a.ToolCalls = append(a.ToolCalls, oa.ChatCompletionMessageToolCallUnionParam{
 			OfFunction: &oa.ChatCompletionMessageFunctionToolCallParam{
-				ID: tc.ID,
+				ID: ids.call(tc.ID),
 				Function: oa.ChatCompletionMessageFunctionToolCallFunctionParam{
 					Name: tc.Name, Arguments: argumentsText(tc.Arguments),
 				},
 			},
 		})
 	}
-	return oa.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+	if m.Content != "" || len(a.ToolCalls) == 0 {
+		a.Content.OfString = oa.String(m.Content)
+	}
+	return oa.ChatCompletionMessageParamUnion{OfAssistant: &a}
 }
 
 // toTools maps tool definitions; nil when there are none, so that no tools
@@ -90,7 +96,10 @@ func toTools(in []llm.Tool) ([]oa.ChatCompletionToolUnionParam, error) {
 }
 
 // fromMessage maps the model's message back. Tool calls without an id get a
-// stable one made of the conversation length and the call's index.
+// stable one made of the conversation length and the call's index. A call
+// without a name is left out: nothing can run it, and a server that sends
+// an empty one beside a final answer (no name, no id, no arguments) means
+// no call at all.
 func fromMessage(m oa.ChatCompletionMessage, turn int, log *slog.Logger) llm.Message {
 	out := llm.Message{Role: llm.Assistant, Content: m.Content, Reasoning: reasoning(m)}
 	if out.Content == "" && m.Refusal != "" {
@@ -99,6 +108,12 @@ func fromMessage(m oa.ChatCompletionMessage, turn int, log *slog.Logger) llm.Mes
 	for i, tc := range m.ToolCalls {
 		if tc.Type != "" && tc.Type != "function" {
 			log.Warn("ignoring tool call of unsupported type", "type", tc.Type, "id", tc.ID)
+			continue
+		}
+		if tc.Function.Name == "" {
+			if tc.ID != "" || !blank(tc.Function.Arguments) {
+				log.Warn("ignoring a tool call without a function name", "id", tc.ID, "arguments", len(tc.Function.Arguments))
+			}
 			continue
 		}
 		id := tc.ID
@@ -147,6 +162,12 @@ func argumentsJSON(s string) json.RawMessage {
 		b, _ := json.Marshal(s) // a string always marshals
 		return b
 	}
+}
+
+// blank reports whether arguments text says nothing: empty, or {}.
+func blank(s string) bool {
+	s = strings.Join(strings.Fields(s), "")
+	return s == "" || s == "{}" || s == "null"
 }
 
 // argumentsText is the inverse of argumentsJSON: what goes back on the wire.

@@ -1,10 +1,12 @@
 package openai
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -23,13 +25,16 @@ type StatusError struct {
 	Code    int
 	Message string // the server's error message, API key removed, capped
 	Type    string // the API's error code, e.g. context_length_exceeded
+	// InBody is set when the server answered 200 with an error in the body
+	// (llm.AnswerTransport): Code is then 200.
+	InBody bool
 }
 
 // Unwrap is llm.ErrContextLength for a request the server refused as
 // longer than the context window: OpenAI's code, or the message vLLM and
 // other OpenAI-compatible servers send ("maximum context length").
 func (e *StatusError) Unwrap() error {
-	if e.Code == http.StatusBadRequest && (e.Type == "context_length_exceeded" ||
+	if (e.Code == http.StatusBadRequest || e.InBody) && (e.Type == "context_length_exceeded" ||
 		strings.Contains(strings.ToLower(e.Message), "maximum context length")) {
 		return llm.ErrContextLength
 	}
@@ -37,6 +42,9 @@ func (e *StatusError) Unwrap() error {
 }
 
 func (e *StatusError) Error() string {
+	if e.InBody {
+		return fmt.Sprintf("the server answered status %d with an error: %s", e.Code, e.Message)
+	}
 	if e.Message == "" {
 		return fmt.Sprintf("http status %d", e.Code)
 	}
@@ -50,29 +58,55 @@ func (e *StatusError) HTTPStatus() int { return e.Code }
 // error is not kept: it holds the request, headers and API key included.
 // raw is the last HTTP response, when there was one.
 func apiError(err error, raw *http.Response, key string) error {
+	var se *StatusError
 	var ae *oa.Error
-	if errors.As(err, &ae) {
+	switch {
+	case errors.As(err, &ae):
 		msg := ae.Message
 		if msg == "" {
-			msg = body(ae.Response)
+			msg = errorText(body(ae.Response))
 		}
-		return &StatusError{Code: ae.StatusCode, Message: clean(msg, key), Type: ae.Code}
+		se = &StatusError{Code: ae.StatusCode, Message: clean(msg, key), Type: ae.Code}
+	case raw != nil && raw.StatusCode >= http.StatusBadRequest:
+		// An error answer whose error is not the library's object (a
+		// string, or vLLM's {"object": "error", "message": ...}) fails in
+		// the library's decoding instead.
+		se = &StatusError{Code: raw.StatusCode, Message: clean(errorText(body(raw)), key)}
+	default:
+		return err
 	}
-	// An error answer whose body cannot be decoded fails in the library's
-	// decoding instead.
-	if raw != nil && raw.StatusCode >= http.StatusBadRequest {
-		return &StatusError{Code: raw.StatusCode, Message: clean(body(raw), key)}
+	if raw != nil {
+		if code, err := strconv.Atoi(raw.Header.Get(llm.ErrorInBody)); err == nil {
+			se.Code, se.InBody = code, true
+		}
 	}
-	return err
+	return se
+}
+
+// errorText is the message of an error body: its "error" when that is a
+// string, its "message" when that is, else the body itself.
+func errorText(b string) string {
+	var e struct {
+		Error   any `json:"error"`
+		Message any `json:"message"`
+	}
+	if json.Unmarshal([]byte(b), &e) == nil {
+		for _, v := range []any{e.Error, e.Message} {
+			if s, ok := v.(string); ok && s != "" {
+				return s
+			}
+		}
+	}
+	return b
 }
 
 // body reads the start of an error answer's body, which the library leaves
-// readable.
+// readable: enough to find the message in it.
 func body(resp *http.Response) string {
 	if resp == nil || resp.Body == nil {
 		return ""
 	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxMessage+1))
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	return string(b)
 }
 

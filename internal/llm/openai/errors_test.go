@@ -154,7 +154,6 @@ func TestChatRejectsBadMessages(t *testing.T) {
 	bad := [][]llm.Message{
 		{{Role: "wizard", Content: "hi"}},
 		{{Role: llm.ToolRole, Content: "result"}},
-		{{Role: llm.Assistant, ToolCalls: []llm.ToolCall{{Name: "x"}}}},
 	}
 	for _, msgs := range bad {
 		if _, err := c.Chat(t.Context(), llm.Request{Messages: msgs}); err == nil {

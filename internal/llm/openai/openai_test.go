@@ -104,7 +104,7 @@ func TestChatToolCallRoundTrip(t *testing.T) {
 	srv := llmtest.NewServer(t, llmtest.Options{})
 	srv.Script(
 		llmtest.Reply{Content: "Reading it.", ToolCalls: []llmtest.Call{
-			{ID: "call_abc", Name: "fs__read_file", Args: map[string]any{"path": "main.go"}},
+			{ID: "abc123XYZ", Name: "fs__read_file", Args: map[string]any{"path": "main.go"}},
 		}, Usage: llmtest.Usage{In: 40, Out: 9}},
 		llmtest.Reply{Content: `{"done": true, "comment": "fixed"}`},
 	)
@@ -115,7 +115,7 @@ func TestChatToolCallRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("first Chat: %v", err)
 	}
-	wantCall := llm.ToolCall{ID: "call_abc", Name: "fs__read_file", Arguments: json.RawMessage(`{"path":"main.go"}`)}
+	wantCall := llm.ToolCall{ID: "abc123XYZ", Name: "fs__read_file", Arguments: json.RawMessage(`{"path":"main.go"}`)}
 	wantAssistant := llm.Message{Role: llm.Assistant, Content: "Reading it.", ToolCalls: []llm.ToolCall{wantCall}}
 	if diff := cmp.Diff(wantAssistant, first.Message); diff != "" {
 		t.Errorf("assistant message (-want +got):\n%s", diff)
@@ -125,7 +125,7 @@ func TestChatToolCallRoundTrip(t *testing.T) {
 	}
 
 	history := append(conversation(), first.Message,
-		llm.Message{Role: llm.ToolRole, ToolCallID: "call_abc", Name: "fs__read_file", Content: "package main"})
+		llm.Message{Role: llm.ToolRole, ToolCallID: "abc123XYZ", Name: "fs__read_file", Content: "package main"})
 	if _, err := c.Chat(ctx, llm.Request{Messages: history, Tools: []llm.Tool{readFile}}); err != nil {
 		t.Fatalf("second Chat: %v", err)
 	}
@@ -140,7 +140,7 @@ func TestChatToolCallRoundTrip(t *testing.T) {
 	}
 	// The tool message carries no name on the OpenAI wire.
 	wantHistory := append(conversation(), wantAssistant,
-		llm.Message{Role: llm.ToolRole, ToolCallID: "call_abc", Content: "package main"})
+		llm.Message{Role: llm.ToolRole, ToolCallID: "abc123XYZ", Content: "package main"})
 	if diff := cmp.Diff(wantHistory, reqs[1].Messages); diff != "" {
 		t.Errorf("second request messages (-want +got):\n%s", diff)
 	}
