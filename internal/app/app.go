@@ -25,6 +25,7 @@ import (
 	glforge "github.com/coding-agent/coding-agent/internal/forge/gitlab"
 	"github.com/coding-agent/coding-agent/internal/httpx"
 	"github.com/coding-agent/coding-agent/internal/llm"
+	"github.com/coding-agent/coding-agent/internal/llm/wire"
 	"github.com/coding-agent/coding-agent/internal/llm/ollama"
 	"github.com/coding-agent/coding-agent/internal/llm/openai"
 	"github.com/coding-agent/coding-agent/internal/llm/record"
@@ -379,7 +380,7 @@ func (a *App) lmStudioContext(ctx context.Context) int {
 // newLLM builds the model client for the budget: Ollama's num_ctx is the
 // window, and every reply is limited to the reserve (max_token, or the
 // reserve the budget assumed), the provider's option, not repeated in each
-// request. Under the retries, llm.AnswerTransport reads the answers as
+// request. Under the retries, wire.AnswerTransport reads the answers as
 // servers really send them: an error in a 200 is retried as the server's
 // error, a stream nobody asked for is read.
 func (a *App) newLLM(budget engine.Budget) (llm.Client, error) {
@@ -392,7 +393,7 @@ func (a *App) newLLM(budget engine.Budget) (llm.Client, error) {
 	// The recorder sits below the answer reader: a recording holds what
 	// the server sent, before an error in a 200 or an unasked stream is
 	// read.
-	client := a.httpClientOver(llm.AnswerTransport{Next: base}, c.Timeout(), true)
+	client := a.httpClientOver(wire.AnswerTransport{Next: base}, c.Timeout(), true)
 	var m llm.Client
 	switch c.Provider {
 	case config.ProviderOpenAI:

@@ -30,6 +30,7 @@ var (
 		"internal/llm/ollama":     "internal/llm",
 		"internal/llm/tokens":     "internal/llm",
 		"internal/llm/record":     "internal/llm",
+		"internal/llm/wire":       "internal/llm",
 		"internal/store/sqlite":   "internal/store",
 		"internal/queue/memqueue": "internal/queue",
 		"internal/store/postgres": "internal/store",

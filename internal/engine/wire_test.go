@@ -17,6 +17,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/llm/ollama"
 	"github.com/coding-agent/coding-agent/internal/llm/openai"
+	llmwire "github.com/coding-agent/coding-agent/internal/llm/wire"
 	"github.com/coding-agent/coding-agent/internal/plan"
 	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -25,13 +26,13 @@ import (
 // The wire as servers really speak it, through engine.Run in both loops:
 // each behaviour ends in the intended action or in a failure that quotes
 // the server. The model client is the daemon's: the provider over the
-// retry layer over llm.AnswerTransport.
+// retry layer over wire.AnswerTransport.
 
 // wireClient is the daemon's model client on wire, talking to srv, without
 // the waits between retries.
 func wireClient(t *testing.T, wire string, srv *llmtest.Server) llm.Client {
 	t.Helper()
-	hc := httpx.NewClient(httpx.Options{RetryUnsafe: true, JSON: true, Base: llm.AnswerTransport{},
+	hc := httpx.NewClient(httpx.Options{RetryUnsafe: true, JSON: true, Base: llmwire.AnswerTransport{},
 		Sleep: func(context.Context, time.Duration) error { return nil }})
 	var c llm.Client
 	var err error

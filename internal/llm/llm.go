@@ -111,3 +111,9 @@ type Estimate struct{}
 
 // Count is the estimate of text's tokens.
 func (Estimate) Count(text string) int { return (len(text) + 2) / 3 }
+
+// ErrorInBody is the header wire.AnswerTransport sets on an answer it
+// turned from a 200 into an error status: its value is the status the
+// server answered ("200"). A provider reads it to say that the server
+// answered success with an error, not the status the retry layer saw.
+const ErrorInBody = "Coding-Agent-Error-In-Body"

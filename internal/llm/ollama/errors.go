@@ -22,7 +22,7 @@ type StatusError struct {
 	Code    int
 	Message string // the server's error message, capped
 	// InBody is set when the server answered 200 with an error in the body
-	// (llm.AnswerTransport): Code is then 200.
+	// (wire.AnswerTransport): Code is then 200.
 	InBody bool
 }
 

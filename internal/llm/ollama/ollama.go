@@ -149,7 +149,7 @@ func (c *Client) wrap(err error) error {
 // statusKey carries, in a request's context, where statusTransport writes
 // the status answered: the api client drops the status of an error answer
 // with an empty body, and the header saying the server answered 200 with
-// an error (llm.AnswerTransport).
+// an error (wire.AnswerTransport).
 type statusKey struct{}
 
 // answered is what statusTransport saw of the answer.

@@ -26,7 +26,7 @@ type StatusError struct {
 	Message string // the server's error message, API key removed, capped
 	Type    string // the API's error code, e.g. context_length_exceeded
 	// InBody is set when the server answered 200 with an error in the body
-	// (llm.AnswerTransport): Code is then 200.
+	// (wire.AnswerTransport): Code is then 200.
 	InBody bool
 }
 

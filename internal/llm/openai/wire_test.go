@@ -14,16 +14,17 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/httpx"
 	"github.com/coding-agent/coding-agent/internal/llm"
+	"github.com/coding-agent/coding-agent/internal/llm/wire"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/llm/openai"
 )
 
 // The wire as servers really speak it, through the client the daemon
-// builds: the retry layer over llm.AnswerTransport.
+// builds: the retry layer over wire.AnswerTransport.
 
 // retrying is the daemon's model HTTP client, without the waits.
 func retrying() *http.Client {
-	return httpx.NewClient(httpx.Options{RetryUnsafe: true, JSON: true, Base: llm.AnswerTransport{},
+	return httpx.NewClient(httpx.Options{RetryUnsafe: true, JSON: true, Base: wire.AnswerTransport{},
 		Sleep: func(context.Context, time.Duration) error { return nil }})
 }
 

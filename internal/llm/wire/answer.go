@@ -1,4 +1,7 @@
-package llm
+// Package wire reads model servers' answers as they are really sent, below
+// the retry layer: an error in a 200 becomes an error answer the retries
+// see, and an event stream no one asked for becomes the one answer.
+package wire
 
 import (
 	"bytes"
@@ -9,13 +12,8 @@ import (
 	"strconv"
 
 	"github.com/coding-agent/coding-agent/internal/httpx"
+	"github.com/coding-agent/coding-agent/internal/llm"
 )
-
-// ErrorInBody is the header AnswerTransport sets on an answer it turned
-// from a 200 into an error status: its value is the status the server
-// answered ("200"). A provider reads it to say that the server answered
-// success with an error, not the status the retry layer saw.
-const ErrorInBody = "Coding-Agent-Error-In-Body"
 
 // maxAnswer is the largest answer read whole to be looked at; a larger one
 // is passed on as it came.
@@ -28,7 +26,7 @@ const maxAnswer = 32 << 20
 //   - a 200 whose body holds only an error ({"error": ...} with no choices
 //     and no message, as OpenAI-compatible servers, proxies in front of them
 //     and Ollama's /api/chat send one) becomes a 502 with the same body and
-//     the ErrorInBody header: retried like any 5xx, and when the retries are
+//     the llm.ErrorInBody header: retried like any 5xx, and when the retries are
 //     spent the provider quotes the server's message;
 //   - an event stream of chat.completion.chunk objects (a server that
 //     streams although no stream was asked for) becomes the one
@@ -162,7 +160,7 @@ func filled(v json.RawMessage) bool {
 // errorAnswer turns a 200 carrying an error into a 502 carrying it, which
 // the retry layer retries and the providers read as an error answer.
 func errorAnswer(resp *http.Response, body []byte) *http.Response {
-	resp.Header.Set(ErrorInBody, strconv.Itoa(resp.StatusCode))
+	resp.Header.Set(llm.ErrorInBody, strconv.Itoa(resp.StatusCode))
 	resp.Header.Set("Content-Type", "application/json")
 	resp.StatusCode = http.StatusBadGateway
 	resp.Status = "502 Bad Gateway"

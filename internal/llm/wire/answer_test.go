@@ -1,4 +1,4 @@
-package llm_test
+package wire_test
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/coding-agent/coding-agent/internal/llm"
+	"github.com/coding-agent/coding-agent/internal/llm/wire"
 )
 
 // canned answers every request with one status, content type and body.
@@ -35,7 +36,7 @@ func roundTrip(t *testing.T, c canned) (*http.Response, string, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := llm.AnswerTransport{Next: c}.RoundTrip(req)
+	resp, err := wire.AnswerTransport{Next: c}.RoundTrip(req)
 	if err != nil {
 		return nil, "", err
 	}
