@@ -24,7 +24,7 @@ var errReadBody = errors.New("reading the answer")
 
 // ReadFailed marks err as a failure to read an answer's body (a
 // connection cut or stalled mid-body) for a transport below the retry layer
-// that reads answers itself (llm.AnswerTransport): it is retried, and said,
+// that reads answers itself (wire.AnswerTransport): it is retried, and said,
 // as the retry layer's own read failures are.
 func ReadFailed(err error) error { return fmt.Errorf("%w: %w", errReadBody, err) }
 
