@@ -218,12 +218,15 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 	msg := resp.Message
 	msg.Role = llm.Assistant
 	msg.Content = StripThink(msg.Content)
-	act, err := r.read(resp)
+	act, said, err := r.read(resp)
 	if re, ok := errors.AsType[*ReplyError](err); ok {
 		return r.unusable(ctx, msg, re.Reason)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if said != "" { // read from the reasoning: the conversation keeps only that part
+		msg.Content = strings.TrimSpace(msg.Content + "\n\n" + said)
 	}
 	if len(act.Calls) == 0 {
 		st.Unusable = 0 // a step with calls is usable once a call is taken
@@ -236,16 +239,18 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 	return r.act(ctx)
 }
 
-func (r *Run) read(resp llm.Response) (*Act, error) {
+// read decodes resp and has the policy read it: the act, and the part of
+// the reasoning the reply was read from (Reply.Said).
+func (r *Run) read(resp llm.Response) (*Act, string, error) {
 	reply, err := r.e.ts.DecodeResponse(resp)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	act, err := r.p.Read(reply)
 	if act != nil {
 		act.Hint = reply.Hint
 	}
-	return act, err
+	return act, reply.Said, err
 }
 
 // unusable answers a reply that cannot be used with a correction naming
