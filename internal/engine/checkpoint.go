@@ -44,6 +44,9 @@ type checkpoint struct {
 	Checking *checking     `json:"checking,omitempty"`
 	Checks   []CheckResult `json:"checks,omitempty"`
 	Feedback int           `json:"check_feedback,omitempty"`
+	// Hinted are the kinds of hint the model was given in this run
+	// (Reply.Hint): each is given once.
+	Hinted []string `json:"hinted,omitempty"`
 }
 
 // checkpointVersion 2 is the engine's format; version 1 was written by the

@@ -240,15 +240,17 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 }
 
 // read decodes resp and has the policy read it: the act, and the part of
-// the reasoning the reply was read from (Reply.Said).
+// the reasoning the reply was read from (Reply.Said). The decoder's hint
+// goes with the act the first time its kind comes up in the run only.
 func (r *Run) read(resp llm.Response) (*Act, string, error) {
 	reply, err := r.e.ts.DecodeResponse(resp)
 	if err != nil {
 		return nil, "", err
 	}
 	act, err := r.p.Read(reply)
-	if act != nil {
+	if act != nil && reply.Hint != "" && !slices.Contains(r.st.Hinted, reply.hintKind) {
 		act.Hint = reply.Hint
+		r.st.Hinted = append(r.st.Hinted, reply.hintKind)
 	}
 	return act, reply.Said, err
 }

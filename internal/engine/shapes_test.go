@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -446,4 +449,80 @@ func shapeRun(t *testing.T, loop string, w *world, m llm.Client, ts engine.Tools
 		t.Fatal(err)
 	}
 	return c.Run(ctx, in)
+}
+
+// scripted answers with replies in order, recording each request; the
+// request numbered fail (from 1) fails as a process killed there would.
+type scripted struct {
+	replies []string
+	fail    int
+	reqs    [][]llm.Message
+}
+
+func (m *scripted) Chat(_ context.Context, req llm.Request) (llm.Response, error) {
+	m.reqs = append(m.reqs, slices.Clone(req.Messages))
+	n := len(m.reqs)
+	if n == m.fail {
+		return llm.Response{}, errKilled
+	}
+	if n > len(m.replies) {
+		return llm.Response{}, fmt.Errorf("script exhausted after %d replies", len(m.replies))
+	}
+	return llm.Response{Message: llm.Message{Role: llm.Assistant, Content: m.replies[n-1]}}, nil
+}
+
+// notes counts the hints of each kind in a request's messages.
+func notes(msgs []llm.Message) (text, name int) {
+	for _, m := range msgs {
+		text += strings.Count(m.Content, "Note: your last reply was read as a call")
+		name += strings.Count(m.Content, "was taken to be")
+	}
+	return text, name
+}
+
+// A run tells the model once how to write a call: a second call written
+// as text (another family's markup) gets no second hint, a hint of
+// another kind (a loosely named tool) still comes once; and a run resumed
+// after the first hint does not give it again.
+func TestHintOncePerRun(t *testing.T) {
+	host := startHost(t)
+	calls := []string{
+		`<tool_call>{"name": "echo", "arguments": {"text": "hi"}}</tool_call>`,
+		"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>echo<｜tool▁sep｜>{\"text\": \"two\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+		`{"comment": "Once more.", "command": {"tool": "echo", "args": {"text": "three"}}}`,
+		qwenXML,
+	}
+	for _, loop := range []string{"plain", "planning"} {
+		before, after := shapeScript(loop)
+		replies := slices.Concat(before, calls, after)
+		t.Run(loop, func(t *testing.T) {
+			w := &world{cps: map[task.Ref]store.Checkpoint{}, comments: map[int64]string{}, history: t.TempDir()}
+			m := &scripted{replies: replies}
+			if out, err := shapeRun(t, loop, w, m, tools{Host: host}, false); err != nil || out.End != engine.Done {
+				t.Fatalf("outcome %+v, %v", out, err)
+			}
+			last := m.reqs[len(m.reqs)-1]
+			if text, name := notes(last); text != 1 || name != 1 {
+				t.Errorf("%d hints on calls written as text, %d on loose names; want one of each", text, name)
+			}
+		})
+		t.Run(loop+"/resumed", func(t *testing.T) {
+			w := &world{cps: map[task.Ref]store.Checkpoint{}, comments: map[int64]string{}, history: t.TempDir()}
+			fail := len(before) + 2 // the request after the first hint
+			m := &scripted{replies: replies, fail: fail}
+			if _, err := shapeRun(t, loop, w, m, tools{Host: host}, false); !errors.Is(err, errKilled) {
+				t.Fatalf("first run: %v, want it killed", err)
+			}
+			if text, _ := notes(m.reqs[fail-1]); text != 1 {
+				t.Fatalf("%d hints before the kill, want 1", text)
+			}
+			resumed := &scripted{replies: replies[fail-1:]}
+			if out, err := shapeRun(t, loop, w, resumed, tools{Host: host}, false); err != nil || out.End != engine.Done {
+				t.Fatalf("resumed outcome %+v, %v", out, err)
+			}
+			if text, _ := notes(resumed.reqs[len(resumed.reqs)-1]); text != 1 {
+				t.Errorf("%d hints on calls written as text after the resume, want the one from before it", text)
+			}
+		})
+	}
 }
