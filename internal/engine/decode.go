@@ -114,8 +114,9 @@ func (ts *Toolset) decodeText(r Reply) (Reply, error) {
 // decodeReasoning reads a reply whose content is empty from what its
 // reasoning field ends with, as servers whose reasoning parser took the
 // whole answer leave it (content null): calls in any family's markup, a
-// JSON object (a command or the end; or a policy's own object, in Text),
-// or a reasoning that is nothing but a call list. A reasoning of prose
+// reasoning that is nothing but calls (a pythonic list, bare call
+// objects), or a JSON object (a command or the end; or a policy's own
+// object, in Text). A reasoning of prose
 // only is an empty reply. Nothing of the reasoning becomes a comment but
 // a JSON object's own "comment".
 func (ts *Toolset) decodeReasoning(reasoning string) (Reply, error) {
@@ -131,6 +132,12 @@ func (ts *Toolset) decodeReasoning(reasoning string) (Reply, error) {
 			return Reply{Problem: tc.problem}, nil
 		}
 		r := Reply{Calls: tc.calls, Said: text[group[0].start:group[len(group)-1].end]}
+		return r, ts.setHint(&r, hintText, "", tc.calls[0].Tool, 0)
+	}
+	if tc := ts.recoverFrom(text, ms, false); len(ms) == 0 && len(tc.calls) > 0 && tc.rest == "" {
+		// A reasoning that is nothing but calls: a pythonic list, or bare
+		// call objects.
+		r := Reply{Calls: tc.calls, Said: text}
 		return r, ts.setHint(&r, hintText, "", tc.calls[0].Tool, 0)
 	}
 	if objs := jsonObjectsAt(text); len(objs) > 0 {
@@ -152,10 +159,6 @@ func (ts *Toolset) decodeReasoning(reasoning string) (Reply, error) {
 			}
 			return Reply{Text: last.raw, Said: last.raw, Problem: rerr.Reason}, nil
 		}
-	}
-	if calls, ok := ts.pythonicCalls(text); ok {
-		r := Reply{Calls: calls, Said: text}
-		return r, ts.setHint(&r, hintText, "", calls[0].Tool, 0)
 	}
 	return empty, nil
 }
