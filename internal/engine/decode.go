@@ -81,7 +81,7 @@ func (ts *Toolset) Decode(msg llm.Message) (Reply, error) {
 	// A server whose reasoning parser swallowed the call leaves it at the
 	// end of the reasoning, and the content without a reply.
 	text := reasoningText(msg.Reasoning)
-	if group := trailing(text, whole(findMarkup(text))); len(group) > 0 {
+	if group := trailing(text, wholeMarkup(text)); len(group) > 0 {
 		if tc := ts.resolveMarkup(group); len(tc.calls) > 0 {
 			r = Reply{Text: r.Text, Calls: tc.calls, Said: text[group[0].start:group[len(group)-1].end]}
 			err = ts.setHint(&r, hintText, "", tc.calls[0].Tool, 0)
@@ -126,7 +126,7 @@ func (ts *Toolset) decodeReasoning(reasoning string) (Reply, error) {
 		return empty, nil
 	}
 	ms := findMarkup(text)
-	if group := trailing(text, whole(ms)); len(group) > 0 {
+	if group := trailing(text, wholeMarkup(text)); len(group) > 0 {
 		tc := ts.resolveMarkup(group)
 		if tc.problem != "" {
 			return Reply{Problem: tc.problem}, nil
@@ -168,13 +168,6 @@ func (ts *Toolset) decodeReasoning(reasoning string) (Reply, error) {
 func reasoningText(reasoning string) string {
 	r := strings.ReplaceAll(strings.ReplaceAll(reasoning, "<think>", ""), "</think>", "")
 	return strings.TrimSpace(r)
-}
-
-// whole are the markups of ms that are whole calls. In a reasoning, markup
-// that is not (cut, malformed) is the model thinking about calls, not
-// making one.
-func whole(ms []markup) []markup {
-	return slices.DeleteFunc(slices.Clone(ms), func(m markup) bool { return m.problem != "" })
 }
 
 // trailing are the markups text ends with: the last one, and each before

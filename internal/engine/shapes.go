@@ -69,10 +69,28 @@ var families = []func(string) []markup{
 // overlapping (one that starts inside another, such as a <function=> block
 // inside its <tool_call>, is the outer one's).
 func findMarkup(text string) []markup {
+	return outermost(allMarkup(text))
+}
+
+// wholeMarkup is findMarkup without the markups that are no whole calls
+// (cut, malformed): in a reasoning they are the model thinking about
+// calls, and must not hide a whole call they overlap.
+func wholeMarkup(text string) []markup {
+	return outermost(slices.DeleteFunc(allMarkup(text), func(m markup) bool { return m.problem != "" }))
+}
+
+// allMarkup is what every family finds in text.
+func allMarkup(text string) []markup {
 	var all []markup
 	for _, f := range families {
 		all = append(all, f(text)...)
 	}
+	return all
+}
+
+// outermost are the markups of all in order, leaving out each that starts
+// inside one before it.
+func outermost(all []markup) []markup {
 	sort.SliceStable(all, func(i, j int) bool {
 		if all[i].start != all[j].start {
 			return all[i].start < all[j].start
