@@ -290,6 +290,24 @@ func (s shape) wires() []string {
 	return []string{llmtest.WireOpenAI, llmtest.WireOllama}
 }
 
+// modes are the settings of native tool calls the shape is run with: text
+// reaches the decoder in either mode (local models write JSON and markup
+// with native tools on), native calls only with them on.
+func (s shape) modes() []bool {
+	if len(s.reply.ToolCalls) > 0 || s.native && s.raw != "" {
+		return []bool{true}
+	}
+	return []bool{s.native, !s.native}
+}
+
+// mode names a setting of native tool calls in a test's name.
+func mode(native bool) string {
+	if native {
+		return "native"
+	}
+	return "json"
+}
+
 func (s shape) step() llmtest.Step {
 	if s.raw != "" {
 		return llmtest.Garbage{Body: s.raw}
@@ -297,50 +315,53 @@ func (s shape) step() llmtest.Step {
 	return s.reply
 }
 
-// Each shape, as the server sends it on each wire, decodes to the intended
-// calls (with a hint when it was not written as asked) or to the reason
-// sent back.
+// Each shape, as the server sends it on each wire, with native tool calls
+// on and off (only on for native calls), decodes to the intended calls
+// (with a hint when it was not written as asked) or to the reason sent
+// back.
 func TestRealModelReplyShapesDecode(t *testing.T) {
 	host := startHost(t)
 	for _, s := range shapes {
 		for _, wire := range s.wires() {
-			t.Run(s.name+"/"+wire, func(t *testing.T) {
-				srv := llmtest.NewServer(t, llmtest.Options{})
-				srv.Script(s.step())
-				resp, err := client(t, wire, srv).Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.User, Content: "echo"}}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ts := engine.NewToolset(host.Tools(), nil, s.native)
-				r, err := ts.DecodeResponse(resp)
-				if s.correction != "" {
-					reason := r.Problem
-					if re, ok := err.(*engine.ReplyError); ok {
-						reason = re.Reason
-					} else if err != nil {
+			for _, native := range s.modes() {
+				t.Run(s.name+"/"+wire+"/"+mode(native), func(t *testing.T) {
+					srv := llmtest.NewServer(t, llmtest.Options{})
+					srv.Script(s.step())
+					resp, err := client(t, wire, srv).Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.User, Content: "echo"}}})
+					if err != nil {
 						t.Fatal(err)
 					}
-					if len(r.Calls) != 0 || !strings.Contains(reason, s.correction) {
-						t.Fatalf("calls %v, reason %q; want no calls and %q (source: %s)", r.Calls, reason, s.correction, s.source)
+					ts := engine.NewToolset(host.Tools(), nil, native)
+					r, err := ts.DecodeResponse(resp)
+					if s.correction != "" {
+						reason := r.Problem
+						if re, ok := err.(*engine.ReplyError); ok {
+							reason = re.Reason
+						} else if err != nil {
+							t.Fatal(err)
+						}
+						if len(r.Calls) != 0 || !strings.Contains(reason, s.correction) {
+							t.Fatalf("calls %v, reason %q; want no calls and %q (source: %s)", r.Calls, reason, s.correction, s.source)
+						}
+						return
 					}
-					return
-				}
-				if err != nil {
-					t.Fatalf("%v (source: %s)", err, s.source)
-				}
-				if got := callKeys(r.Calls); strings.Join(got, "|") != strings.Join(s.calls, "|") {
-					t.Fatalf("calls %q, want %q; problem %q (source: %s)", got, s.calls, r.Problem, s.source)
-				}
-				if (r.Hint != "") != s.hint || strings.Contains(r.Hint, "\n") {
-					t.Errorf("hint %q, want one: %v", r.Hint, s.hint)
-				}
-				if (s.comment != "" || s.silent) && r.Comment != s.comment {
-					t.Errorf("comment %q, want %q", r.Comment, s.comment)
-				}
-				if leaks(r.Comment) {
-					t.Errorf("comment %q carries reasoning or call markup", r.Comment)
-				}
-			})
+					if err != nil {
+						t.Fatalf("%v (source: %s)", err, s.source)
+					}
+					if got := callKeys(r.Calls); strings.Join(got, "|") != strings.Join(s.calls, "|") {
+						t.Fatalf("calls %q, want %q; problem %q (source: %s)", got, s.calls, r.Problem, s.source)
+					}
+					if (r.Hint != "") != s.hint || strings.Contains(r.Hint, "\n") {
+						t.Errorf("hint %q, want one: %v", r.Hint, s.hint)
+					}
+					if (s.comment != "" || s.silent) && r.Comment != s.comment {
+						t.Errorf("comment %q, want %q", r.Comment, s.comment)
+					}
+					if leaks(r.Comment) {
+						t.Errorf("comment %q carries reasoning or call markup", r.Comment)
+					}
+				})
+			}
 		}
 	}
 }
@@ -357,57 +378,65 @@ func callKeys(calls []engine.ToolCall) []string {
 	return out
 }
 
-// Each shape runs through the engine on both wires and in both loops: the
-// intended tool call runs (its result comes back to the model, with the
-// hint after it), or the correction goes back and no tool runs; the
-// reasoning never reaches a comment or a later request.
+// Each shape runs through the engine on both wires, in both loops and with
+// native tool calls on and off (only on for native calls): the intended
+// tool call runs (its result comes back to the model, with the hint after
+// it), or the correction goes back and no tool runs; the reasoning never
+// reaches a comment, a later request or the checkpoint.
 func TestRealModelReplyShapesRun(t *testing.T) {
 	host := startHost(t)
 	for _, s := range shapes {
 		for _, wire := range s.wires() {
 			for _, loop := range []string{"plain", "planning"} {
-				t.Run(s.name+"/"+wire+"/"+loop, func(t *testing.T) {
-					srv := llmtest.NewServer(t, llmtest.Options{})
-					before, after := shapeScript(loop)
-					for _, c := range before {
-						srv.Script(llmtest.Reply{Content: c})
-					}
-					srv.Script(s.step())
-					for _, c := range after {
-						srv.Script(llmtest.Reply{Content: c})
-					}
-					w := &world{cps: map[task.Ref]store.Checkpoint{}, comments: map[int64]string{}, history: t.TempDir()}
-					out, err := shapeRun(t, loop, w, client(t, wire, srv), tools{Host: host}, s.native)
-					if err != nil || out.End != engine.Done {
-						t.Fatalf("outcome %+v, %v (source: %s)", out, err, s.source)
-					}
-					reqs := srv.Requests()
-					next := reqs[len(before)+1].Messages // the request after the shape
-					results, hinted, corrected := 0, false, false
-					for _, m := range next[len(next)-len(s.calls)-2:] {
-						results += strings.Count(m.Content, "tool output of test/")
-						hinted = hinted || strings.Contains(m.Content, "Note: ")
-						corrected = corrected || strings.Contains(m.Content, "could not be used")
-					}
-					if s.correction != "" {
-						if !corrected || results != 0 {
-							t.Errorf("correction %v, %d results; want the correction and no call (source: %s)", corrected, results, s.source)
+				for _, native := range s.modes() {
+					t.Run(s.name+"/"+wire+"/"+loop+"/"+mode(native), func(t *testing.T) {
+						srv := llmtest.NewServer(t, llmtest.Options{})
+						before, after := shapeScript(loop)
+						for _, c := range before {
+							srv.Script(llmtest.Reply{Content: c})
 						}
-					} else if results != len(s.calls) || hinted != s.hint || corrected {
-						t.Errorf("%d results, hint %v, corrected %v; want %d results, hint %v (source: %s)",
-							results, hinted, corrected, len(s.calls), s.hint, s.source)
-					}
-					for _, r := range reqs {
-						if strings.Contains(string(r.Body), "secret") || strings.Contains(string(r.Body), "Thinking and thinking") {
-							t.Fatalf("request %d carries the reasoning", r.N)
+						srv.Script(s.step())
+						for _, c := range after {
+							srv.Script(llmtest.Reply{Content: c})
 						}
-					}
-					for _, c := range w.comments {
-						if leaks(c) {
-							t.Errorf("comment carries reasoning or call markup:\n%s", c)
+						w := &world{cps: map[task.Ref]store.Checkpoint{}, comments: map[int64]string{}, history: t.TempDir()}
+						out, err := shapeRun(t, loop, w, client(t, wire, srv), tools{Host: host}, native)
+						if err != nil || out.End != engine.Done {
+							t.Fatalf("outcome %+v, %v (source: %s)", out, err, s.source)
 						}
-					}
-				})
+						reqs := srv.Requests()
+						next := reqs[len(before)+1].Messages // the request after the shape
+						results, hinted, corrected := 0, false, false
+						for _, m := range next[len(next)-len(s.calls)-2:] {
+							results += strings.Count(m.Content, "tool output of test/")
+							hinted = hinted || strings.Contains(m.Content, "Note: ")
+							corrected = corrected || strings.Contains(m.Content, "could not be used")
+						}
+						if s.correction != "" {
+							if !corrected || results != 0 {
+								t.Errorf("correction %v, %d results; want the correction and no call (source: %s)", corrected, results, s.source)
+							}
+						} else if results != len(s.calls) || hinted != s.hint || corrected {
+							t.Errorf("%d results, hint %v, corrected %v; want %d results, hint %v (source: %s)",
+								results, hinted, corrected, len(s.calls), s.hint, s.source)
+						}
+						for _, r := range reqs {
+							if strings.Contains(string(r.Body), "secret") || strings.Contains(string(r.Body), "Thinking and thinking") {
+								t.Fatalf("request %d carries the reasoning", r.N)
+							}
+						}
+						for _, c := range w.comments {
+							if leaks(c) {
+								t.Errorf("comment carries reasoning or call markup:\n%s", c)
+							}
+						}
+						for _, cp := range w.cps {
+							if strings.Contains(string(cp.Data), "secret") {
+								t.Errorf("the checkpoint keeps the reasoning")
+							}
+						}
+					})
+				}
 			}
 		}
 	}
