@@ -49,6 +49,10 @@ type checkpoint struct {
 	// reply was cut at the limit (0: the reserve): raised once, kept while
 	// the replies are cut, dropped by the first that is not.
 	Raised int `json:"raised_reply_limit,omitempty"`
+
+	// Hinted are the kinds of hint the model was given in this run
+	// (Reply.Hint): each is given once.
+	Hinted []string `json:"hinted,omitempty"`
 }
 
 // checkpointVersion 2 is the engine's format; version 1 was written by the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/coding-agent/coding-agent/internal/llm"
@@ -32,6 +33,15 @@ type Reply struct {
 	// before anything usable was whole in it (DecodeResponse's *ReplyError
 	// says how): the run raises the limit once.
 	Cut bool
+	// Said is, when the content held nothing usable and the reply was read
+	// from the reasoning field, the part of the reasoning it was read from:
+	// the JSON object or the calls' markup the reasoning ends with. The
+	// conversation keeps it as what the model said; the rest of the
+	// reasoning is never kept, sent back or posted.
+	Said string
+	// hintKind is Hint's kind (hintText, hintName, hintObjects): a run
+	// tells the model each kind once.
+	hintKind string
 }
 
 var (
@@ -54,35 +64,138 @@ func StripThink(s string) string {
 }
 
 // Decode reads a reply: with native tool calls, its calls and the text
-// beside them as their comment (and calls the text writes in tags);
+// beside them as their comment (and calls the text writes in markup);
 // otherwise (in either mode: local models write JSON text even with native
 // tools) the first JSON object in the text that is a usable command or end,
 // trying every candidate, and failing that the tool calls the text writes
-// in a model's own shape (shapes.go). A native call whose arguments are not
-// an object is a *ReplyError.
+// in a model's own markup (shapes.go). When the content holds nothing
+// usable, the reply may be in the reasoning field (decodeReasoning). A
+// native call whose arguments are not an object is a *ReplyError.
 func (ts *Toolset) Decode(msg llm.Message) (Reply, error) {
 	r := Reply{Text: StripThink(msg.Content)}
 	if ts.native && len(msg.ToolCalls) > 0 {
 		return ts.decodeNative(r, msg.ToolCalls)
 	}
 	if r.Text == "" {
-		r.Problem = "the reply was empty"
-		return r, nil
+		return ts.decodeReasoning(msg.Reasoning)
 	}
-	got, ok, err := ts.decodeObjects(r.Text)
+	r, err := ts.decodeText(r)
+	if err != nil || len(r.Calls) > 0 || r.Done {
+		return r, err
+	}
+	// A server whose reasoning parser swallowed the call leaves it at the
+	// end of the reasoning, and the content without a reply.
+	text := reasoningText(msg.Reasoning)
+	if group := trailing(text, wholeMarkup(text)); len(group) > 0 {
+		if tc := ts.resolveMarkup(group); len(tc.calls) > 0 {
+			r = Reply{Text: r.Text, Calls: tc.calls, Said: text[group[0].start:group[len(group)-1].end]}
+			err = ts.setHint(&r, hintText, "", tc.calls[0].Tool, 0)
+		}
+	}
+	return r, err
+}
+
+// decodeText reads a reply's text: a usable command or end among its JSON
+// objects (those inside XML-style markup are parameter values, not
+// replies), or the calls it writes in markup.
+func (ts *Toolset) decodeText(r Reply) (Reply, error) {
+	ms := findMarkup(r.Text)
+	got, ok, err := ts.decodeObjects(r.Text, ms)
 	if ok || err != nil {
 		return got, err
 	}
 	r.Problem = got.Problem
-	tc := ts.recoverCalls(r.Text, false)
+	tc := ts.recoverFrom(r.Text, ms, false)
 	switch {
 	case tc.problem != "":
 		r.Problem = tc.problem
 	case len(tc.calls) > 0:
 		r.Calls, r.Comment = tc.calls, tc.rest
-		r.Hint, err = ts.hint(hintText, "", tc.calls[0].Tool, 0)
+		err = ts.setHint(&r, hintText, "", tc.calls[0].Tool, 0)
 	}
 	return r, err
+}
+
+// decodeReasoning reads a reply whose content is empty from what its
+// reasoning field ends with, as servers whose reasoning parser took the
+// whole answer leave it (content null): calls in any family's markup, a
+// reasoning that is nothing but calls (a pythonic list, bare call
+// objects), or a JSON object (a command or the end; or a policy's own
+// object, in Text). A reasoning of prose
+// only is an empty reply. Nothing of the reasoning becomes a comment but
+// a JSON object's own "comment".
+func (ts *Toolset) decodeReasoning(reasoning string) (Reply, error) {
+	empty := Reply{Problem: "the reply was empty"}
+	text := reasoningText(reasoning)
+	if text == "" {
+		return empty, nil
+	}
+	ms := findMarkup(text)
+	if group := trailing(text, wholeMarkup(text)); len(group) > 0 {
+		tc := ts.resolveMarkup(group)
+		if tc.problem != "" {
+			return Reply{Problem: tc.problem}, nil
+		}
+		r := Reply{Calls: tc.calls, Said: text[group[0].start:group[len(group)-1].end]}
+		return r, ts.setHint(&r, hintText, "", tc.calls[0].Tool, 0)
+	}
+	if tc := ts.recoverFrom(text, ms, false); len(ms) == 0 && len(tc.calls) > 0 && tc.rest == "" {
+		// A reasoning that is nothing but calls: a pythonic list, or bare
+		// call objects.
+		r := Reply{Calls: tc.calls, Said: text}
+		return r, ts.setHint(&r, hintText, "", tc.calls[0].Tool, 0)
+	}
+	if objs := jsonObjectsAt(text); len(objs) > 0 {
+		last := objs[len(objs)-1]
+		if blank(text[last.end:]) && !insideOpaque(last.span, ms) {
+			got, rerr := ts.decodeWire([]byte(last.raw))
+			if rerr == nil {
+				got.Text, got.Said = last.raw, last.raw
+				return got, nil
+			}
+			if name, args, ok := callObject(last.raw, false); ok {
+				r := Reply{Said: last.raw}
+				tc := textCalls{}
+				if !ts.addCall(&tc, name, args) {
+					return Reply{Problem: tc.problem}, nil
+				}
+				r.Calls = tc.calls
+				return r, ts.setHint(&r, hintText, "", tc.calls[0].Tool, 0)
+			}
+			return Reply{Text: last.raw, Said: last.raw, Problem: rerr.Reason}, nil
+		}
+	}
+	return empty, nil
+}
+
+// reasoningText is a reasoning field without the think tags some servers
+// leave in it.
+func reasoningText(reasoning string) string {
+	r := strings.ReplaceAll(strings.ReplaceAll(reasoning, "<think>", ""), "</think>", "")
+	return strings.TrimSpace(r)
+}
+
+// trailing are the markups text ends with: the last one, and each before
+// it with nothing said between them.
+func trailing(text string, ms []markup) []markup {
+	end, k := len(text), len(ms)
+	for k > 0 && blank(text[ms[k-1].end:end]) {
+		k--
+		end = ms[k].start
+	}
+	return ms[k:]
+}
+
+// insideOpaque reports whether s lies inside markup whose content is text
+// (XML-style parameter values), where a JSON object is a value, not a
+// reply.
+func insideOpaque(s span, ms []markup) bool {
+	for _, m := range ms {
+		if m.opaque && s.start >= m.start && s.end <= m.end {
+			return true
+		}
+	}
+	return false
 }
 
 // DecodeResponse decodes resp's message. A reply cut at the token limit
@@ -125,10 +238,11 @@ func (ts *Toolset) cutCall(calls []llm.ToolCall) string {
 }
 
 // decodeNative reads native tool calls, and calls the text beside them
-// writes in tags (a server that parsed the first of several leaves the
-// others in the content).
+// writes in markup (a server that parsed the first of several leaves the
+// others in the content; one that echoes the parsed call there adds
+// nothing). The comment is the text without any markup: a server that
+// parsed the call may leave its closing tag or end tokens behind.
 func (ts *Toolset) decodeNative(r Reply, calls []llm.ToolCall) (Reply, error) {
-	r.Comment = r.Text
 	var loose ToolCall
 	var looseName string
 	for _, tc := range calls {
@@ -146,29 +260,38 @@ func (ts *Toolset) decodeNative(r Reply, calls []llm.ToolCall) (Reply, error) {
 		}
 		r.Calls = append(r.Calls, call)
 	}
-	var err error
-	if extra := ts.recoverCalls(r.Text, true); extra.problem == "" && len(extra.calls) > 0 {
-		r.Calls = append(r.Calls, extra.calls...)
-		r.Comment = extra.rest
-		r.Hint, err = ts.hint(hintText, "", extra.calls[0].Tool, 0)
-	} else if looseName != "" {
-		r.Hint, err = ts.hint(hintName, looseName, loose.Tool, 0)
+	extra := ts.recoverCalls(r.Text, true)
+	r.Comment = extra.rest
+	native := len(r.Calls)
+	if extra.problem == "" {
+		for _, c := range extra.calls {
+			if !slices.ContainsFunc(r.Calls[:native], func(n ToolCall) bool { return n.Key() == c.Key() }) {
+				r.Calls = append(r.Calls, c)
+			}
+		}
 	}
-	return r, err
+	switch {
+	case len(r.Calls) > native:
+		return r, ts.setHint(&r, hintText, "", r.Calls[native].Tool, 0)
+	case looseName != "":
+		return r, ts.setHint(&r, hintName, looseName, loose.Tool, 0)
+	}
+	return r, nil
 }
 
 // decodeObjects reads the first usable command or end among the JSON
-// objects in text; ok is false when there is none (Problem says why).
-func (ts *Toolset) decodeObjects(text string) (r Reply, ok bool, err error) {
+// objects in text (not those inside ms's XML-style markup); ok is false
+// when there is none (Problem says why).
+func (ts *Toolset) decodeObjects(text string, ms []markup) (r Reply, ok bool, err error) {
 	seen := map[string]bool{}
 	var first *Reply
 	usable := 0
-	for _, obj := range JSONObjects(text) {
-		if seen[obj] {
+	for _, obj := range objectsIn(text) {
+		if seen[obj.raw] || insideOpaque(obj.span, ms) {
 			continue
 		}
-		seen[obj] = true
-		got, rerr := ts.decodeWire([]byte(obj))
+		seen[obj.raw] = true
+		got, rerr := ts.decodeWire([]byte(obj.raw))
 		if rerr != nil {
 			if r.Problem == "" {
 				r.Problem = rerr.Reason
@@ -188,7 +311,7 @@ func (ts *Toolset) decodeObjects(text string) (r Reply, ok bool, err error) {
 		}
 		return r, false, nil
 	case usable > 1 && first.Hint == "":
-		first.Hint, err = ts.hint(hintObjects, "", "", usable)
+		err = ts.setHint(first, hintObjects, "", "", usable)
 	}
 	return *first, true, err
 }
@@ -197,10 +320,19 @@ func (ts *Toolset) decodeObjects(text string) (r Reply, ok bool, err error) {
 // first, then every top-level object in order.
 func JSONObjects(text string) []string {
 	var out []string
-	for _, m := range jsonFence.FindAllStringSubmatch(text, -1) {
-		out = append(out, m[1])
+	for _, o := range objectsIn(text) {
+		out = append(out, o.raw)
 	}
-	return append(out, rawObjects(text)...)
+	return out
+}
+
+// objectsIn are JSONObjects with their places.
+func objectsIn(text string) []jsonObject {
+	var out []jsonObject
+	for _, m := range jsonFence.FindAllStringSubmatchIndex(text, -1) {
+		out = append(out, jsonObject{span{m[2], m[3]}, text[m[2]:m[3]]})
+	}
+	return append(out, jsonObjectsAt(text)...)
 }
 
 // endsInObject reports whether s ends inside a JSON object that was never
@@ -243,11 +375,9 @@ func (ts *Toolset) decodeWire(b []byte) (Reply, *ReplyError) {
 		switch {
 		case problem == "" && how != byFull:
 			// A loose name for one tool: taken, with a hint.
-			hint, err := ts.hint(hintName, tool, full, 0)
-			if err != nil {
+			if err := ts.setHint(&r, hintName, tool, full, 0); err != nil {
 				return Reply{}, &ReplyError{err.Error()}
 			}
-			r.Hint = hint
 		case problem != "" && strings.Contains(tool, "/"):
 			full = tool // the host answers "unknown tool" to the model
 		case problem != "":

@@ -190,7 +190,7 @@ func (ts tools) Call(ctx context.Context, name string, args json.RawMessage) (to
 	return ts.Host.Call(ctx, name, args)
 }
 
-func startHost(t *testing.T) *toolhost.Host {
+func startHost(t testing.TB) *toolhost.Host {
 	t.Helper()
 	h, err := toolhost.Start(t.Context(), toolhost.Options{
 		Servers: []toolhost.ServerConfig{{Name: "test"}},

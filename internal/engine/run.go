@@ -230,8 +230,8 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 	msg := resp.Message
 	msg.Role = llm.Assistant
 	msg.Content = StripThink(msg.Content)
-	act, finished, cut, err := r.read(resp, con)
-	if re, ok := errors.AsType[*ReplyError](err); ok && cut {
+	reply, act, finished, err := r.read(resp, con)
+	if re, ok := errors.AsType[*ReplyError](err); ok && reply.Cut {
 		kept := msg
 		kept.ToolCalls = nil
 		return r.unusable(ctx, msg, r.cutReason(re.Reason, req.MaxTokens, counted, kept))
@@ -242,6 +242,9 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if reply.Said != "" { // read from the reasoning: the conversation keeps only that part
+		msg.Content = strings.TrimSpace(msg.Content + "\n\n" + reply.Said)
 	}
 	if len(act.Calls) == 0 {
 		st.Unusable = 0 // a step with calls is usable once a call is taken
@@ -257,11 +260,12 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 	return r.act(ctx)
 }
 
-// read decodes a reply and has the policy read it; finished says it was
-// the finish tool's call alone (constrain.go), which the conversation must
-// answer, and cut that it was cut at the output token limit.
-func (r *Run) read(resp llm.Response, con constraint) (act *Act, finished, cut bool, err error) {
-	var reply Reply
+// read decodes a reply and has the policy read it: the reply (Cut: it was
+// cut at the output token limit; Said: the part of the reasoning it was
+// read from) and the act; finished says it was the finish tool's call
+// alone (constrain.go), which the conversation must answer. The decoder's
+// hint goes with the act the first time its kind comes up in the run only.
+func (r *Run) read(resp llm.Response, con constraint) (reply Reply, act *Act, finished bool, err error) {
 	if con.finish != nil {
 		reply, finished, err = r.e.ts.finished(resp.Message, con.expect)
 	}
@@ -269,13 +273,14 @@ func (r *Run) read(resp llm.Response, con constraint) (act *Act, finished, cut b
 		reply, err = r.e.ts.DecodeResponse(resp)
 	}
 	if err != nil {
-		return nil, finished, reply.Cut, err
+		return reply, nil, finished, err
 	}
 	act, err = r.p.Read(reply)
-	if act != nil {
+	if act != nil && reply.Hint != "" && !slices.Contains(r.st.Hinted, reply.hintKind) {
 		act.Hint = reply.Hint
+		r.st.Hinted = append(r.st.Hinted, reply.hintKind)
 	}
-	return act, finished, false, err
+	return reply, act, finished, err
 }
 
 // unusable answers a reply that cannot be used with a correction naming

@@ -27,7 +27,8 @@ type Message struct {
 	// Reasoning is the reasoning trace a server returned beside the answer
 	// (reasoning_content or reasoning on OpenAI-compatible servers,
 	// thinking on Ollama). It is never sent back to the model, never posted
-	// and never stored in a checkpoint.
+	// and never stored in a checkpoint; when the content holds no reply, the
+	// engine keeps only the reply it reads at its end (engine.Reply.Said).
 	Reasoning string `json:"-"`
 }
 

@@ -12,9 +12,9 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/httpx"
 	"github.com/coding-agent/coding-agent/internal/llm"
-	"github.com/coding-agent/coding-agent/internal/llm/wire"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/llm/ollama"
+	"github.com/coding-agent/coding-agent/internal/llm/wire"
 )
 
 // The wire as Ollama really speaks it, through the client the daemon

@@ -14,9 +14,9 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/httpx"
 	"github.com/coding-agent/coding-agent/internal/llm"
-	"github.com/coding-agent/coding-agent/internal/llm/wire"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/llm/openai"
+	"github.com/coding-agent/coding-agent/internal/llm/wire"
 )
 
 // The wire as servers really speak it, through the client the daemon
