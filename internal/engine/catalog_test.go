@@ -2,9 +2,17 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/coding-agent/coding-agent/internal/llm"
+	"github.com/coding-agent/coding-agent/internal/llm/tokens"
 	"github.com/coding-agent/coding-agent/internal/toolhost"
 )
 
@@ -122,5 +130,190 @@ func TestBrief(t *testing.T) {
 		if got := brief(tc.in, tc.n); got != tc.want {
 			t.Errorf("brief(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
 		}
+	}
+}
+
+// genCatalog is n generated tools of a server "gen" (names and
+// descriptions from a GitLab-like vocabulary, schemas of 200 B to 1.5 KB)
+// after the three tools of an in-process, task-scoped workspace server.
+func genCatalog(n int) ([]toolhost.Tool, []toolhost.ServerConfig) {
+	nouns := strings.Fields("issue pipeline merge_request branch commit label milestone release tag wiki_page job log artifact " +
+		"deployment environment variable member group project note thread draft diff file tree user event snippet")
+	verbs := strings.Fields("list get create update delete")
+	tools := []toolhost.Tool{
+		{Server: "workspace", Name: "read_file", Description: "Reads a file of the checkout.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)},
+		{Server: "workspace", Name: "edit_file", Description: "Edits a file of the checkout.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)},
+		{Server: "workspace", Name: "run_command", Description: "Runs a command in the checkout.", InputSchema: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"}}}`)},
+	}
+	for i := range n {
+		noun, other := nouns[(i/len(verbs))%len(nouns)], nouns[(i*7)%len(nouns)]
+		props := map[string]any{"project_id": map[string]any{"type": "string", "description": "The ID or path of the project"}}
+		for k := range (i * 97) % 12 {
+			props[fmt.Sprintf("field_%d", k)] = map[string]any{"type": "string", "description": "An optional field the " + noun + " has, left out to keep its value"}
+		}
+		schema, _ := json.Marshal(map[string]any{"type": "object", "properties": props})
+		tools = append(tools, toolhost.Tool{Server: "gen", Name: fmt.Sprintf("%s_%s_%d", verbs[i%len(verbs)], noun, i),
+			Description: fmt.Sprintf("%s a %s of a project, with its %s.", strings.ToUpper(verbs[i%len(verbs)][:1])+verbs[i%len(verbs)][1:],
+				strings.ReplaceAll(noun, "_", " "), strings.ReplaceAll(other, "_", " ")),
+			InputSchema: schema})
+	}
+	servers := []toolhost.ServerConfig{{Name: "workspace", Scope: toolhost.ScopeTask,
+		InProcess: func(toolhost.TaskVars) (*mcp.Server, error) { return nil, errors.New("not started in this test") }}, {Name: "gen"}}
+	return tools, servers
+}
+
+// Whatever a run searches and calls, its offer stays inside the catalog's
+// share and the tool limit; the workspace tools and the search tool are
+// always offered; what a search loads is offered, what it takes out is
+// not, and what it takes out was used no later than anything it kept; a
+// tool used in the same step is never taken out.
+func TestOfferKeepsItsShare(t *testing.T) {
+	tools, servers := genCatalog(300)
+	words := strings.Fields("issue pipeline merge request branch commit label milestone release tag wiki page job log artifact " +
+		"deployment environment variable member group project note thread draft diff file tree user event snippet list get create update delete")
+	for _, native := range []bool{true, false} {
+		for _, limits := range [][2]int{{128, 6000}, {0, 2500}, {40, 0}} {
+			ts := NewToolset(tools, servers, native)
+			if !ts.limit(limits[0], limits[1], llm.Estimate{}.Count) {
+				t.Fatal("the catalog is offered whole")
+			}
+			if len(ts.pinned) != 3 {
+				t.Fatalf("%d tools always offered", len(ts.pinned))
+			}
+			rnd := rand.New(rand.NewPCG(1, uint64(limits[0]+limits[1])))
+			offer := ts.choose("Fix the pipeline", "The merge request pipeline fails in the test job.")
+			removals := 0
+			for step := 1; step <= 400; step++ {
+				before := slices.Clone(offer)
+				var s searched
+				switch rnd.IntN(3) {
+				case 0:
+					q := make([]string, 1+rnd.IntN(3))
+					for k := range q {
+						q[k] = words[rnd.IntN(len(words))]
+					}
+					offer, s = ts.load(offer, ts.search(strings.Join(q, " "), offer), step)
+				case 1:
+					if len(offer) > 0 {
+						offer[rnd.IntN(len(offer))].Used = step
+					}
+				}
+				if limits[1] > 0 && ts.offerCost(offer) > limits[1] {
+					t.Fatalf("step %d: the offer costs %d of a share of %d", step, ts.offerCost(offer), limits[1])
+				}
+				names := []string{}
+				for _, d := range ts.offered(offer) {
+					names = append(names, d.FullName())
+				}
+				if limits[0] > 0 && len(names) > limits[0] {
+					t.Fatalf("step %d: %d tools offered", step, len(names))
+				}
+				want := []string{"workspace/read_file", "workspace/edit_file", "workspace/run_command", SearchTool}
+				if !slices.Equal(names[:4], want) || slices.ContainsFunc(names[4:], func(n string) bool { return slices.Contains(want, n) }) {
+					t.Fatalf("step %d: offered %v", step, names[:4])
+				}
+				for _, n := range s.loaded {
+					if !slices.ContainsFunc(offer, func(o Offer) bool { return o.Tool == n && o.Used == step }) {
+						t.Fatalf("step %d: %s loaded but not offered", step, n)
+					}
+				}
+				removals += len(s.removed)
+				for _, gone := range s.removed {
+					k := slices.IndexFunc(before, func(o Offer) bool { return o.Tool == gone })
+					if k < 0 || before[k].Used >= step || slices.ContainsFunc(offer, func(o Offer) bool { return o.Tool == gone }) {
+						t.Fatalf("step %d: %s taken out wrongly", step, gone)
+					}
+					for _, kept := range offer {
+						if kept.Used < step && kept.Used < before[k].Used {
+							t.Fatalf("step %d: %s (used %d) taken out before %s (used %d)", step, gone, before[k].Used, kept.Tool, kept.Used)
+						}
+					}
+				}
+				seen := map[string]bool{}
+				for _, o := range offer {
+					if seen[o.Tool] {
+						t.Fatalf("step %d: %s offered twice", step, o.Tool)
+					}
+					seen[o.Tool] = true
+				}
+			}
+			if removals == 0 {
+				t.Errorf("limits %v: no search took a tool out", limits)
+			}
+		}
+	}
+}
+
+func TestStems(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"list_merge_request_pipelines", "list merg request pipelin"},
+		{"listPipelines getJobLog", "list pipelin get job log"},
+		{"The pipelines failed; merging branches", "pipelin fail merg branch"},
+		{"created, creating, creates: status of dependencies", "creat creat creat status dependency"},
+		{"a tool_136 of kind 136 é", "tool 136 kind 136"},
+	} {
+		if got := strings.Join(stems(tc.in), " "); got != tc.want {
+			t.Errorf("stems(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// The task's words pick the tools; two words the catalog writes together
+// count once, so that "merge request pipelines" is about pipelines first.
+func TestTaskWordsRankTools(t *testing.T) {
+	var tools []toolhost.Tool
+	for _, name := range strings.Fields("get_merge_request list_merge_requests create_merge_request update_merge_request " +
+		"list_pipelines get_pipeline list_merge_request_pipelines create_label list_wiki_pages") {
+		tools = append(tools, toolhost.Tool{Server: "gitlab", Name: name, Description: strings.ReplaceAll(name, "_", " ") + " of a project"})
+	}
+	ix := newWordIndex(tools)
+	q := map[string]float64{}
+	ix.query(q, "Merge request pipelines fail", titleWeight)
+	order, scores, matched := ix.ranked([]int{0, 1, 2, 3, 4, 5, 6, 7, 8}, q)
+	var got []string
+	for k, i := range order[:matched] {
+		got = append(got, fmt.Sprintf("%s %.1f", tools[i].Name, scores[k]))
+	}
+	if matched != 7 || tools[order[0]].Name != "list_merge_request_pipelines" ||
+		!strings.HasSuffix(tools[order[1]].Name, "pipeline") && !strings.HasSuffix(tools[order[1]].Name, "pipelines") ||
+		!strings.Contains(tools[order[2]].Name, "pipeline") {
+		t.Errorf("ranked %v", got)
+	}
+}
+
+// Choosing the first request's tools for a long task, and a search with
+// its loads, among 500 tools.
+func BenchmarkChoose500(b *testing.B) {
+	tools, servers := genCatalog(500)
+	ts := NewToolset(tools, servers, true)
+	ts.limit(128, 8000, llm.Estimate{}.Count)
+	body := strings.Repeat("The merge request pipeline fails in the test job since the cache moved; read the job log. ", 250)[:20000]
+	b.ResetTimer()
+	for b.Loop() {
+		ts.choose("Merge request pipelines fail", body)
+	}
+}
+
+func BenchmarkSearchAndLoad500(b *testing.B) {
+	tools, servers := genCatalog(500)
+	ts := NewToolset(tools, servers, true)
+	ts.limit(128, 8000, llm.Estimate{}.Count)
+	offer := ts.choose("Merge request pipelines fail", "The pipeline fails.")
+	queries := []string{"release tag", "wiki page note", "deployment environment", "merge request diff", "job artifact log"}
+	step := 1
+	b.ResetTimer()
+	for b.Loop() {
+		step++
+		offer, _ = ts.load(offer, ts.search(queries[step%len(queries)], offer), step)
+	}
+}
+
+// Preparing a catalog of 500 tools once, at start: its costs counted with
+// OpenAI's tokenizer, the word index, the choice without task words.
+func BenchmarkLimit500(b *testing.B) {
+	tools, servers := genCatalog(500)
+	for b.Loop() {
+		ts := NewToolset(tools, servers, true)
+		ts.limit(128, 8000, tokens.ForModel("gpt-4o").Count)
 	}
 }

@@ -26,9 +26,13 @@ type checkpoint struct {
 	Final *Outcome `json:"final,omitempty"`
 	// Announced is set once the policy has reported the end.
 	Announced bool `json:"announced,omitempty"`
-	// Loaded are the tools a catalog search made callable (a catalog too
-	// large to offer whole).
-	Loaded []string `json:"loaded,omitempty"`
+	// Offered are the tools the run offers beyond those always offered,
+	// when the catalog is too large to offer whole (catalog.go): in the
+	// order they are listed, each with when it was last used. Loaded is
+	// what a checkpoint written before offers were kept holds instead (the
+	// tools its searches loaded): read on a resume, never written.
+	Offered []Offer  `json:"offered,omitempty"`
+	Loaded  []string `json:"loaded,omitempty"`
 	// Scale is how many times more tokens the server counted than the
 	// engine did (at least 1): later counts are scaled by it.
 	Scale float64 `json:"scale,omitempty"`

@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"github.com/coding-agent/coding-agent/internal/llm"
-	"github.com/coding-agent/coding-agent/internal/toolhost"
 )
 
 // A constrained run (Options.Constrained) has the server hold each reply to
@@ -61,7 +60,7 @@ func (r *Run) constraint() (constraint, error) {
 	c := constraint{expect: exp}
 	ts := r.e.ts
 	if !ts.native {
-		schema, err := ts.ReplySchema(exp, r.st.Loaded)
+		schema, err := ts.ReplySchema(exp, r.st.Offered)
 		c.format = schema
 		return c, err
 	}
@@ -148,17 +147,17 @@ func (ts *Toolset) finishAmongOthers(c ToolCall) llm.Message {
 }
 
 // ReplySchema is the JSON schema of a reply in the JSON protocol that exp
-// admits: a command naming one of the tools offered (read-only ones only
-// when exp says so; loaded are those a search made callable), the end of
+// admits: a command naming one of the tools a request with offer offers
+// (read-only ones only when exp says so), the end of
 // the task, or the policy's object; nil when it admits nothing the
 // protocol can write. It keeps to what the servers' grammar engines share
 // (type, properties, required, additionalProperties, enum, const, anyOf):
 // every object is closed, so that no reply the schema admits holds both a
 // command and the end.
-func (ts *Toolset) ReplySchema(exp Expect, loaded []string) (json.RawMessage, error) {
+func (ts *Toolset) ReplySchema(exp Expect, offer []Offer) (json.RawMessage, error) {
 	var alts []any
 	if exp.Calls {
-		if names := ts.callable(loaded, exp.ReadOnly); len(names) > 0 {
+		if names := ts.callable(offer, exp.ReadOnly); len(names) > 0 {
 			alts = append(alts, ObjectSchema(Props{
 				{"comment", map[string]any{"type": "string", "description": "why you run it, for the issue"}},
 				{"command", ObjectSchema(Props{
@@ -196,22 +195,14 @@ func (ts *Toolset) ReplySchema(exp Expect, loaded []string) (json.RawMessage, er
 	return b, nil
 }
 
-// callable are the full names of the tools a request offers, in the order
-// offered: those offered up front and those a search loaded. They are what
-// a command may name.
-func (ts *Toolset) callable(loaded []string, readOnly bool) []string {
+// callable are the full names of the tools a request with offer offers
+// (ts.offered: the one place that says so), in the order offered: what a
+// command may name.
+func (ts *Toolset) callable(offer []Offer, readOnly bool) []string {
 	var names []string
-	add := func(t toolhost.Tool) {
+	for _, t := range ts.offered(offer) {
 		if full := t.FullName(); (!readOnly || t.ReadOnly) && !slices.Contains(names, full) {
 			names = append(names, full)
-		}
-	}
-	for _, t := range ts.shown() {
-		add(t)
-	}
-	for _, n := range loaded {
-		if t, ok := ts.byName[n]; ok {
-			add(t)
 		}
 	}
 	return names

@@ -372,8 +372,9 @@ func TestEverySchemaValidReplyIsUsable(t *testing.T) {
 	}
 }
 
-// With a catalog offered in part, the reply schema names the tools offered
-// up front, the search, and those a search loaded; not the others.
+// With a catalog offered in part, the reply schema names the tools the
+// run's offer holds (chosen up front or loaded by a search) and the search;
+// not the others.
 func TestReplySchemaNamesLoadedTools(t *testing.T) {
 	host := manyTools(t, 140, "")
 	e, err := engine.New(engine.Options{LLM: &seeker{}, Tools: host, State: newWorld(t), MaxTools: 40, Constrained: true})
@@ -381,7 +382,7 @@ func TestReplySchemaNamesLoadedTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts := e.Toolset()
-	schema, err := ts.ReplySchema(engine.Expect{Calls: true, Done: true}, []string{"many/tool_136"})
+	schema, err := ts.ReplySchema(engine.Expect{Calls: true, Done: true}, []engine.Offer{{Tool: "many/tool_001"}, {Tool: "many/tool_136", Used: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}

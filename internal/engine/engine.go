@@ -122,27 +122,32 @@ func New(o Options) (*Engine, error) {
 		}
 	}
 	if e.ts.limit(maxTools, share, o.Budget.Counter.Count) {
-		o.Logger.Warn("the tool catalog is offered in part, with a search tool for the rest",
-			"tools", len(e.ts.tools), "offered", e.ts.offered, "max_tools", o.MaxTools, "token_share", share)
+		o.Logger.Warn("the tool catalog is offered in part: the tools that match each task best, with a search tool for the rest",
+			"tools", len(e.ts.tools), "always_offered", len(e.ts.pinned), "offered_without_task_words", len(e.ts.initial),
+			"max_tools", o.MaxTools, "token_share", share)
 	}
 	return e, nil
 }
 
-// Fits checks that a policy's system prompt and the tools offered up front
-// leave room in the context budget for the task and the work: at most half
-// of it. A catalog that cannot fit is refused before any task is claimed,
-// naming its servers, their tools, the tokens and the fix.
+// Fits checks that a policy's system prompt and the tools offered leave
+// room in the context budget for the task and the work: at most half of
+// it. A catalog offered in part is counted at its share, the most a run's
+// offer may grow to. A catalog that cannot fit is refused before any task
+// is claimed, naming its servers, their tools, the tokens and the fix.
 func (e *Engine) Fits(system string) error {
 	b := e.o.Budget
 	if b.ContextLength <= 0 {
 		return nil
 	}
 	need := b.Counter.Count(system) // the JSON protocol's catalog is in it
-	if e.ts.native {
-		need += e.ts.cost(e.ts.shown(), b.Counter.Count) // the tools field
+	for _, d := range e.ts.Defs(e.ts.initial) {
+		need += messageOverhead + b.Counter.Count(d.Name) + b.Counter.Count(d.Description) + b.Counter.Count(string(d.Parameters))
+	}
+	if e.ts.partial {
+		need += e.ts.share - e.ts.offerCost(e.ts.initial)
 	}
 	e.o.Logger.Info("system prompt and tool catalog", "tokens", need, "budget", b.limit(), "tools", len(e.ts.tools),
-		"offered", e.ts.offered, "context_length", b.ContextLength, "reply_reserve", b.Reserve)
+		"offered", len(e.ts.offered(e.ts.initial)), "context_length", b.ContextLength, "reply_reserve", b.Reserve)
 	if need <= b.limit()/2 {
 		return nil
 	}

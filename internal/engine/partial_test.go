@@ -87,7 +87,7 @@ func TestToolBeyondTheProviderLimitIsReached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := l.Run(t.Context(), engine.Input{Task: task.Task{Ref: ref, Title: "Ask tool 136"}, Post: w})
+	out, err := l.Run(t.Context(), engine.Input{Task: task.Task{Ref: ref, Title: "Ask the right tool"}, Post: w})
 	if err != nil || out.End != engine.Done {
 		t.Fatalf("%+v %v", out, err)
 	}

@@ -43,11 +43,6 @@ var prompts = ParsePrompts(promptFS, "prompts/*.tmpl")
 
 func render(name string, data any) (string, error) { return prompts.Render(name, data) }
 
-type promptTool struct {
-	Name, Fn, Description, Params string
-	ReadOnly                      bool
-}
-
 type promptComment struct {
 	Author, At, Body string
 	Bot              bool

@@ -92,6 +92,9 @@ func (e *Engine) begin(ctx context.Context, in Input, p Policy) (*Run, error) {
 		st, why := resumable(cp.Data, p.Mode())
 		if why == "" {
 			r.st = st
+			if err := r.offer(true); err != nil {
+				return nil, err
+			}
 			err := p.Begin(ctx, r, st.Policy)
 			if err == nil {
 				r.log.Info("resuming from checkpoint", "calls", st.Calls, "pending", st.Pending != nil)
@@ -112,6 +115,9 @@ func (e *Engine) begin(ctx context.Context, in Input, p Policy) (*Run, error) {
 	r.st = &checkpoint{Version: checkpointVersion, Mode: p.Mode(), Mark: max(in.Mark, MarkOf(in.Comments)),
 		Counts:   Counts{Started: e.o.Now(), Ignored: in.Ignored},
 		Messages: []llm.Message{{Role: llm.System, Content: p.System()}, {Role: llm.User, Content: first}}}
+	if err := r.offer(false); err != nil {
+		return nil, err
+	}
 	if err := p.Begin(ctx, r, nil); err != nil {
 		return nil, err
 	}
@@ -183,7 +189,7 @@ func (r *Run) listen(ctx context.Context) (*Outcome, error) {
 // ask makes one model request and carries out its reply.
 func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 	st, ref := r.st, r.in.Task.Ref
-	defs := r.e.ts.Defs(st.Loaded)
+	defs := r.defs()
 	con, err := r.constraint()
 	if err != nil {
 		return nil, err
@@ -379,6 +385,7 @@ func (r *Run) call(ctx context.Context, a *Act, c ToolCall) error {
 		return fmt.Errorf("calling %s for %s: %w", c.Tool, ref, err)
 	}
 	st.ToolCalls++
+	r.used(c.Tool)
 	if err := r.e.o.State.AddCounters(ctx, ref, store.Counters{ToolCalls: 1}); err != nil {
 		return fmt.Errorf("recording tool call of %s: %w", ref, err)
 	}
@@ -410,10 +417,8 @@ func (r *Run) run(ctx context.Context, c ToolCall) (toolhost.Result, error) {
 	if err := json.Unmarshal(c.Args, &args); err != nil || strings.TrimSpace(args.Query) == "" {
 		return toolhost.Result{Text: `find_tools takes {"query": "words describing the tool"}`, IsError: true}, nil
 	}
-	text, found := r.e.ts.Search(args.Query)
-	r.st.Loaded = slices.DeleteFunc(r.st.Loaded, func(n string) bool { return slices.Contains(found, n) })
-	r.st.Loaded = append(r.st.Loaded, found...) // the newest are kept when not all fit
-	return toolhost.Result{Text: text, Bytes: len(text)}, nil
+	text, err := r.search(args.Query)
+	return toolhost.Result{Text: text, Bytes: len(text)}, err
 }
 
 // say adds a user message, joined to the last one when that is a user

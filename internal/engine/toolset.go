@@ -33,13 +33,18 @@ type Toolset struct {
 	tools   []toolhost.Tool
 	servers []toolhost.ServerConfig
 	byName  map[string]toolhost.Tool
-	// offered is how many of tools are offered up front (all, unless the
-	// catalog is too large: see catalog.go); searchDesc describes the
-	// search tool then.
-	offered    int
+	pos     map[string]int // full name → position in tools
+	// partial is set when the catalog is too large to offer whole (see
+	// catalog.go); the rest then describes how it is offered in part.
+	partial    bool
 	maxTools   int              // the provider's limit of tools a request (0: none)
-	maxTokens  int              // the catalog's share of the budget (0: none)
+	share      int              // the catalog's share of the budget in tokens (0: none)
 	count      func(string) int // how tokens are counted
+	costs      []int            // by position: what a tool adds to a request
+	pinned     []int            // positions of the tools always offered
+	base       int              // what the tools always offered and the search tool cost
+	index      *wordIndex
+	initial    []Offer // the offer of a run with no task words: what Catalog lists
 	searchDesc string
 }
 
@@ -48,11 +53,13 @@ type Toolset struct {
 func NewToolset(tools []toolhost.Tool, servers []toolhost.ServerConfig, native bool) *Toolset {
 	full := make([]string, 0, len(tools))
 	byName := make(map[string]toolhost.Tool, len(tools))
-	for _, t := range tools {
+	pos := make(map[string]int, len(tools))
+	for i, t := range tools {
 		full = append(full, t.FullName())
 		byName[t.FullName()] = t
+		pos[t.FullName()] = i
 	}
-	return &Toolset{names: newToolNames(full), native: native, tools: tools, servers: servers, byName: byName, offered: len(tools),
+	return &Toolset{names: newToolNames(full), native: native, tools: tools, servers: servers, byName: byName, pos: pos,
 		count: llm.Estimate{}.Count}
 }
 
@@ -77,21 +84,26 @@ const maxBrief = 160
 // prompt names each tool with the first sentence of its description. In the
 // JSON protocol the prompt is the only catalog: each tool with its whole
 // description and a compact summary of its parameters (paramSummary).
-func (ts *Toolset) Catalog() (string, error) {
+//
+// A policy puts it whole in its system prompt. When the catalog is offered
+// in part it lists the tools a run with no task words starts with, and the
+// engine puts each run's own list in its place (catalog.go).
+func (ts *Toolset) Catalog() (string, error) { return ts.catalog(ts.initial) }
+
+// catalog renders the catalog of a request offering offer.
+func (ts *Toolset) catalog(offer []Offer) (string, error) {
+	tools := ts.offered(offer)
 	data := struct {
-		Tools           []promptTool
+		Lines           []string
 		Servers         []toolhost.ServerConfig
 		FunctionCalling bool
 		Hidden          int
-	}{Servers: ts.servers, FunctionCalling: ts.native, Hidden: len(ts.tools) - ts.offered}
-	for _, t := range ts.shown() {
-		pt := promptTool{Name: t.FullName(), Fn: ts.names.fn(t.FullName()), ReadOnly: t.ReadOnly}
-		if ts.native {
-			pt.Description = brief(t.Description, maxBrief)
-		} else {
-			pt.Description, pt.Params = oneLine(t.Description), paramSummary(t.InputSchema)
-		}
-		data.Tools = append(data.Tools, pt)
+	}{Servers: ts.servers, FunctionCalling: ts.native}
+	if ts.partial {
+		data.Hidden = len(ts.tools) - len(tools) + 1 // the search tool is not the catalog's
+	}
+	for _, t := range tools {
+		data.Lines = append(data.Lines, ts.line(t))
 	}
 	return render("catalog.tmpl", data)
 }

@@ -348,21 +348,6 @@ func TestRaisedLimitStaysInsideTheWindow(t *testing.T) {
 	}
 }
 
-// killAt fails the n-th request, as a process killed while it waits for the
-// model, and passes the others to the model.
-type killAt struct {
-	llm.Client
-	n, at int
-}
-
-func (k *killAt) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
-	k.n++
-	if k.n == k.at {
-		return llm.Response{}, errKilled
-	}
-	return k.Client.Chat(ctx, req)
-}
-
 // The raised limit is in the checkpoint: a run stopped after a cut reply
 // resumes with it.
 func TestRaisedLimitSurvivesAResume(t *testing.T) {
