@@ -28,6 +28,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/llm/ollama"
 	"github.com/coding-agent/coding-agent/internal/llm/openai"
 	"github.com/coding-agent/coding-agent/internal/llm/record"
+	llmwire "github.com/coding-agent/coding-agent/internal/llm/wire"
 	"github.com/coding-agent/coding-agent/internal/plan"
 	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -38,16 +39,16 @@ import (
 // TestRecordings, each with the golden of what the engine does with them.
 const recordingsDir = "testdata/recordings"
 
-// retryingClient is a model provider on wire talking to srv as the app's
-// does, through the retry layer (without its waits), over rec when it is
-// not nil.
-func retryingClient(t *testing.T, wire string, srv *llmtest.Server, rec *record.Recorder) llm.Client {
+// daemonClient is the daemon's model client on wire, talking to srv as the
+// app's does: the provider over the retry layer (without its waits) over
+// wire.AnswerTransport, over rec when it is not nil.
+func daemonClient(t *testing.T, wire string, srv *llmtest.Server, rec *record.Recorder) llm.Client {
 	t.Helper()
 	var base http.RoundTripper
 	if rec != nil {
 		base = rec.Transport(nil)
 	}
-	hc := httpx.NewClient(httpx.Options{RetryUnsafe: true, JSON: true, Base: base,
+	hc := httpx.NewClient(httpx.Options{RetryUnsafe: true, JSON: true, Base: llmwire.AnswerTransport{Next: base},
 		Sleep: func(context.Context, time.Duration) error { return nil }})
 	var c llm.Client
 	var err error
@@ -130,7 +131,7 @@ func recordSample(t *testing.T, s sample, host *toolhost.Host, path string) (eng
 	}
 	defer rec.Close()
 	calls := &callLog{ts: tools{Host: host}}
-	out, runErr := shapeRun(t, s.loop, newWorld(t), retryingClient(t, s.wire, srv, rec), calls, s.native)
+	out, runErr := shapeRun(t, s.loop, newWorld(t), daemonClient(t, s.wire, srv, rec), calls, s.native)
 	return out, calls, srv, runErr
 }
 
@@ -149,7 +150,7 @@ func TestRecordingReplaysTheRun(t *testing.T) {
 			replay := llmtest.NewServer(t, llmtest.Options{})
 			entries := replay.ScriptRecording(path, "")
 			second := &callLog{ts: tools{Host: host}}
-			out2, err := shapeRun(t, s.loop, newWorld(t), retryingClient(t, s.wire, replay, nil), second, s.native)
+			out2, err := shapeRun(t, s.loop, newWorld(t), daemonClient(t, s.wire, replay, nil), second, s.native)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -241,7 +242,7 @@ func TestRecordings(t *testing.T) {
 				srv.Script(llmtest.Answer(t, e))
 			}
 			calls := &callLog{ts: setup.tools}
-			out, err := setup.run(t, retryingClient(t, setup.wire, srv, nil), calls)
+			out, err := setup.run(t, daemonClient(t, setup.wire, srv, nil), calls)
 			golden.Check(t, "recordings/"+name, setup.report(out, err, ranOut.Load(), calls.calls, len(entries), len(srv.Requests())))
 		})
 	}

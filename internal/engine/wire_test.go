@@ -12,12 +12,8 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/agent"
 	"github.com/coding-agent/coding-agent/internal/engine"
-	"github.com/coding-agent/coding-agent/internal/httpx"
 	"github.com/coding-agent/coding-agent/internal/llm"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
-	"github.com/coding-agent/coding-agent/internal/llm/ollama"
-	"github.com/coding-agent/coding-agent/internal/llm/openai"
-	llmwire "github.com/coding-agent/coding-agent/internal/llm/wire"
 	"github.com/coding-agent/coding-agent/internal/plan"
 	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -27,25 +23,6 @@ import (
 // each behaviour ends in the intended action or in a failure that quotes
 // the server. The model client is the daemon's: the provider over the
 // retry layer over wire.AnswerTransport.
-
-// wireClient is the daemon's model client on wire, talking to srv, without
-// the waits between retries.
-func wireClient(t *testing.T, wire string, srv *llmtest.Server) llm.Client {
-	t.Helper()
-	hc := httpx.NewClient(httpx.Options{RetryUnsafe: true, JSON: true, Base: llmwire.AnswerTransport{},
-		Sleep: func(context.Context, time.Duration) error { return nil }})
-	var c llm.Client
-	var err error
-	if wire == llmtest.WireOpenAI {
-		c, err = openai.New(openai.Options{BaseURL: srv.OpenAIURL(), Model: "test-model", HTTPClient: hc})
-	} else {
-		c, err = ollama.New(ollama.Options{Endpoint: srv.URL(), Model: "test-model", HTTPClient: hc})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 var (
 	wires = []string{llmtest.WireOpenAI, llmtest.WireOllama}
@@ -125,7 +102,7 @@ func TestServerErrorIn200(t *testing.T) {
 					srv.Script(llmtest.Garbage{Body: bodies[wire]})
 				}
 				w := newWorld(t)
-				_, err := wireRun(t, loop, w, wireClient(t, wire, srv), tools{Host: host}, engine.Options{})
+				_, err := wireRun(t, loop, w, daemonClient(t, wire, srv, nil), tools{Host: host}, engine.Options{})
 				want := "the server answered status 200 with an error: " + messages[wire]
 				if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "empty") {
 					t.Fatalf("error %v, want one quoting %q", err, want)
@@ -141,7 +118,7 @@ func TestServerErrorIn200(t *testing.T) {
 				srv := llmtest.NewServer(t, llmtest.Options{})
 				srv.Script(llmtest.Garbage{Body: bodies[wire]})
 				n := script(srv, loop, llmtest.Reply{Content: echoCommand})
-				out, err := wireRun(t, loop, newWorld(t), wireClient(t, wire, srv), tools{Host: host}, engine.Options{})
+				out, err := wireRun(t, loop, newWorld(t), daemonClient(t, wire, srv, nil), tools{Host: host}, engine.Options{})
 				if err != nil || out.End != engine.Done {
 					t.Fatalf("outcome %+v, %v", out, err)
 				}
@@ -183,7 +160,7 @@ func TestUnaskedStreamIsRead(t *testing.T) {
 					}
 					srv := llmtest.NewServer(t, llmtest.Options{})
 					n := script(srv, loop, llmtest.Streamed{Reply: reply})
-					out, err := wireRun(t, loop, newWorld(t), wireClient(t, wire, srv), tools{Host: host}, engine.Options{FunctionCalling: native})
+					out, err := wireRun(t, loop, newWorld(t), daemonClient(t, wire, srv, nil), tools{Host: host}, engine.Options{FunctionCalling: native})
 					if err != nil || out.End != engine.Done {
 						t.Fatalf("outcome %+v, %v", out, err)
 					}
@@ -219,7 +196,7 @@ func TestToolCallIDsAMistralServerTakes(t *testing.T) {
 				echo("four", llmtest.Call{ID: "A1b2C3d4E"}),
 				echo("five", llmtest.Call{ID: "A1b2C3d4E"}), // the server repeats an id
 			)
-			out, err := wireRun(t, loop, newWorld(t), wireClient(t, llmtest.WireOpenAI, srv), tools{Host: host},
+			out, err := wireRun(t, loop, newWorld(t), daemonClient(t, llmtest.WireOpenAI, srv, nil), tools{Host: host},
 				engine.Options{FunctionCalling: true})
 			if err != nil || out.End != engine.Done {
 				t.Fatalf("outcome %+v, %v", out, err)
@@ -268,7 +245,7 @@ func TestCutCallRaisesTheLimitOnce(t *testing.T) {
 					}
 					srv := llmtest.NewServer(t, llmtest.Options{})
 					n := script(srv, loop, cut, cut, whole)
-					out, err := wireRun(t, loop, newWorld(t), wireClient(t, wire, srv), tools{Host: host},
+					out, err := wireRun(t, loop, newWorld(t), daemonClient(t, wire, srv, nil), tools{Host: host},
 						engine.Options{FunctionCalling: native, Budget: budget})
 					if err != nil || out.End != engine.Done {
 						t.Fatalf("outcome %+v, %v", out, err)
@@ -333,7 +310,7 @@ func TestRaisedLimitStaysInsideTheWindow(t *testing.T) {
 	// The system prompt and the tools take about 1,200 tokens: 3,000 of
 	// the window are left for a reply, less than twice the reserve.
 	budget := engine.Budget{ContextLength: 5000, Reserve: 2000}
-	out, err := wireRun(t, "plain", newWorld(t), wireClient(t, llmtest.WireOpenAI, srv), tools{Host: host},
+	out, err := wireRun(t, "plain", newWorld(t), daemonClient(t, llmtest.WireOpenAI, srv, nil), tools{Host: host},
 		engine.Options{FunctionCalling: true, Budget: budget})
 	if err != nil || out.End != engine.Done {
 		t.Fatalf("outcome %+v, %v", out, err)
@@ -357,7 +334,7 @@ func TestRaisedLimitSurvivesAResume(t *testing.T) {
 	srv.Script(cut, llmtest.Reply{Content: `{"done": true, "comment": "Echoed."}`})
 	o := engine.Options{FunctionCalling: true, Budget: engine.Budget{ContextLength: 16384, Reserve: 512}}
 	w := newWorld(t)
-	m := wireClient(t, llmtest.WireOpenAI, srv)
+	m := daemonClient(t, llmtest.WireOpenAI, srv, nil)
 	if _, err := wireRun(t, "plain", w, &killAt{Client: m, at: 2}, tools{Host: host}, o); !errors.Is(err, errKilled) {
 		t.Fatalf("first run: %v, want killed", err)
 	}
@@ -391,7 +368,7 @@ func TestEmptyCallBesideFinalAnswer(t *testing.T) {
 					srv.Script(r)
 				}
 				w := newWorld(t)
-				out, err := wireRun(t, loop, w, wireClient(t, wire, srv), tools{Host: host}, engine.Options{FunctionCalling: true})
+				out, err := wireRun(t, loop, w, daemonClient(t, wire, srv, nil), tools{Host: host}, engine.Options{FunctionCalling: true})
 				if err != nil || out.End != engine.Done || !strings.Contains(out.Comment+strings.Join(commentsOf(w), ""), "Echoed.") {
 					t.Fatalf("outcome %+v, %v", out, err)
 				}
@@ -440,7 +417,7 @@ func TestNamelessCallInTheConversation(t *testing.T) {
 			srv := llmtest.NewServer(t, llmtest.Options{})
 			done := llmtest.Reply{Content: `{"done": true, "comment": "Echoed."}`}
 			srv.Script(done, done)
-			out, err := wireRun(t, "plain", newWorld(t), &olderModel{Client: wireClient(t, wire, srv)}, tools{Host: host},
+			out, err := wireRun(t, "plain", newWorld(t), &olderModel{Client: daemonClient(t, wire, srv, nil)}, tools{Host: host},
 				engine.Options{FunctionCalling: true})
 			if err != nil || out.End != engine.Done {
 				t.Fatalf("outcome %+v, %v", out, err)
