@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestHidden checks that every hidden or outside path stays unreadable.
@@ -51,7 +53,8 @@ func TestEnviron(t *testing.T) {
 	forLevels(t, func(t *testing.T, lvl Level) {
 		b := newBox(t, lvl, Policy{Env: map[string]string{"FOO": "bar"}})
 		r := b.sh(t, "env")
-		allowed := map[string]bool{"PATH": true, "HOME": true, "TMPDIR": true, "LANG": true, "FOO": true, "PWD": true}
+		allowed := map[string]bool{"PATH": true, "HOME": true, "TMPDIR": true, "LANG": true, "FOO": true, "PWD": true,
+			"PYTHONDONTWRITEBYTECODE": true}
 		got := map[string]string{}
 		for _, line := range strings.Split(strings.TrimSpace(string(r.Stdout)), "\n") {
 			k, v, _ := strings.Cut(line, "=")
@@ -69,6 +72,35 @@ func TestEnviron(t *testing.T) {
 		r = b.sh(t, fmt.Sprintf("cat /proc/%d/environ; cat /proc/%d/environ", os.Getpid(), os.Getppid()))
 		if strings.Contains(out(r), "s3cr3t-value") {
 			t.Errorf("read the daemon's environ: %q", out(r))
+		}
+	})
+}
+
+// TestEditedModuleRunsAsEdited: a Python module changed within the second
+// it was imported, to the same size, runs as changed (no bytecode cache is
+// written to trust instead).
+func TestEditedModuleRunsAsEdited(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	forLevels(t, func(t *testing.T, lvl Level) {
+		b := newBox(t, lvl, Policy{})
+		mod := filepath.Join(b.d.Work, "parity.py")
+		for _, want := range []string{"even", "odd!"} {
+			if err := os.WriteFile(mod, []byte("WORD = '"+want+"'\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// The same mtime second as the import before it.
+			if err := os.Chtimes(mod, time.Unix(1700000000, 0), time.Unix(1700000000, 0)); err != nil {
+				t.Fatal(err)
+			}
+			r := b.sh(t, "python3 -c 'import parity; print(parity.WORD)'")
+			if got := strings.TrimSpace(string(r.Stdout)); got != want {
+				t.Fatalf("the module says %q after it was changed to %q (stderr %q)", got, want, r.Stderr)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(b.d.Work, "__pycache__")); err == nil {
+			t.Error("python wrote a bytecode cache into the checkout")
 		}
 	})
 }

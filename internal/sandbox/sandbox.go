@@ -265,18 +265,24 @@ func (s *Sandbox) commandPath(daemonPath string) []string {
 	return out
 }
 
-// environ is the command's whole environment: PATH, HOME, TMPDIR and LANG,
-// and extra (Policy.Env for Run, a server's own env for Command).
+// environ is the command's whole environment: PATH, HOME, TMPDIR, LANG and
+// PYTHONDONTWRITEBYTECODE, and extra (Policy.Env for Run, a server's own
+// env for Command). Python trusts its bytecode cache while the source's
+// size and modification time in whole seconds are unchanged: a model that
+// fixes a file within the second the tests imported it, to the same size
+// (a swapped pair of words), would have the tests run the old code, and
+// the caches would litter the checkout besides.
 func (s *Sandbox) environ(d Dirs, tmpSeen string, extra map[string]string) []string {
 	lang := os.Getenv("LANG")
 	if lang == "" {
 		lang = "C.UTF-8"
 	}
 	env := map[string]string{
-		"PATH":   strings.Join(s.path, ":"),
-		"HOME":   d.Home,
-		"TMPDIR": tmpSeen,
-		"LANG":   lang,
+		"PATH":                    strings.Join(s.path, ":"),
+		"HOME":                    d.Home,
+		"TMPDIR":                  tmpSeen,
+		"LANG":                    lang,
+		"PYTHONDONTWRITEBYTECODE": "1",
 	}
 	for k, v := range extra {
 		env[k] = v
