@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -92,15 +93,37 @@ func runKilled(t *testing.T, e *env, arrived <-chan struct{}) (*exec.Cmd, *strin
 	return cmd, stderr
 }
 
+// buildBinary is the daemon's binary, built once for the package's tests
+// (each build links for seconds; a dozen tests start it).
 func buildBinary(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "coding-agent")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/coding-agent")
-	build.Dir = mcptest.ModuleRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building coding-agent: %v\n%s", err, out)
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "coding-agent-bin-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.dir = dir
+		bin := filepath.Join(dir, "coding-agent")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/coding-agent")
+		build.Dir = mcptest.ModuleRoot(t)
+		if out, err := build.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("building coding-agent: %v\n%s", err, out)
+			return
+		}
+		built.bin = bin
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.bin
+}
+
+// built is the binary buildBinary made; TestMain removes its folder.
+var built struct {
+	once     sync.Once
+	bin, dir string
+	err      error
 }
 
 // writeConfig writes the GitHub + OpenAI config of an env as the YAML a user

@@ -11,5 +11,9 @@ import (
 // tests' tasks run, as the daemon's main does.
 func TestMain(m *testing.M) {
 	sandbox.Enter()
-	os.Exit(m.Run())
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
