@@ -106,11 +106,13 @@ func (lt *longTask) respond(e *env, r llmtest.Received) llmtest.Step {
 // budget by the tokenizer and by the usage the server reports, and no
 // request carrying a tool output twice.
 func TestLongTaskFitsItsWindow(t *testing.T) {
+	t.Parallel() // a heavy test: it runs beside the others (see README, Tests)
 	if testing.Short() {
 		t.Skip("200 turns")
 	}
 	for _, provider := range []string{config.ProviderOpenAI, config.ProviderOllama} {
 		t.Run(provider, func(t *testing.T) {
+			t.Parallel()
 			lt := &longTask{turns: 200, counter: tokens.ForModel("gpt-4o")}
 			e := lt.env(t, provider)
 			e.runOK(t)
