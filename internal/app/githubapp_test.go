@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -56,5 +58,74 @@ func TestGitHubAppActsAsItsBot(t *testing.T) {
 	}
 	if logs, _ := os.ReadFile(e.cfg.Logging.File); strings.Contains(string(logs), "PRIVATE KEY") {
 		t.Error("the log holds the app's private key")
+	}
+}
+
+// asApp signs e's agent in as a GitHub App installed on acme instead of
+// with a token.
+func asApp(t *testing.T, e *env) {
+	t.Helper()
+	key := e.gh.InstallApp(4242, "coding-agent-app", "acme")
+	path := filepath.Join(t.TempDir(), "app.pem")
+	if err := os.WriteFile(path, key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.cfg.GitHub.Token = ""
+	e.cfg.GitHub.App = &config.GitHubApp{AppID: 4242, PrivateKeyFile: path, PrivateKey: string(key)}
+}
+
+// An installation token revoked mid-run, its expiry an hour ahead, is
+// replaced at the first 401: the run goes on as the app's bot and ends
+// done, with one new token for the whole burst of refused requests.
+func TestGitHubAppRevokedTokenIsReplaced(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
+		respond: func(e *env, r llmtest.Received) llmtest.Step {
+			if r.N == 1 {
+				e.gh.RevokeInstallationTokens()
+			}
+			return writeThenDone(e, r)
+		}})
+	asApp(t, e)
+	e.runOK(t)
+	e.wantLabels(t, "bug", "coding agent done")
+	if got := e.record().Status; got != task.Done {
+		t.Errorf("store status %s, want done", got)
+	}
+	if n := e.gh.InstallationTokens(); n != 2 {
+		t.Errorf("%d installation tokens asked for, want 2: the first, and one when it was refused", n)
+	}
+	if bots := e.botComments(); len(bots) < 2 || !strings.Contains(bots[len(bots)-1], "Created hello.txt") {
+		t.Errorf("the bot's comments %q, want its closing comment among them", bots)
+	}
+}
+
+// When the app's installation is removed mid-run, no new token can be had:
+// `run` fails naming it, and the task it held is not left running in the
+// store (nor failed: it was not the task's fault) but queued, so that once
+// the app is installed again the next run resumes it and finishes it.
+func TestGitHubAppUninstalledStopsTheRun(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
+		respond: func(e *env, r llmtest.Received) llmtest.Step {
+			if r.N == 1 {
+				e.gh.Uninstall("acme")
+			}
+			return writeThenDone(e, r)
+		}})
+	asApp(t, e)
+	err := e.run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "installation") || !strings.Contains(err.Error(), "removed") {
+		t.Fatalf("run = %v, want an error saying the app's installation was removed", err)
+	}
+	if got := e.record().Status; got != task.Queued {
+		t.Errorf("store status %s after the refusal, want queued (resumed by the next run)", got)
+	}
+	if slices.Contains(e.labels(), "coding agent failed") {
+		t.Errorf("labels %v: a refused credential failed the task", e.labels())
+	}
+	e.gh.Install("acme")
+	e.runOK(t)
+	e.wantLabels(t, "bug", "coding agent done")
+	if got := e.record().Status; got != task.Done {
+		t.Errorf("store status %s after the app was installed again, want done", got)
 	}
 }
