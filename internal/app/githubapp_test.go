@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
@@ -127,5 +129,42 @@ func TestGitHubAppUninstalledStopsTheRun(t *testing.T) {
 	e.wantLabels(t, "bug", "coding agent done")
 	if got := e.record().Status; got != task.Done {
 		t.Errorf("store status %s after the app was installed again, want done", got)
+	}
+}
+
+// `serve` whose app was uninstalled backs off: passes made one after
+// another (each webhook makes one) fail at once, saying why, and GitHub
+// sees one refused request and one refused token request, not one of each
+// per pass.
+func TestServeBacksOffWhenTheAppIsRefused(t *testing.T) {
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, seed: unlabelled})
+	asApp(t, e)
+	s := e.serveHTTP(t)
+	s.discovered()
+	e.gh.Uninstall("acme")
+	from := len(e.gh.Requests())
+	failed := func() int {
+		b, _ := os.ReadFile(e.cfg.Logging.File)
+		return strings.Count(string(b), "polling pass failed")
+	}
+	for i := range 5 {
+		// Another issue each time: each delivery is another event.
+		n := e.gh.AddIssue("acme/app", forgetest.IssueSeed{Title: "Task " + strconv.Itoa(i), Author: "alice"})
+		if status := s.send("/webhooks/github", e.gh.LabelHook("acme/app", n, "coding agent", "", hookSecret)); status != http.StatusAccepted {
+			t.Fatalf("delivery %d: status %d", i+1, status)
+		}
+		waitFor(t, "the pass to fail", func() bool { return failed() > i })
+	}
+	var refused []string
+	for _, r := range e.gh.Requests()[from:] {
+		if r.Status == http.StatusUnauthorized || r.Status == http.StatusNotFound {
+			refused = append(refused, r.Method+" "+r.Path)
+		}
+	}
+	if len(refused) > 2 {
+		t.Errorf("%d requests refused over 5 passes, want at most 2 (the first, and its new token's): %q", len(refused), refused)
+	}
+	if b, _ := os.ReadFile(e.cfg.Logging.File); !strings.Contains(string(b), "installation was removed") {
+		t.Error("the log does not say the app's installation was removed")
 	}
 }
