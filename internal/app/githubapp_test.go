@@ -168,3 +168,29 @@ func TestServeBacksOffWhenTheAppIsRefused(t *testing.T) {
 		t.Error("the log does not say the app's installation was removed")
 	}
 }
+
+// A token revoked at the run's last reply is replaced by the request that
+// posts the step's comment, and git asks for the token at each command:
+// the push that follows is made with the new one and lands.
+func TestGitHubAppRevokedTokenIsReplacedBeforeThePush(t *testing.T) {
+	write := writeFiles("hello.txt")
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
+		respond: func(e *env, r llmtest.Received) llmtest.Step {
+			step := write(e, r)
+			if toolResults(r) == 1 { // the last reply: the push comes next
+				e.gh.RevokeInstallationTokens()
+			}
+			return step
+		}})
+	quickstart(t, e)
+	asApp(t, e)
+	e.runOK(t)
+	e.wantLabels(t, "bug", "coding agent done")
+	branch := "coding-agent/issue-" + strconv.Itoa(e.ref.Number)
+	if _, ok := e.git().file(branch, "hello.txt"); !ok {
+		t.Errorf("the push after the revocation did not land on %s", branch)
+	}
+	if n := e.gh.InstallationTokens(); n != 2 {
+		t.Errorf("%d installation tokens asked for, want 2", n)
+	}
+}
