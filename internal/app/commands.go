@@ -72,7 +72,9 @@ func (a *App) Run(ctx context.Context) error {
 	if derr != nil && !consumerEnded {
 		return derr
 	}
-	return nil
+	// A task left queued because the forge refused the credentials was
+	// not finished: the run failed, and says why.
+	return w.Refused()
 }
 
 // Serve polls every continuous.producer.interval_minutes and processes what
@@ -202,7 +204,10 @@ func (a *App) Consume(ctx context.Context, once bool) error {
 			return err
 		}
 		q.Close()
-		return w.Consume(tctx)
+		if err := w.Consume(tctx); err != nil {
+			return err
+		}
+		return w.Refused()
 	}
 	done, ctx := a.consume(ctx, w, tctx)
 	// The store's queued tasks (in-process queue), and with any queue the

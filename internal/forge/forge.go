@@ -19,6 +19,13 @@ var ErrNotFound = errors.New("not found")
 // was not on the task: another caller took it first, or nobody put it there.
 var ErrLabelAbsent = errors.New("label is not on the task")
 
+// ErrAuth is returned (wrapped) when the forge refuses the credentials the
+// process acts with, and renewing them did not help: a GitHub App whose
+// installation was removed or whose key is not the app's. Until someone
+// fixes them nothing on the forge can be read or changed, so the worker
+// leaves its tasks for the next run rather than failing them.
+var ErrAuth = errors.New("the forge refuses the credentials")
+
 // Discoverer finds open tasks carrying a label, inside the configured scope
 // (repositories, owner, projects, group). The list is complete: every page
 // is read.

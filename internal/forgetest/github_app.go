@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -23,10 +24,19 @@ type ghApp struct {
 	id       int64
 	slug     string
 	key      *rsa.PublicKey
-	installs map[string]int64     // account login → installation id
-	tokens   map[string]time.Time // installation token → when it expires
+	installs map[string]int64       // account login → installation id
+	next     int64                  // the id of the next installation
+	tokens   map[string]ghInstToken // live installation tokens
+	issued   int                    // installation tokens issued, revoked ones included
 	ttl      time.Duration
 	jwts     int // JWT-authenticated requests served
+}
+
+// ghInstToken is an installation token the emulator issued and has not
+// revoked.
+type ghInstToken struct {
+	installation int64
+	expires      time.Time
 }
 
 // InstallApp registers a GitHub App (id, slug) and installs it on the
@@ -42,10 +52,11 @@ func (g *GitHub) InstallApp(id int64, slug string, accounts ...string) []byte {
 	}
 	g.st.Lock()
 	defer g.st.Unlock()
-	app := &ghApp{id: id, slug: slug, key: &key.PublicKey, installs: map[string]int64{},
-		tokens: map[string]time.Time{}, ttl: time.Hour}
-	for i, a := range accounts {
-		app.installs[strings.ToLower(a)] = 1000 + int64(i)
+	app := &ghApp{id: id, slug: slug, key: &key.PublicKey, installs: map[string]int64{}, next: 1000,
+		tokens: map[string]ghInstToken{}, ttl: time.Hour}
+	for _, a := range accounts {
+		app.installs[strings.ToLower(a)] = app.next
+		app.next++
 	}
 	g.app = app
 	g.BotLogin = slug + "[bot]"
@@ -60,14 +71,51 @@ func (g *GitHub) SetInstallationTokenTTL(d time.Duration) {
 	g.app.ttl = d
 }
 
-// InstallationTokens is how many installation tokens were issued.
+// InstallationTokens is how many installation tokens were issued, revoked
+// ones included.
 func (g *GitHub) InstallationTokens() int {
 	g.st.Lock()
 	defer g.st.Unlock()
 	if g.app == nil {
 		return 0
 	}
-	return len(g.app.tokens)
+	return g.app.issued
+}
+
+// RevokeInstallationTokens revokes every installation token issued so far,
+// as GitHub does when one is revoked (DELETE /installation/token) or
+// reported leaked: they are answered 401 "Bad credentials" from now on,
+// although their expiry is ahead. The app stays installed: a new token is
+// granted.
+func (g *GitHub) RevokeInstallationTokens() {
+	g.st.Lock()
+	defer g.st.Unlock()
+	clear(g.app.tokens)
+}
+
+// Uninstall removes the app's installation on account, as its owner does
+// on GitHub: the installation's tokens are answered 401, and the
+// installation is not found any more (404), nor a token for it granted.
+func (g *GitHub) Uninstall(account string) {
+	g.st.Lock()
+	defer g.st.Unlock()
+	id, ok := g.app.installs[strings.ToLower(account)]
+	if !ok {
+		return
+	}
+	delete(g.app.installs, strings.ToLower(account))
+	maps.DeleteFunc(g.app.tokens, func(_ string, t ghInstToken) bool { return t.installation == id })
+}
+
+// Install installs the app on account (again, after Uninstall) and returns
+// the installation's id: a new one, as GitHub gives a new installation.
+func (g *GitHub) Install(account string) int64 {
+	g.st.Lock()
+	defer g.st.Unlock()
+	id := g.app.next
+	g.app.next++
+	g.app.installs[strings.ToLower(account)] = id
+	return id
 }
 
 // accepts reports whether tok is the emulator's token or a live
@@ -92,8 +140,8 @@ func (g *GitHub) installationTokenLocked(tok string) bool {
 	if g.app == nil {
 		return false
 	}
-	exp, ok := g.app.tokens[tok]
-	return ok && g.nowLocked().Before(exp)
+	t, ok := g.app.tokens[tok]
+	return ok && g.nowLocked().Before(t.expires)
 }
 
 // appPath reports whether path is one a JWT authenticates: the app's own
@@ -198,7 +246,8 @@ func (g *GitHub) createInstallationToken(w http.ResponseWriter, r *http.Request)
 	_, _ = rand.Read(raw[:])
 	tok := "ghs_" + hex.EncodeToString(raw[:])
 	exp := g.nowLocked().Add(app.ttl).UTC().Truncate(time.Second)
-	app.tokens[tok] = exp
+	app.tokens[tok] = ghInstToken{installation: id, expires: exp}
+	app.issued++
 	g.st.Unlock()
 	g.reply(w, r, http.StatusCreated, map[string]any{"token": tok, "expires_at": exp.Format(time.RFC3339),
 		"permissions": ghAppPermissions, "repository_selection": "all"})

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"net/http"
 	"slices"
 	"strings"
@@ -23,18 +24,43 @@ type github struct {
 
 func (github) name() string { return task.GitHub }
 
-func (g github) verify(r *http.Request, body []byte) bool {
+// admit wants X-Hub-Signature-256 well formed: the body is verified
+// against it as it is read.
+func (g github) admit(r *http.Request) (proof, bool) {
 	sig, ok := strings.CutPrefix(r.Header.Get("X-Hub-Signature-256"), "sha256=")
 	if !ok {
-		return false
+		return nil, false
 	}
-	got, err := hex.DecodeString(sig)
-	if err != nil {
-		return false
+	want, err := hex.DecodeString(sig)
+	if err != nil || len(want) != sha256.Size {
+		return nil, false
 	}
-	mac := hmac.New(sha256.New, g.secret)
-	mac.Write(body)
-	return hmac.Equal(got, mac.Sum(nil))
+	return &ghProof{mac: hmac.New(sha256.New, g.secret), want: want}, true
+}
+
+// ghProof is the HMAC-SHA256 of the body under the secret, as it is read,
+// and the one the signature says.
+type ghProof struct {
+	mac  hash.Hash
+	want []byte
+}
+
+func (p *ghProof) Write(b []byte) (int, error) { return p.mac.Write(b) }
+
+func (p *ghProof) valid() bool { return hmac.Equal(p.want, p.mac.Sum(nil)) }
+
+// reads: issues, pull requests and their comments; a ping is answered
+// once its body is verified (GitHub shows the answer when a hook is set
+// up, so a wrong secret shows there).
+func (github) reads(r *http.Request) (string, bool) {
+	switch kind := r.Header.Get("X-GitHub-Event"); kind {
+	case "issues", "pull_request", "issue_comment":
+		return "", true
+	case "ping":
+		return "ping", false
+	default:
+		return fmt.Sprintf("event %q is not read", kind), false
+	}
 }
 
 func (github) ids(r *http.Request) []string { return []string{r.Header.Get("X-GitHub-Delivery")} }
@@ -68,13 +94,6 @@ type ghPayload struct {
 
 func (g github) read(r *http.Request, body []byte) (event, error) {
 	kind := r.Header.Get("X-GitHub-Event")
-	switch kind {
-	case "issues", "pull_request", "issue_comment":
-	case "ping":
-		return event{why: "ping"}, nil
-	default:
-		return event{why: fmt.Sprintf("event %q is not read", kind)}, nil
-	}
 	var p ghPayload
 	if err := json.Unmarshal(body, &p); err != nil {
 		return event{}, fmt.Errorf("reading the %s payload: %w", kind, err)

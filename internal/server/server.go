@@ -7,7 +7,9 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -55,15 +57,39 @@ type Options struct {
 	Delivered func(forge, result string)
 	// Metrics serves GET /metrics; nil: not served.
 	Metrics http.Handler
-	// Deliveries is how many delivery ids are remembered to ignore a
-	// delivery that comes again; 0 → 4096.
+	// Deliveries is how many deliveries (their ids and their bodies' digests)
+	// are remembered to ignore a delivery that comes again; 0 → 4096.
 	Deliveries int
-	Logger     *slog.Logger
+	// Reading is how many deliveries' bodies are read at once; a delivery
+	// over it is answered 503 with Retry-After, its body unread. 0 → 8.
+	Reading int
+	// Now is the clock of the bodies remembered; nil → time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
-// maxBody is the most a webhook body may hold: GitHub caps its payloads
-// at 25 MB.
-const maxBody = 25 << 20
+// Limits of what a delivery may make the listener read and keep.
+const (
+	// maxBody is the most a body is read of: GitHub caps its payloads at
+	// 25 MB. The body of an event the listener does not read (a ping, a
+	// push) is hashed to verify it, and kept nowhere.
+	maxBody = 25 << 20
+	// maxKept is the most of a body kept to be read. The events read (an
+	// issue, a pull request or merge request, a comment: texts of at most
+	// 65536 characters each, and a few small objects) fit in it many
+	// times; a longer body is answered 413 as soon as it passes it,
+	// unverified, so that what a delivery holds in memory before its
+	// proof is checked is at most this.
+	maxKept = 1 << 20
+	// busyRetry is the Retry-After, in seconds, of a delivery refused for
+	// the deliveries being read already.
+	busyRetry = "5"
+	// bodyMemory is how long a verified body is remembered: the same
+	// body again within it is a duplicate, whatever its delivery id (a
+	// delivery id is not signed, so a captured delivery could be replayed
+	// under new ones).
+	bodyMemory = time.Hour
+)
 
 // readyTimeout bounds one readiness check.
 const readyTimeout = 5 * time.Second
@@ -73,6 +99,9 @@ type Handler struct {
 	o    Options
 	seen *deliveries
 	mux  *http.ServeMux
+	// reading holds a token for each delivery whose body is being read
+	// (Options.Reading of them at most).
+	reading chan struct{}
 }
 
 // New returns the handler of the listener.
@@ -92,7 +121,13 @@ func New(o Options) *Handler {
 	if o.Self == nil {
 		o.Self = func(string) bool { return false }
 	}
-	h := &Handler{o: o, seen: newDeliveries(o.Deliveries), mux: http.NewServeMux()}
+	if o.Reading <= 0 {
+		o.Reading = 8
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	h := &Handler{o: o, seen: newDeliveries(o.Deliveries, o.Now), mux: http.NewServeMux(), reading: make(chan struct{}, o.Reading)}
 	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { reply(w, http.StatusOK, "ok") })
 	h.mux.HandleFunc("GET /readyz", h.ready)
 	if o.Metrics != nil {
@@ -149,12 +184,24 @@ type event struct {
 // forgeHooks verifies and reads one forge's deliveries.
 type forgeHooks interface {
 	name() string
-	// verify reports whether the delivery carries the forge's proof.
-	verify(r *http.Request, body []byte) bool
+	// admit checks what the headers prove, before any of the body is
+	// read: false refuses the delivery. The proof it returns verifies the
+	// body as the body is written through it; nil when the headers
+	// proved the delivery (GitLab's token).
+	admit(r *http.Request) (proof, bool)
+	// reads reports whether the listener reads the delivery's event;
+	// why not, when it does not. Only the body of an event read is kept.
+	reads(r *http.Request) (string, bool)
 	// ids are the delivery's ids: it is a duplicate when one was seen.
 	ids(r *http.Request) []string
 	// read turns the delivery into an event; an error is a malformed body.
 	read(r *http.Request, body []byte) (event, error)
+}
+
+// proof verifies a body written through it (GitHub's HMAC).
+type proof interface {
+	io.Writer
+	valid() bool
 }
 
 // Results of a delivery, as Options.Delivered is told.
@@ -164,39 +211,69 @@ const (
 	Duplicate    = "duplicate"    // 200: delivered before
 	Unauthorized = "unauthorized" // 401: no or a wrong signature or token
 	Malformed    = "malformed"    // 400 or 413: unreadable, or too large
+	Busy         = "busy"         // 503: too many deliveries being read; its body was not read
 )
 
 // webhook serves one forge's deliveries. Answers: 401 unverified (nothing
-// is read or remembered), 400 malformed, 413 too large, 202 acted on (the
-// loops were signalled), 200 ignored (another event, another repository,
-// or a delivery seen before), each with a line saying which.
+// is kept or remembered), 400 malformed, 413 too large, 503 busy (with
+// Retry-After), 202 acted on (the loops were signalled), 200 ignored
+// (another event, another repository, or a delivery seen before), each
+// with a line saying which.
 func (h *Handler) webhook(f forgeHooks) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		status, result, msg := h.deliver(f, w, r)
 		h.o.Delivered(f.name(), result)
+		if status == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", busyRetry)
+		}
 		reply(w, status, msg)
 	})
 }
 
 // deliver verifies, reads and acts on one delivery; it returns the answer
-// and the result.
+// and the result. The proof in the headers is checked before the body is
+// read; the body is verified as it streams in, and kept only when its
+// event is read and it fits maxKept, so that a delivery without the
+// forge's proof never makes the listener hold more than that.
 func (h *Handler) deliver(f forgeHooks, w http.ResponseWriter, r *http.Request) (int, string, string) {
 	log := h.o.Logger.With("forge", f.name(), "delivery", firstOf(f.ids(r)))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
-			return http.StatusRequestEntityTooLarge, Malformed, "payload too large"
-		}
-		return http.StatusBadRequest, Malformed, "reading the payload: " + err.Error()
-	}
-	if !f.verify(r, body) {
+	p, ok := f.admit(r)
+	if !ok {
 		log.Warn("webhook delivery refused: missing or wrong signature", "remote", r.RemoteAddr)
 		return http.StatusUnauthorized, Unauthorized, "signature missing or wrong"
 	}
-	ev, err := f.read(r, body)
-	if err != nil {
-		log.Warn("webhook delivery refused: malformed payload", "error", err)
-		return http.StatusBadRequest, Malformed, err.Error()
+	why, reads := f.reads(r)
+	var body []byte
+	var digest *[sha256.Size]byte
+	if reads || p != nil {
+		select {
+		case h.reading <- struct{}{}:
+			defer func() { <-h.reading }()
+		default:
+			log.Warn("webhook delivery refused: too many being read", "reading", cap(h.reading), "remote", r.RemoteAddr)
+			return http.StatusServiceUnavailable, Busy, "busy: too many deliveries being read; retry later"
+		}
+		kept, sum, err := readBody(w, r, p, reads)
+		if err != nil {
+			if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+				log.Warn("webhook delivery refused: too large", "limit", tooLarge.Limit, "remote", r.RemoteAddr)
+				return http.StatusRequestEntityTooLarge, Malformed, fmt.Sprintf("payload too large: over %d bytes", tooLarge.Limit)
+			}
+			return http.StatusBadRequest, Malformed, "reading the payload: " + err.Error()
+		}
+		if p != nil && !p.valid() {
+			log.Warn("webhook delivery refused: missing or wrong signature", "remote", r.RemoteAddr)
+			return http.StatusUnauthorized, Unauthorized, "signature missing or wrong"
+		}
+		body, digest = kept, &sum
+	}
+	ev := event{why: why}
+	if reads {
+		var err error
+		if ev, err = f.read(r, body); err != nil {
+			log.Warn("webhook delivery refused: malformed payload", "error", err)
+			return http.StatusBadRequest, Malformed, err.Error()
+		}
 	}
 	switch {
 	case ev.what != ignore && !h.o.Watched(ev.ref.Forge, ev.ref.Repo, ev.id):
@@ -204,7 +281,7 @@ func (h *Handler) deliver(f forgeHooks, w http.ResponseWriter, r *http.Request) 
 	case ev.what == commented && h.o.Self(ev.author):
 		ev = event{why: "the bot's own comment"}
 	}
-	if !h.seen.add(f.name(), f.ids(r)) {
+	if !h.seen.add(f.name(), f.ids(r), digest) {
 		log.Info("webhook delivery ignored: delivered before")
 		return http.StatusOK, Duplicate, "ignored: duplicate delivery"
 	}
@@ -220,6 +297,75 @@ func (h *Handler) deliver(f forgeHooks, w http.ResponseWriter, r *http.Request) 
 		return http.StatusOK, Ignored, "ignored: " + ev.why
 	}
 	return http.StatusAccepted, Accepted, "accepted: " + ev.ref.String()
+}
+
+// readBody reads r's body through p (nil: nothing to verify) and a
+// SHA-256 digest, and returns the body when keep, with the digest. A body
+// kept may hold maxKept bytes, one hashed only maxBody: reading stops
+// with an *http.MaxBytesError past that, or at once when Content-Length
+// says so.
+func readBody(w http.ResponseWriter, r *http.Request, p proof, keep bool) ([]byte, [sha256.Size]byte, error) {
+	var sum [sha256.Size]byte
+	limit := int64(maxBody)
+	if keep {
+		limit = maxKept
+	}
+	if r.ContentLength > limit {
+		return nil, sum, &http.MaxBytesError{Limit: limit}
+	}
+	digest := sha256.New()
+	to := []io.Writer{digest}
+	if p != nil {
+		to = append(to, p)
+	}
+	kept := &blocks{size: blockSize}
+	if keep {
+		if r.ContentLength > 0 {
+			kept.size = int(r.ContentLength)
+		}
+		to = append(to, kept)
+	}
+	if _, err := io.Copy(io.MultiWriter(to...), http.MaxBytesReader(w, r.Body, limit)); err != nil {
+		return nil, sum, err
+	}
+	digest.Sum(sum[:0])
+	if !keep {
+		return nil, sum, nil
+	}
+	return kept.bytes(), sum, nil
+}
+
+// blockSize is the block a body of unknown length is kept in.
+const blockSize = 32 << 10
+
+// blocks keeps what is written to it in blocks of size bytes, so that
+// what it holds before the body is verified is what it was given, rounded
+// up to a block: no copies grown by doubling.
+type blocks struct {
+	size int
+	b    [][]byte
+}
+
+func (k *blocks) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		if len(k.b) == 0 || len(k.b[len(k.b)-1]) == cap(k.b[len(k.b)-1]) {
+			k.b = append(k.b, make([]byte, 0, k.size))
+		}
+		last := &k.b[len(k.b)-1]
+		m := min(len(p), cap(*last)-len(*last))
+		*last = append(*last, p[:m]...)
+		p = p[m:]
+	}
+	return n, nil
+}
+
+// bytes is what was written, in one piece.
+func (k *blocks) bytes() []byte {
+	if len(k.b) == 1 {
+		return k.b[0]
+	}
+	return bytes.Join(k.b, nil)
 }
 
 func firstOf(s []string) string {

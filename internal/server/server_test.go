@@ -270,13 +270,15 @@ func TestDeliveriesAreRememberedBoundedly(t *testing.T) {
 	o := both()
 	o.Deliveries = 2
 	l := newListener(t, o)
+	// Other deliveries have other bodies: a body seen within the hour is
+	// a duplicate too.
 	first := gh.LabelHook("acme/app", n, "coding agent", "alice", ghSecret)
 	l.send("/webhooks/github", first)
-	l.send("/webhooks/github", gh.LabelHook("acme/app", n, "coding agent", "alice", ghSecret))
+	l.send("/webhooks/github", gh.CommentHook("acme/app", n, "bob", "second", ghSecret))
 	if status, _ := l.send("/webhooks/github", first); status != 200 {
 		t.Fatalf("still remembered: %d", status)
 	}
-	l.send("/webhooks/github", gh.LabelHook("acme/app", n, "coding agent", "alice", ghSecret))
+	l.send("/webhooks/github", gh.CommentHook("acme/app", n, "bob", "third", ghSecret))
 	if status, _ := l.send("/webhooks/github", first); status != 202 {
 		t.Fatalf("two newer deliveries later, the first is forgotten: status %d, want 202", status)
 	}

@@ -32,6 +32,7 @@ const (
 	runInterrupted    event = "interrupted"        // the run ended at a checkpoint: the process shuts down
 	conversationEnded event = "conversation ended" // a completion keyword, the timeout or closing ended it
 	storeFailed       event = "store failed"       // the state store cannot be written: the worker stops
+	authRefused       event = "forge refused"      // the forge refuses the credentials: a later run resumes it
 )
 
 // label names one of the task's labels by its role; task.Labels gives its
@@ -119,6 +120,11 @@ var lifecycle = map[event]transition{
 	// when it cannot (running under a process that ends), and either way
 	// the next run resumes the task from its last checkpoint.
 	storeFailed: {from: []task.Status{task.Queued, task.Running}, to: task.Queued, notice: storeNotice},
+	// Nothing can be said or labelled on a forge that refuses the
+	// credentials, and the task did not fail: it waits, queued, for a run
+	// whose credentials the forge takes, which resumes it from its last
+	// checkpoint.
+	authRefused: {from: []task.Status{task.Running}, to: task.Queued},
 }
 
 // ending is what a transition of one task needs.
@@ -150,6 +156,7 @@ type ending struct {
 func (w *Worker) move(ctx context.Context, f ending, ev event) (bool, error) {
 	tr := lifecycle[ev]
 	if all, err := w.relabel(ctx, f, tr); (err != nil || !all) && tr.retry != "" {
+		w.refuse(f.ref, err)
 		f.log.Error("could not set the labels; the next pass tries again", "event", ev, "status", tr.retry)
 		w.settle(f, transition{ws: wsKeep}) // the next pass comes back to it
 		return false, w.setStatus(ctx, f.ref, tr.retry, "")
@@ -171,7 +178,7 @@ func (w *Worker) move(ctx context.Context, f ending, ev event) (bool, error) {
 		}
 	}
 	level := slog.LevelInfo
-	if tr.to == task.Failed || ev == storeFailed {
+	if tr.to == task.Failed || ev == storeFailed || ev == authRefused {
 		level = slog.LevelError
 	}
 	f.log.Log(ctx, level, "task "+string(ev), "status", tr.to, "reason", f.reason)

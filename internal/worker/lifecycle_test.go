@@ -131,6 +131,7 @@ var walked = map[event]string{
 	runDone: "TestRunEnds", roundDone: "TestConversationTransitions", runFailed: "TestRunEnds", runBroke: "TestRunEnds",
 	runPaused: "TestRunEnds", runStopped: "TestRunEnds", runInterrupted: "TestRunEnds",
 	conversationEnded: "TestConversationTransitions", storeFailed: "TestStoreFailureStopsTheTask",
+	authRefused: "TestRefusedCredentialsLeaveTheTaskQueued",
 }
 
 func TestEveryEventIsWalked(t *testing.T) {

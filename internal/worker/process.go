@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/engine"
+	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/sanitize"
 	"github.com/coding-agent/coding-agent/internal/store"
@@ -141,6 +142,11 @@ func (w *Worker) end(ctx, fctx context.Context, f ending, out engine.Outcome, er
 		f.reason = w.o.Redact(err.Error())
 		w.move(fctx, f, storeFailed)
 		return leave, err
+	case errors.Is(err, forge.ErrAuth):
+		w.refuse(f.ref, err)
+		f.reason = w.o.Redact(sanitize.Hosts(err.Error()))
+		_, err := w.move(fctx, f, authRefused)
+		return leave, failure(err)
 	case err != nil && (ctx.Err() != nil || isClosed(w.o.Shutdown)):
 		// Cut off after the shutdown grace, or failing while the process
 		// shuts down: resumed by the next run, not failed.

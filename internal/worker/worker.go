@@ -6,6 +6,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -98,6 +99,9 @@ type Worker struct {
 	// when one finishes.
 	queued sync.Map // task.Ref → struct{}
 	freed  chan struct{}
+	// refused is the newest refusal of the credentials by the forge that
+	// left a task for a later run (see Refused).
+	refused atomic.Pointer[error]
 }
 
 // New returns a Worker.
@@ -128,6 +132,27 @@ func failure(err error) error {
 		return err
 	}
 	return nil
+}
+
+// Refused is the newest refusal of the process's credentials by the forge
+// (wrapping forge.ErrAuth) that left a task queued for a later run, naming
+// the task; nil when there was none. `run` fails with it: what it took
+// was not finished. `serve` goes on: the forge adapter waits before it
+// asks again, and the next passes bring the task back.
+func (w *Worker) Refused() error {
+	if err := w.refused.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
+// refuse records err when it is the forge refusing the credentials, which
+// left ref for a later run.
+func (w *Worker) refuse(ref task.Ref, err error) {
+	if errors.Is(err, forge.ErrAuth) {
+		err = fmt.Errorf("%s is left queued for the next run: %w", ref, err)
+		w.refused.Store(&err)
+	}
 }
 
 // botName is the configured bot, else the token's user (the adapters ask

@@ -20,6 +20,7 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/forge/postonce"
+	"github.com/coding-agent/coding-agent/internal/httpx"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -53,6 +54,9 @@ type Options struct {
 	// MaxRetryWait is the longest wait PostComment accepts before another
 	// attempt; a longer Retry-After ends it with the error. 0 means 5m.
 	MaxRetryWait time.Duration
+	// Now is the clock of the app's installation tokens (their renewal,
+	// the wait after GitHub refused the app); nil means time.Now.
+	Now func() time.Time
 }
 
 // Client talks to one GitHub instance. It is safe for concurrent use.
@@ -115,11 +119,18 @@ func New(opts Options) (*Client, error) {
 	}
 	with := []gh.ClientOptionsFunc{gh.WithURLs(&base, &base), gh.WithUserAgent("coding-agent"), gh.WithDisableRateLimitCheck()}
 	if opts.App != nil {
-		if cl.app, err = newAppTokens(*opts.App, base, hc, cl.repos, opts.Owner); err != nil {
+		now, sleep := opts.Now, opts.Sleep
+		if now == nil {
+			now = time.Now
+		}
+		if sleep == nil {
+			sleep = httpx.Sleep
+		}
+		if cl.app, err = newAppTokens(*opts.App, base, hc, cl.repos, opts.Owner, now, sleep); err != nil {
 			return nil, err
 		}
 		withApp := *hc
-		withApp.Transport = &bearer{base: transport(hc), token: cl.app.Token, scheme: "token"}
+		withApp.Transport = &installationAuth{base: transport(hc), tokens: cl.app}
 		with = append(with, gh.WithHTTPClient(&withApp))
 	} else {
 		with = append(with, gh.WithHTTPClient(hc), gh.WithAuthToken(opts.Token))
