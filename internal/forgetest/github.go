@@ -45,6 +45,8 @@ type GitHub struct {
 	rates  map[string]*ghRate
 	nextID int64
 	app    *ghApp // the GitHub App installed, if any (InstallApp)
+	// tokenRevoked: Token is answered 401 (RevokeToken).
+	tokenRevoked bool
 }
 
 // PullSeed describes a pull request to add. Pull requests share the issue

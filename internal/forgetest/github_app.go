@@ -93,6 +93,15 @@ func (g *GitHub) RevokeInstallationTokens() {
 	clear(g.app.tokens)
 }
 
+// RevokeToken revokes the personal access token (Token), as its owner
+// does on GitHub or GitHub does when it is reported leaked: it is answered
+// 401 "Bad credentials" from now on, on the API and by git.
+func (g *GitHub) RevokeToken() {
+	g.st.Lock()
+	defer g.st.Unlock()
+	g.tokenRevoked = true
+}
+
 // Uninstall removes the app's installation on account, as its owner does
 // on GitHub: the installation's tokens are answered 401, and the
 // installation is not found any more (404), nor a token for it granted.
@@ -131,7 +140,7 @@ func (g *GitHub) acceptsLocked(tok string) bool {
 		return false
 	}
 	if subtle.ConstantTimeCompare([]byte(tok), []byte(g.Token)) == 1 {
-		return true
+		return !g.tokenRevoked
 	}
 	return g.installationTokenLocked(tok)
 }

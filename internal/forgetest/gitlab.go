@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -49,6 +50,8 @@ type GitLab struct {
 	born      time.Time
 	rlWindow  time.Time
 	rlCount   int
+	// revoked: Token is answered 401 (RevokeToken), on the API and by git.
+	revoked atomic.Bool
 }
 
 // IssueSeed describes an issue to add (GitLab.AddIssue, GitHub.AddIssue). It
@@ -171,7 +174,9 @@ func NewGitLab(t testing.TB) *GitLab {
 	}
 	// Not a stamp: a clock set right after NewGitLab may start anywhere.
 	g.born = g.clock().UTC().Truncate(time.Millisecond)
-	g.GitRepos = newGitRepos(t, "GitLab", func(tok string) bool { return subtle.ConstantTimeCompare([]byte(tok), []byte(g.Token)) == 1 })
+	g.GitRepos = newGitRepos(t, "GitLab", func(tok string) bool {
+		return !g.revoked.Load() && subtle.ConstantTimeCompare([]byte(tok), []byte(g.Token)) == 1
+	})
 	api := g.wrap(http.HandlerFunc(g.serve), glErrBody)
 	git := g.wrap(g.GitRepos, gitErrBody)
 	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -123,7 +123,7 @@ func (rt glRoute) match(segs []string) ([]string, bool) {
 }
 
 func (g *GitLab) authorized(r *http.Request) bool {
-	if g.Token == "" {
+	if g.Token == "" || g.revoked.Load() {
 		return false
 	}
 	if r.Header.Get("PRIVATE-TOKEN") == g.Token {
@@ -133,6 +133,11 @@ func (g *GitLab) authorized(r *http.Request) bool {
 	tok, ok := strings.CutPrefix(auth, "Bearer ")
 	return ok && tok == g.Token
 }
+
+// RevokeToken revokes the personal access token (Token), as its owner or
+// an administrator does on GitLab: it is answered 401 from now on, on the
+// API and by git.
+func (g *GitLab) RevokeToken() { g.revoked.Store(true) }
 
 // rateHeaders counts the request in the current minute and sets GitLab's
 // RateLimit-* headers.

@@ -235,10 +235,18 @@ func statusOf(err error) int {
 	return 0
 }
 
-// wrapErr names the action; a 404 also wraps forge.ErrNotFound.
+// wrapErr names the action; a 404 also wraps forge.ErrNotFound, and a 401
+// (a token revoked or expired; an App's token was replaced once already)
+// forge.ErrAuth, so that the task waits for working credentials.
 func wrapErr(action string, err error) error {
-	if statusOf(err) == http.StatusNotFound {
+	switch statusOf(err) {
+	case http.StatusNotFound:
 		return fmt.Errorf("%s: %w: %w", action, forge.ErrNotFound, err)
+	case http.StatusUnauthorized:
+		if errors.Is(err, forge.ErrAuth) {
+			return fmt.Errorf("%s: %w", action, err)
+		}
+		return fmt.Errorf("%s: %w (check github.token or github.app): %w", action, forge.ErrAuth, err)
 	}
 	return fmt.Errorf("%s: %w", action, err)
 }

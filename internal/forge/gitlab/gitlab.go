@@ -123,10 +123,15 @@ type noLimit struct{}
 
 func (noLimit) Wait(ctx context.Context) error { return ctx.Err() }
 
-// translateErr maps a 404 to forge.ErrNotFound and keeps anything else.
+// translateErr maps a 404 to forge.ErrNotFound and a 401 (a token revoked
+// or expired) to forge.ErrAuth, so that the task waits for working
+// credentials; it keeps anything else.
 func translateErr(err error) error {
 	if errors.Is(err, gl.ErrNotFound) {
 		return forge.ErrNotFound
+	}
+	if er, ok := errors.AsType[*gl.ErrorResponse](err); ok && er.Response != nil && er.Response.StatusCode == http.StatusUnauthorized {
+		return fmt.Errorf("%w (check gitlab.token): %w", forge.ErrAuth, err)
 	}
 	return err
 }
