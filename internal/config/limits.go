@@ -47,7 +47,7 @@ const (
 	// MaxMaxProcesses sandbox.max_processes at most.
 	MaxMemoryMB     = 1 << 20
 	MaxMaxProcesses = 32768
-	// MaxFileBytes is delivery.max_file_bytes at most: 1 GiB, ten times
+	// MaxDeliveryFileBytes is delivery.max_file_bytes at most: 1 GiB, ten times
 	// what GitHub takes in a push.
-	MaxFileBytes = 1 << 30
+	MaxDeliveryFileBytes = 1 << 30
 )

@@ -397,8 +397,8 @@ func (c *Config) validateWorkspace(k *checker) {
 	if !strings.Contains(d.Author.Email, "@") {
 		k.add("delivery.author.email", "must be an e-mail address")
 	}
-	if d.MaxFileBytes <= 0 || d.MaxFileBytes > MaxFileBytes {
-		k.add("delivery.max_file_bytes", fmt.Sprintf("must be from 1 to %d (1 GiB)", MaxFileBytes))
+	if d.MaxFileBytes <= 0 || d.MaxFileBytes > MaxDeliveryFileBytes {
+		k.add("delivery.max_file_bytes", fmt.Sprintf("must be from 1 to %d (1 GiB)", MaxDeliveryFileBytes))
 	}
 }
 
