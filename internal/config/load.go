@@ -69,7 +69,7 @@ func LoadStore(path string) (*Config, []Warning, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading config file: %w", err)
 	}
-	c, warnings, err := parse(data, os.LookupEnv, storeKey)
+	c, warnings, err := parse(data, os.LookupEnv, storeKey, false)
 	if err != nil {
 		return nil, warnings, fmt.Errorf("loading config file %s:\n%w", path, err)
 	}
@@ -91,12 +91,31 @@ func storeKey(path string) bool {
 // token_file and api_key_file name. On problems it returns a nil Config and
 // *Problems holding all of them, sorted by path.
 func Parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, []Warning, error) {
-	return parse(data, lookupEnv, nil)
+	return parse(data, lookupEnv, nil, false)
+}
+
+// Check is Load for `config check`: besides the file's problems it reports
+// what this machine would refuse at start, as far as that can be told
+// without creating anything (see hostProblems). Load leaves that to the
+// start, where it is the command's error rather than the file's.
+func Check(path string) (*Config, []Warning, error) {
+	data, err := readConfig(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading config file: %w", err)
+	}
+	c, warnings, err := parse(data, os.LookupEnv, nil, true)
+	if err != nil {
+		return nil, warnings, fmt.Errorf("loading config file %s:\n%w", path, err)
+	}
+	if c.File, err = filepath.Abs(path); err != nil {
+		return nil, warnings, fmt.Errorf("loading config file %s: %w", path, err)
+	}
+	return c, warnings, nil
 }
 
 // parse is Parse counting only the problems at the key paths keep accepts
-// (nil: all of them).
-func parse(data []byte, lookupEnv func(string) (string, bool), keep func(path string) bool) (*Config, []Warning, error) {
+// (nil: all of them), and with host those of hostProblems.
+func parse(data []byte, lookupEnv func(string) (string, bool), keep func(path string) bool, host bool) (*Config, []Warning, error) {
 	if lookupEnv == nil {
 		lookupEnv = func(string) (string, bool) { return "", false }
 	}
@@ -129,6 +148,14 @@ func parse(data []byte, lookupEnv func(string) (string, bool), keep func(path st
 			}
 			p.Line = d.lines[p.Path]
 			problems = append(problems, p)
+		}
+	}
+	if host {
+		for _, p := range c.hostProblems() {
+			if !coveredBy(problems, p.Path) {
+				p.Line = d.lines[p.Path]
+				problems = append(problems, p)
+			}
 		}
 	}
 	explainEmpty(problems, d.empty)
