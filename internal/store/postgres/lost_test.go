@@ -26,11 +26,15 @@ func TestDroppedDatabaseIsLost(t *testing.T) {
 	}{
 		{"schema", pgtest.Schema, func(t *testing.T, storeURL string) {
 			u, _ := url.Parse(storeURL)
-			pgtest.Drop(t, "DROP SCHEMA "+u.Query().Get("search_path")+" CASCADE")
+			if err := pgtest.Drop(t.Context(), "DROP SCHEMA "+u.Query().Get("search_path")+" CASCADE"); err != nil {
+				t.Fatal(err)
+			}
 		}},
 		{"database", pgtest.Database, func(t *testing.T, storeURL string) {
 			u, _ := url.Parse(storeURL)
-			pgtest.Drop(t, "DROP DATABASE "+strings.TrimPrefix(u.Path, "/")+" WITH (FORCE)")
+			if err := pgtest.Drop(t.Context(), "DROP DATABASE "+strings.TrimPrefix(u.Path, "/")+" WITH (FORCE)"); err != nil {
+				t.Fatal(err)
+			}
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

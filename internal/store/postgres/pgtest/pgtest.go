@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"testing"
@@ -137,15 +138,21 @@ func Database(t testing.TB) string {
 }
 
 // Drop runs sql (a DROP SCHEMA or DROP DATABASE) on the test server, as
-// another process would under a running store.
-func Drop(t testing.TB, sql string) {
-	t.Helper()
-	conn, err := pgx.Connect(t.Context(), serverURL(t))
+// another process would under a running store. It may be called from any
+// goroutine (a scripted server's handler) once the test has made its
+// schema or database: it returns its error instead of failing the test.
+func Drop(ctx context.Context, sql string) error {
+	raw := os.Getenv(URLEnv)
+	if raw == "" {
+		raw = defaultTestURL
+	}
+	conn, err := pgx.Connect(ctx, raw)
 	if err != nil {
-		t.Fatalf("connecting to the test server: %v", err)
+		return fmt.Errorf("connecting to the test server: %w", err)
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(t.Context(), sql); err != nil {
-		t.Fatalf("%s: %v", sql, err)
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("%s: %w", sql, err)
 	}
+	return nil
 }
