@@ -275,7 +275,7 @@ func checkConfig(cmd command, f flags, pos []string, stdout, stderr io.Writer) i
 		}
 		path = pos[0]
 	}
-	if _, code, ok := loadConfig(path, config.Load, stderr); !ok {
+	if _, code, ok := loadConfig(path, config.Check, stderr); !ok {
 		return code
 	}
 	fmt.Fprintln(stdout, "ok")

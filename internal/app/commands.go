@@ -102,6 +102,9 @@ func (a *App) Serve(ctx context.Context) error {
 	tctx, cancel := a.taskContext(ctx)
 	defer cancel()
 	done, ctx := a.consume(ctx, w, tctx)
+	// A store found lost by a pass ends both polls, and Serve returns it.
+	ctx, lose := context.WithCancelCause(ctx)
+	defer lose(nil)
 	replies := make(chan struct{})
 	go func() {
 		defer close(replies)
@@ -109,10 +112,12 @@ func (a *App) Serve(ctx context.Context) error {
 			return
 		}
 		// Tasks awaiting a reply are checked more often than discovery runs.
-		a.poll(ctx, a.cfg.Conversation.PollInterval(), a.wake.replies, func(ctx context.Context) error {
+		if err := a.poll(ctx, a.cfg.Conversation.PollInterval(), a.wake.replies, func(ctx context.Context) error {
 			_, err := w.Replies(ctx)
 			return err
-		})
+		}); err != nil {
+			lose(err)
+		}
 	}()
 	// A pass that left tasks for want of a free worker runs again as soon
 	// as one is free, not a whole interval later; a webhook makes one at
@@ -136,17 +141,28 @@ func (a *App) Serve(ctx context.Context) error {
 			}
 		}
 	}()
-	a.poll(ctx, a.cfg.Continuous.Producer.Interval(), produce, func(ctx context.Context) error {
+	if err := a.poll(ctx, a.cfg.Continuous.Producer.Interval(), produce, func(ctx context.Context) error {
 		if _, err := w.Backlog(ctx); err != nil {
 			return err
 		}
 		p, err := w.Pass(ctx)
 		left.Store(p.Left > 0)
 		return err
-	})
+	}); err != nil {
+		lose(err)
+	}
 	<-replies
 	q.Close()
-	return <-done
+	return lostOr(ctx, <-done)
+}
+
+// lostOr is err, or, when there is none, the lost store's error that ended
+// ctx (see poll).
+func lostOr(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); err == nil && errors.Is(cause, store.ErrLost) {
+		return cause
+	}
+	return err
 }
 
 // Produce discovers and claims tasks, marking them queued in the store for
@@ -177,11 +193,10 @@ func (a *App) Produce(ctx context.Context, once bool) error {
 		a.Log.Info("produce: tasks queued", "count", n)
 		return err
 	}
-	a.poll(ctx, a.cfg.Continuous.Producer.Interval(), nil, func(ctx context.Context) error {
+	return a.poll(ctx, a.cfg.Continuous.Producer.Interval(), nil, func(ctx context.Context) error {
 		_, err := pass(ctx)
 		return err
 	})
-	return nil
 }
 
 // Consume processes the tasks queued in the store (or, with queue.type
@@ -209,15 +224,18 @@ func (a *App) Consume(ctx context.Context, once bool) error {
 		}
 		return w.Refused()
 	}
-	done, ctx := a.consume(ctx, w, tctx)
+	done, pctx := a.consume(ctx, w, tctx)
 	// The store's queued tasks (in-process queue), and with any queue the
 	// tasks whose holder stopped renewing its lease.
-	a.poll(ctx, a.cfg.Continuous.Producer.Interval(), nil, func(ctx context.Context) error {
+	perr := a.poll(pctx, a.cfg.Continuous.Producer.Interval(), nil, func(ctx context.Context) error {
 		_, err := w.Backlog(ctx)
 		return err
 	})
 	q.Close()
-	return <-done
+	if err := <-done; err != nil {
+		return err
+	}
+	return perr
 }
 
 // consume runs w's consumer under tctx in the background; done gets its
@@ -239,17 +257,23 @@ func (a *App) consume(ctx context.Context, w *worker.Worker, tctx context.Contex
 
 // poll runs pass now and then every interval until ctx ends, and at once
 // when wake is signalled (a webhook; nil: never); a failed pass is logged
-// and retried at the next tick.
-func (a *App) poll(ctx context.Context, interval time.Duration, wake <-chan struct{}, pass func(context.Context) error) {
+// and retried at the next tick. A pass that finds the store's database
+// gone (store.ErrLost) ends the polling with that error: it does not come
+// back, and every pass after would fail the same way.
+func (a *App) poll(ctx context.Context, interval time.Duration, wake <-chan struct{}, pass func(context.Context) error) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		if err := pass(ctx); err != nil && ctx.Err() == nil {
+			if errors.Is(err, store.ErrLost) {
+				a.Log.Error("polling stops: the state store's database is gone", "error", err)
+				return err
+			}
 			a.Log.Error("polling pass failed; retrying at the next tick", "error", err, "interval", interval.String())
 		}
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-t.C:
 		case <-wake:
 		}

@@ -256,7 +256,7 @@ func TestShutdownGrace(t *testing.T) {
 		t.Errorf("grace %v, want 0: the step in hand is cut at once", c.ShutdownGrace())
 	}
 	got := problems(t, minimalGitHub+"shutdown_grace_seconds: -1\n", nil)
-	want := config.Problems{{Path: "shutdown_grace_seconds", Msg: "must be at least 0", Line: 10}}
+	want := config.Problems{{Path: "shutdown_grace_seconds", Msg: "must be from 0 to 3600 (an hour)", Line: 10}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
@@ -275,7 +275,7 @@ func TestForgeLease(t *testing.T) {
 	}
 	for _, v := range []string{"-1", "29"} {
 		got := problems(t, minimalGitHub+"forge_lease_seconds: "+v+"\n", nil)
-		want := config.Problems{{Path: "forge_lease_seconds", Msg: "must be 0 (off) or at least 30", Line: 10}}
+		want := config.Problems{{Path: "forge_lease_seconds", Msg: "must be 0 (off) or from 30 to 86400 (a day)", Line: 10}}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s: problems (-want +got):\n%s", v, diff)
 		}

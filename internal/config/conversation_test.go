@@ -167,7 +167,7 @@ func TestConversationPartialSection(t *testing.T) {
 func TestCommentDetectionAndConversationProblems(t *testing.T) {
 	checkProblems(t, head+gh, nil, []problemCase{
 		{"comment_detection:\n  check_interval: 0\n", config.Problems{
-			{Path: "comment_detection.check_interval", Msg: "must be at least 1", Line: 7},
+			{Path: "comment_detection.check_interval", Msg: "must be from 1 to 1000", Line: 7},
 		}},
 		{"comment_detection:\n  allowed_users: [\"@alice\", \"\", \" \", bob smith, carol]\n", config.Problems{
 			{Path: "comment_detection.allowed_users[0]", Msg: `must be a user name without the leading "@"`, Line: 7},
@@ -176,20 +176,20 @@ func TestCommentDetectionAndConversationProblems(t *testing.T) {
 			{Path: "comment_detection.allowed_users[3]", Msg: "must be a single user name, without spaces", Line: 7},
 		}},
 		{"conversation:\n  timeout_hours: 0\n", config.Problems{
-			{Path: "conversation.timeout_hours", Msg: "must be a number of hours more than 0", Line: 7},
+			{Path: "conversation.timeout_hours", Msg: "must be a number of hours more than 0 and at most 8760 (a year)", Line: 7},
 		}},
 		{"conversation:\n  timeout_hours: -1.5\n", config.Problems{
-			{Path: "conversation.timeout_hours", Msg: "must be a number of hours more than 0", Line: 7},
+			{Path: "conversation.timeout_hours", Msg: "must be a number of hours more than 0 and at most 8760 (a year)", Line: 7},
 		}},
 		{"conversation:\n  timeout_hours: .nan\n", config.Problems{
-			{Path: "conversation.timeout_hours", Msg: "must be a number of hours more than 0", Line: 7},
+			{Path: "conversation.timeout_hours", Msg: "must be a number of hours more than 0 and at most 8760 (a year)", Line: 7},
 		}},
 		{"conversation:\n  timeout_hours: .inf\n", config.Problems{
-			{Path: "conversation.timeout_hours", Msg: "too large", Line: 7},
+			{Path: "conversation.timeout_hours", Msg: "must be a number of hours more than 0 and at most 8760 (a year)", Line: 7},
 		}},
 		{"conversation:\n  max_rounds: 0\n  poll_seconds: 4\n", config.Problems{
-			{Path: "conversation.max_rounds", Msg: "must be at least 1", Line: 7},
-			{Path: "conversation.poll_seconds", Msg: "must be at least 5", Line: 8},
+			{Path: "conversation.max_rounds", Msg: "must be from 1 to 1000", Line: 7},
+			{Path: "conversation.poll_seconds", Msg: "must be from 5 to 86400 (a day)", Line: 8},
 		}},
 		{"conversation:\n  completion_keywords:\n    - done\n    - \"\"\n    - \"  \"\n", config.Problems{
 			{Path: "conversation.completion_keywords[1]", Msg: "must not be empty", Line: 9},
@@ -197,8 +197,8 @@ func TestCommentDetectionAndConversationProblems(t *testing.T) {
 		}},
 		// Values are checked even with the feature off, so a mistake shows before it is switched on.
 		{"comment_detection: {enabled: false, check_interval: -1}\nconversation: {enabled: false, max_rounds: 0}\n", config.Problems{
-			{Path: "comment_detection.check_interval", Msg: "must be at least 1", Line: 6},
-			{Path: "conversation.max_rounds", Msg: "must be at least 1", Line: 7},
+			{Path: "comment_detection.check_interval", Msg: "must be from 1 to 1000", Line: 6},
+			{Path: "conversation.max_rounds", Msg: "must be from 1 to 1000", Line: 7},
 		}},
 		// Type errors are reported where the value was read, and once.
 		{"comment_detection: true\n", config.Problems{
@@ -349,7 +349,7 @@ conversation:
 	got := problems(t, head+gh+src, map[string]string{"CHECK_EVERY": "0", "CONV_HOURS": "a day", "AWAIT_LABEL": "Coding Agent Done"})
 	want := config.Problems{
 		{Path: "comment_detection.allowed_users[0]", Msg: "environment variable REVIEWER is not set", Line: 9},
-		{Path: "comment_detection.check_interval", Msg: "must be at least 1", Line: 8},
+		{Path: "comment_detection.check_interval", Msg: "must be from 1 to 1000", Line: 8},
 		{Path: "conversation.timeout_hours", Msg: "expected a number, got a string", Line: 12},
 		{Path: "github.awaiting_response_label", Msg: "must differ from github.done_label", Line: 6},
 	}
@@ -378,11 +378,11 @@ func TestValidateCommentDetectionAndConversationOnDefault(t *testing.T) {
 	got := validateProblems(t, c)
 	want := config.Problems{
 		{Path: "comment_detection.allowed_users[0]", Msg: `must be a user name without the leading "@"`},
-		{Path: "comment_detection.check_interval", Msg: "must be at least 1"},
+		{Path: "comment_detection.check_interval", Msg: "must be from 1 to 1000"},
 		{Path: "conversation.completion_keywords[11]", Msg: "must not be empty"},
-		{Path: "conversation.max_rounds", Msg: "must be at least 1"},
-		{Path: "conversation.poll_seconds", Msg: "must be at least 5"},
-		{Path: "conversation.timeout_hours", Msg: "must be a number of hours more than 0"},
+		{Path: "conversation.max_rounds", Msg: "must be from 1 to 1000"},
+		{Path: "conversation.poll_seconds", Msg: "must be from 5 to 86400 (a day)"},
+		{Path: "conversation.timeout_hours", Msg: "must be a number of hours more than 0 and at most 8760 (a year)"},
 		{Path: "gitlab.stopped_label", Msg: "must differ from gitlab.paused_label"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

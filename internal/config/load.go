@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -14,13 +15,37 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/scanner"
+	"github.com/goccy/go-yaml/token"
 )
+
+// MaxConfigBytes is the largest config file read: a config is a few
+// kilobytes, and a --config naming a device or a log must not be read to
+// its end.
+const MaxConfigBytes = 1 << 20
+
+// MaxNesting is how many levels of lists and mappings a config file may
+// nest: a config is a few levels deep, and the YAML parser's time grows
+// with the square of the depth (a 200 KB file of nested lists took it
+// 35 s). A file nested deeper is refused before it is parsed.
+const MaxNesting = 64
+
+// readConfig reads the config file at path, at most MaxConfigBytes and one
+// byte more (parse refuses a file that long).
+func readConfig(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
+}
 
 // Load reads the config file at path, expands ${VAR} from the process
 // environment, applies defaults and validates. Problems come back as an error
 // wrapping *Problems; warnings are returned either way.
 func Load(path string) (*Config, []Warning, error) {
-	data, err := os.ReadFile(path)
+	data, err := readConfig(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading config file: %w", err)
 	}
@@ -40,11 +65,11 @@ func Load(path string) (*Config, []Warning, error) {
 // host_name, lease_seconds) and in the file as a whole (its YAML); elsewhere
 // the values may be missing or wrong.
 func LoadStore(path string) (*Config, []Warning, error) {
-	data, err := os.ReadFile(path)
+	data, err := readConfig(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading config file: %w", err)
 	}
-	c, warnings, err := parse(data, os.LookupEnv, storeKey)
+	c, warnings, err := parse(data, os.LookupEnv, storeKey, false)
 	if err != nil {
 		return nil, warnings, fmt.Errorf("loading config file %s:\n%w", path, err)
 	}
@@ -66,12 +91,31 @@ func storeKey(path string) bool {
 // token_file and api_key_file name. On problems it returns a nil Config and
 // *Problems holding all of them, sorted by path.
 func Parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, []Warning, error) {
-	return parse(data, lookupEnv, nil)
+	return parse(data, lookupEnv, nil, false)
+}
+
+// Check is Load for `config check`: besides the file's problems it reports
+// what this machine would refuse at start, as far as that can be told
+// without creating anything (see hostProblems). Load leaves that to the
+// start, where it is the command's error rather than the file's.
+func Check(path string) (*Config, []Warning, error) {
+	data, err := readConfig(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading config file: %w", err)
+	}
+	c, warnings, err := parse(data, os.LookupEnv, nil, true)
+	if err != nil {
+		return nil, warnings, fmt.Errorf("loading config file %s:\n%w", path, err)
+	}
+	if c.File, err = filepath.Abs(path); err != nil {
+		return nil, warnings, fmt.Errorf("loading config file %s: %w", path, err)
+	}
+	return c, warnings, nil
 }
 
 // parse is Parse counting only the problems at the key paths keep accepts
-// (nil: all of them).
-func parse(data []byte, lookupEnv func(string) (string, bool), keep func(path string) bool) (*Config, []Warning, error) {
+// (nil: all of them), and with host those of hostProblems.
+func parse(data []byte, lookupEnv func(string) (string, bool), keep func(path string) bool, host bool) (*Config, []Warning, error) {
 	if lookupEnv == nil {
 		lookupEnv = func(string) (string, bool) { return "", false }
 	}
@@ -106,6 +150,14 @@ func parse(data []byte, lookupEnv func(string) (string, bool), keep func(path st
 			problems = append(problems, p)
 		}
 	}
+	if host {
+		for _, p := range c.hostProblems() {
+			if !coveredBy(problems, p.Path) {
+				p.Line = d.lines[p.Path]
+				problems = append(problems, p)
+			}
+		}
+	}
 	explainEmpty(problems, d.empty)
 	if keep != nil {
 		problems = slices.DeleteFunc(problems, func(p Problem) bool { return !keep(p.Path) })
@@ -123,7 +175,14 @@ func parse(data []byte, lookupEnv func(string) (string, bool), keep func(path st
 // parseYAML returns the body of the single document in data (nil when the
 // file is empty), or the Problem that stops decoding.
 func parseYAML(data []byte) (ast.Node, *Problem) {
-	f, err := parser.ParseBytes(data, 0)
+	if len(data) > MaxConfigBytes {
+		return nil, &Problem{Msg: fmt.Sprintf("larger than %d bytes (1 MiB): a config file is a few kilobytes", MaxConfigBytes)}
+	}
+	tokens, p := tokenize(string(data))
+	if p != nil {
+		return nil, p
+	}
+	f, err := parser.Parse(tokens, 0)
 	if err != nil {
 		return nil, syntaxProblem(data, err)
 	}
@@ -138,6 +197,78 @@ func parseYAML(data []byte) (ast.Node, *Problem) {
 		body = doc.Body
 	}
 	return body, nil
+}
+
+// tokenize splits src into YAML tokens as the parser's own lexer does, and
+// stops at the first token that opens a level past MaxNesting with the
+// Problem that says where. The scanner's time grows with the length of the
+// text, not its depth: a 200 KB file nested 100,000 levels deep is refused
+// in about 40 ms (BenchmarkDeeplyNested), where the parser took 35 s.
+func tokenize(src string) (token.Tokens, *Problem) {
+	var (
+		s      scanner.Scanner
+		tokens token.Tokens
+		n      nesting
+		prev   *token.Token
+	)
+	s.Init(src)
+	for {
+		tks, err := s.Scan()
+		if err == io.EOF {
+			return tokens, nil
+		}
+		for _, tk := range tks {
+			if level, at := n.opens(tk, prev); level > MaxNesting {
+				return nil, &Problem{Msg: fmt.Sprintf("nested more than %d levels deep (a config is a few levels deep); the file is not read further",
+					MaxNesting), Line: at.Line, Column: at.Column}
+			}
+			prev = tk
+		}
+		tokens.Add(tks...)
+	}
+}
+
+// nesting follows how deep the tokens of a YAML text are: the flow
+// collections ([ and {) open, and the columns of the block collections
+// open, each deeper one further right.
+type nesting struct {
+	flow  int
+	block []int
+}
+
+// opens returns the level of the collection tk opens (1 for the top
+// level) and where it starts; level 0 when tk opens none. prev is the
+// token before tk: a mapping value's key, whose column is the mapping's.
+func (n *nesting) opens(tk, prev *token.Token) (level int, at *token.Position) {
+	switch tk.Type {
+	case token.SequenceStartType, token.MappingStartType:
+		n.flow++
+		return len(n.block) + n.flow, tk.Position
+	case token.SequenceEndType, token.MappingEndType:
+		n.flow = max(n.flow-1, 0)
+	case token.SequenceEntryType, token.MappingKeyType:
+		if n.flow == 0 {
+			return n.blockAt(tk.Position.Column), tk.Position
+		}
+	case token.MappingValueType:
+		if n.flow == 0 && prev != nil {
+			return n.blockAt(prev.Position.Column), prev.Position
+		}
+	}
+	return 0, nil
+}
+
+// blockAt is the level of a block collection whose entries start at col:
+// the ones further right have ended, and one at the same column is the
+// same collection.
+func (n *nesting) blockAt(col int) int {
+	for len(n.block) > 0 && n.block[len(n.block)-1] > col {
+		n.block = n.block[:len(n.block)-1]
+	}
+	if len(n.block) == 0 || n.block[len(n.block)-1] < col {
+		n.block = append(n.block, col)
+	}
+	return len(n.block)
 }
 
 // syntaxProblem turns a parser error into a Problem. The error's own text

@@ -147,26 +147,26 @@ func TestPlanningProblems(t *testing.T) {
 			{Path: "planning.decomposition_level", Msg: "must be one of: minimal, moderate, detailed", Line: 7},
 		}},
 		{"planning:\n  max_subtasks: 0\n", config.Problems{
-			{Path: "planning.max_subtasks", Msg: "must be at least 1", Line: 7},
+			{Path: "planning.max_subtasks", Msg: "must be from 1 to 1000", Line: 7},
 		}},
 		{"planning:\n  pre_planning: {max_tool_calls: -1}\n", config.Problems{
-			{Path: "planning.pre_planning.max_tool_calls", Msg: "must be at least 0", Line: 7},
+			{Path: "planning.pre_planning.max_tool_calls", Msg: "must be from 0 to 1000", Line: 7},
 		}},
 		{"planning:\n  execution:\n    max_llm_calls_per_action: 0\n    max_attempts_per_action: 0\n", config.Problems{
-			{Path: "planning.execution.max_attempts_per_action", Msg: "must be at least 1", Line: 9},
-			{Path: "planning.execution.max_llm_calls_per_action", Msg: "must be at least 1", Line: 8},
+			{Path: "planning.execution.max_attempts_per_action", Msg: "must be from 1 to 100", Line: 9},
+			{Path: "planning.execution.max_llm_calls_per_action", Msg: "must be from 1 to 1000", Line: 8},
 		}},
 		{"planning:\n  reflection:\n    trigger_interval: -3\n", config.Problems{
-			{Path: "planning.reflection.trigger_interval", Msg: "must be at least 0", Line: 8},
+			{Path: "planning.reflection.trigger_interval", Msg: "must be from 0 to 1000", Line: 8},
 		}},
 		{"planning:\n  revision:\n    max_revisions: -1\n", config.Problems{
-			{Path: "planning.revision.max_revisions", Msg: "must be at least 0", Line: 8},
+			{Path: "planning.revision.max_revisions", Msg: "must be from 0 to 100", Line: 8},
 		}},
 		{"planning:\n  verification:\n    max_rounds: 0\n", config.Problems{
-			{Path: "planning.verification.max_rounds", Msg: "must be at least 1", Line: 8},
+			{Path: "planning.verification.max_rounds", Msg: "must be from 1 to 100", Line: 8},
 		}},
 		{"planning:\n  replan:\n    max_replans: -1\n", config.Problems{
-			{Path: "planning.replan.max_replans", Msg: "must be at least 0", Line: 8},
+			{Path: "planning.replan.max_replans", Msg: "must be from 0 to 100", Line: 8},
 		}},
 		{"planning:\n  history:\n    storage_type: sqlite\n", config.Problems{
 			{Path: "planning.history.storage_type", Msg: "must be one of: jsonl", Line: 8},
@@ -177,7 +177,7 @@ func TestPlanningProblems(t *testing.T) {
 		// Values are checked even with planning off, so a mistake shows before it is switched on.
 		{"planning:\n  enabled: false\n  max_subtasks: -2\n  history: {storage_type: csv}\n", config.Problems{
 			{Path: "planning.history.storage_type", Msg: "must be one of: jsonl", Line: 9},
-			{Path: "planning.max_subtasks", Msg: "must be at least 1", Line: 8},
+			{Path: "planning.max_subtasks", Msg: "must be from 1 to 1000", Line: 8},
 		}},
 		// Type errors are reported where the value was read, and once.
 		{"planning: true\n", config.Problems{
@@ -282,7 +282,7 @@ func TestPlanningEnvExpansion(t *testing.T) {
 	want := config.Problems{
 		{Path: "planning.enabled", Msg: "expected true or false, got a string", Line: 7},
 		{Path: "planning.llm_call_comments.enabled", Msg: "environment variable COMMENTS is not set", Line: 14},
-		{Path: "planning.max_subtasks", Msg: "must be at least 1", Line: 8},
+		{Path: "planning.max_subtasks", Msg: "must be from 1 to 1000", Line: 8},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
@@ -305,7 +305,7 @@ func TestValidatePlanningOnDefault(t *testing.T) {
 	got := validateProblems(t, c)
 	want := config.Problems{
 		{Path: "language", Msg: "must be one of: ja, en"},
-		{Path: "planning.execution.max_attempts_per_action", Msg: "must be at least 1"},
+		{Path: "planning.execution.max_attempts_per_action", Msg: "must be from 1 to 100"},
 		{Path: "planning.history.directory", Msg: "required when planning.enabled is true"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

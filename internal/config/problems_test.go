@@ -45,8 +45,8 @@ metrics:
 `
 	got := problems(t, src, nil)
 	want := config.Problems{
-		{Path: "continuous.consumer.workers", Msg: "must be at least 1", Line: 24},
-		{Path: "continuous.producer.interval_minutes", Msg: "must be a number of minutes of at least one second (1/60)", Line: 26},
+		{Path: "continuous.consumer.workers", Msg: "must be from 1 to 256", Line: 24},
+		{Path: "continuous.producer.interval_minutes", Msg: "must be a number of minutes from 1/60 (one second) to 1440 (a day)", Line: 26},
 		{Path: "github.api_url", Msg: "must be an absolute http or https URL", Line: 3},
 		{Path: "github.processing_label", Msg: "must differ from github.bot_label", Line: 7},
 		{Path: "github.repositories[1]", Msg: `must be "owner/name"`, Line: 5},
@@ -55,14 +55,14 @@ metrics:
 		{Path: "github.tokn", Msg: `unknown key (did you mean "token"?)`, Line: 4},
 		{Path: "llm.openai.api_key", Msg: "environment variable OPENAI_API_KEY is not set", Line: 12},
 		{Path: "llm.openai.model", Msg: "required when llm.provider is openai"},
-		{Path: "llm.timeout_seconds", Msg: "must be at least 1", Line: 10},
+		{Path: "llm.timeout_seconds", Msg: "must be from 1 to 86400 (a day)", Line: 10},
 		{Path: "logging.file", Msg: "required unless logging.stdout is true", Line: 29},
 		{Path: "logging.level", Msg: "must be one of: debug, info, warn, error", Line: 28},
 		{Path: "max_llm_process_num", Msg: "expected an integer, got a string", Line: 21},
 		{Path: "mcp_servers[1].command", Msg: "required: a list of the program and its arguments"},
 		{Path: "mcp_servers[1].mcp_server_name", Msg: "repeats mcp_servers[0].mcp_server_name", Line: 16},
 		{Path: "mcp_servers[2].mcp_server_name", Msg: "must use only letters, digits, _ and - (it prefixes tool names as name/tool)", Line: 17},
-		{Path: "tools.call_timeout_seconds", Msg: "must be at least 1", Line: 20},
+		{Path: "tools.call_timeout_seconds", Msg: "must be from 1 to 86400 (a day)", Line: 20},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
@@ -173,9 +173,9 @@ func TestTypeErrors(t *testing.T) {
 		{"mcp_servers:\n  - mcp_server_name: a\n    command: npx\n", config.Problems{{Path: "mcp_servers[0].command", Msg: "expected a list, got a string", Line: 8}}},
 		{"mcp_servers:\n  - mcp_server_name: a\n    command: [a]\n    env: [A=1]\n", config.Problems{{Path: "mcp_servers[0].env", Msg: "expected a mapping, got a list", Line: 9}}},
 		{"state_dir: {a: 1}\n", config.Problems{{Path: "state_dir", Msg: "expected a single value, got a mapping", Line: 6}}},
-		{"continuous:\n  producer:\n    interval_minutes: .inf\n", config.Problems{{Path: "continuous.producer.interval_minutes", Msg: "too large", Line: 8}}},
-		{"continuous:\n  producer:\n    interval_minutes: .nan\n", config.Problems{{Path: "continuous.producer.interval_minutes", Msg: "must be a number of minutes of at least one second (1/60)", Line: 8}}},
-		{"continuous:\n  producer:\n    interval_minutes: 0.01\n", config.Problems{{Path: "continuous.producer.interval_minutes", Msg: "must be a number of minutes of at least one second (1/60)", Line: 8}}},
+		{"continuous:\n  producer:\n    interval_minutes: .inf\n", config.Problems{{Path: "continuous.producer.interval_minutes", Msg: "must be a number of minutes from 1/60 (one second) to 1440 (a day)", Line: 8}}},
+		{"continuous:\n  producer:\n    interval_minutes: .nan\n", config.Problems{{Path: "continuous.producer.interval_minutes", Msg: "must be a number of minutes from 1/60 (one second) to 1440 (a day)", Line: 8}}},
+		{"continuous:\n  producer:\n    interval_minutes: 0.01\n", config.Problems{{Path: "continuous.producer.interval_minutes", Msg: "must be a number of minutes from 1/60 (one second) to 1440 (a day)", Line: 8}}},
 		{"continuous:\n  producer:\n    interval_minutes: soon\n", config.Problems{{Path: "continuous.producer.interval_minutes", Msg: "expected a number, got a string", Line: 8}}},
 		{"  query: [a]\n", config.Problems{{Path: "github.query", Msg: "expected a single value, got a list", Line: 6}}},
 	})
@@ -266,14 +266,14 @@ func TestValidateRequiredPerSourceAndProvider(t *testing.T) {
 			{Path: "github.failed_label", Msg: "required", Line: 2},
 			{Path: "github.owner", Msg: "must be a user or organization name (list repositories under github.repositories)", Line: 2},
 			{Path: "llm.openai.base_url", Msg: "must be an absolute http or https URL", Line: 3},
-			{Path: "llm.openai.max_token", Msg: "must be at least 0", Line: 3},
+			{Path: "llm.openai.max_token", Msg: "must be from 0 to 1048576", Line: 3},
 		}},
 		{"task_source: gitlab\ngitlab: {token: t, group: g, done_label: coding agent}\n" +
 			"llm: {provider: ollama, ollama: {model: m, endpoint: \"\"}}\n" +
 			"mcp_servers: [{mcp_server_name: a, command: [\"\"]}]\nlogging: {max_age_days: -1}\n", config.Problems{
 			{Path: "gitlab.done_label", Msg: "must differ from gitlab.bot_label", Line: 2},
 			{Path: "llm.ollama.endpoint", Msg: "required", Line: 3},
-			{Path: "logging.max_age_days", Msg: "must be at least 0", Line: 5},
+			{Path: "logging.max_age_days", Msg: "must be from 0 to 3650 (ten years)", Line: 5},
 			{Path: "mcp_servers[0].command[0]", Msg: "must name a program", Line: 4},
 		}},
 	})

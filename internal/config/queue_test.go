@@ -51,7 +51,7 @@ func TestQueueProblems(t *testing.T) {
     max_deliveries: 0
 `, nil)
 	want := config.Problems{
-		{Path: "queue.rabbitmq.max_deliveries", Msg: "must be at least 1", Line: 11},
+		{Path: "queue.rabbitmq.max_deliveries", Msg: "must be from 1 to 1000", Line: 11},
 		{Path: "queue.rabbitmq.name", Msg: "must be 1-200 letters, digits and _.:- , not starting with amq.", Line: 10},
 		{Path: "queue.rabbitmq.url", Msg: "must be an amqp:// or amqps:// URL with a host", Line: 9},
 	}

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -41,28 +40,26 @@ func (c *Config) Validate() error {
 	c.Database.validate(&k)
 	c.LLM.validate(&k)
 	validateMCP(&k, c.MCPServers, c.BuiltinTools())
-	k.atLeast("tools.call_timeout_seconds", c.Tools.CallTimeoutSeconds, 1)
-	k.atLeast("tools.max_result_bytes", c.Tools.MaxResultBytes, 1)
-	k.atLeast("max_llm_process_num", c.MaxLLMProcessNum, 1)
-	switch m := c.Continuous.Producer.IntervalMinutes; {
-	case math.IsNaN(m) || m*60 < 1:
-		k.add("continuous.producer.interval_minutes", "must be a number of minutes of at least one second (1/60)")
-	case m*float64(time.Minute) >= math.MaxInt64:
-		k.add("continuous.producer.interval_minutes", "too large")
+	k.within("tools.call_timeout_seconds", c.Tools.CallTimeoutSeconds, 1, MaxTimeoutSeconds, "a day")
+	k.within("tools.max_result_bytes", c.Tools.MaxResultBytes, 1, MaxResultBytes, "16 MiB")
+	k.within("max_llm_process_num", c.MaxLLMProcessNum, 1, MaxLLMCalls, "")
+	if m := c.Continuous.Producer.IntervalMinutes; math.IsNaN(m) || m*60 < 1 || m > MaxIntervalMinutes {
+		k.add("continuous.producer.interval_minutes",
+			fmt.Sprintf("must be a number of minutes from 1/60 (one second) to %d (a day)", MaxIntervalMinutes))
 	}
-	k.atLeast("continuous.consumer.workers", c.Continuous.Consumer.Workers, 1)
-	k.atLeast("shutdown_grace_seconds", c.ShutdownGraceSeconds, 0)
-	k.atLeast("lease_seconds", c.LeaseSeconds, 3)
+	k.within("continuous.consumer.workers", c.Continuous.Consumer.Workers, 1, MaxWorkers, "")
+	k.within("shutdown_grace_seconds", c.ShutdownGraceSeconds, 0, MaxShutdownGraceSeconds, "an hour")
+	k.within("lease_seconds", c.LeaseSeconds, 3, MaxTimeoutSeconds, "a day")
 	switch {
-	case c.ForgeLeaseSeconds != 0 && c.ForgeLeaseSeconds < minForgeLease:
-		k.add("forge_lease_seconds", fmt.Sprintf("must be 0 (off) or at least %d", minForgeLease))
+	case c.ForgeLeaseSeconds != 0 && (c.ForgeLeaseSeconds < minForgeLease || c.ForgeLeaseSeconds > MaxTimeoutSeconds):
+		k.add("forge_lease_seconds", fmt.Sprintf("must be 0 (off) or from %d to %d (a day)", minForgeLease, MaxTimeoutSeconds))
 	case c.ForgeLeaseSeconds != 0 && c.Database.URL != "":
 		// A shared store holds the lease (lease_seconds); a holder comment
 		// on the forge would contradict its takeovers.
 		k.add("forge_lease_seconds", "is for hosts with stores of their own; with database.url the store's lease (lease_seconds) does its work: set it to 0")
 	}
 	k.oneOf("logging.level", c.Logging.Level, "debug", "info", "warn", "error")
-	k.atLeast("logging.max_age_days", c.Logging.MaxAgeDays, 0)
+	k.within("logging.max_age_days", c.Logging.MaxAgeDays, 0, MaxAgeDays, "ten years")
 	if c.Logging.File == "" && !c.Logging.Stdout {
 		k.add("logging.file", "required unless logging.stdout is true")
 	}
@@ -94,7 +91,7 @@ func (d *Database) validate(k *checker) {
 // allowed_users holds plain user names: a leading "@" is a problem rather
 // than something stripped, so the name in the file is the name matched.
 func (c *CommentDetection) validate(k *checker) {
-	k.atLeast("comment_detection.check_interval", c.CheckInterval, 1)
+	k.within("comment_detection.check_interval", c.CheckInterval, 1, MaxCount, "")
 	for i, u := range c.AllowedUsers {
 		p := fmt.Sprintf("comment_detection.allowed_users[%d]", i)
 		switch {
@@ -113,14 +110,11 @@ func (c *Conversation) validate(k *checker) {
 	for i, w := range c.CompletionKeywords {
 		k.required(fmt.Sprintf("conversation.completion_keywords[%d]", i), w, "must not be empty")
 	}
-	switch h := c.TimeoutHours; {
-	case math.IsNaN(h) || h <= 0:
-		k.add("conversation.timeout_hours", "must be a number of hours more than 0")
-	case h*float64(time.Hour) >= math.MaxInt64:
-		k.add("conversation.timeout_hours", "too large")
+	if h := c.TimeoutHours; math.IsNaN(h) || h <= 0 || h > MaxTimeoutHours {
+		k.add("conversation.timeout_hours", fmt.Sprintf("must be a number of hours more than 0 and at most %d (a year)", MaxTimeoutHours))
 	}
-	k.atLeast("conversation.max_rounds", c.MaxRounds, 1)
-	k.atLeast("conversation.poll_seconds", c.PollSeconds, 5)
+	k.within("conversation.max_rounds", c.MaxRounds, 1, MaxCount, "")
+	k.within("conversation.poll_seconds", c.PollSeconds, 5, MaxTimeoutSeconds, "a day")
 }
 
 // validate checks the planning section. Its values are checked even when
@@ -128,16 +122,16 @@ func (c *Conversation) validate(k *checker) {
 // history directory, which is created when planning runs, waits for that.
 func (p *Planning) validate(k *checker) {
 	k.oneOf("planning.strategy", p.Strategy, StrategyChainOfThought)
-	k.atLeast("planning.max_subtasks", p.MaxSubtasks, 1)
+	k.within("planning.max_subtasks", p.MaxSubtasks, 1, MaxCount, "")
 	k.oneOf("planning.decomposition_level", p.DecompositionLevel,
 		DecompositionMinimal, DecompositionModerate, DecompositionDetailed)
-	k.atLeast("planning.pre_planning.max_tool_calls", p.PrePlanning.MaxToolCalls, 0)
-	k.atLeast("planning.execution.max_llm_calls_per_action", p.Execution.MaxLLMCallsPerAction, 1)
-	k.atLeast("planning.execution.max_attempts_per_action", p.Execution.MaxAttemptsPerAction, 1)
-	k.atLeast("planning.reflection.trigger_interval", p.Reflection.TriggerInterval, 0)
-	k.atLeast("planning.revision.max_revisions", p.Revision.MaxRevisions, 0)
-	k.atLeast("planning.verification.max_rounds", p.Verification.MaxRounds, 1)
-	k.atLeast("planning.replan.max_replans", p.Replan.MaxReplans, 0)
+	k.within("planning.pre_planning.max_tool_calls", p.PrePlanning.MaxToolCalls, 0, MaxCount, "")
+	k.within("planning.execution.max_llm_calls_per_action", p.Execution.MaxLLMCallsPerAction, 1, MaxCount, "")
+	k.within("planning.execution.max_attempts_per_action", p.Execution.MaxAttemptsPerAction, 1, MaxAttempts, "")
+	k.within("planning.reflection.trigger_interval", p.Reflection.TriggerInterval, 0, MaxCount, "")
+	k.within("planning.revision.max_revisions", p.Revision.MaxRevisions, 0, MaxAttempts, "")
+	k.within("planning.verification.max_rounds", p.Verification.MaxRounds, 1, MaxAttempts, "")
+	k.within("planning.replan.max_replans", p.Replan.MaxReplans, 0, MaxAttempts, "")
 	k.oneOf("planning.history.storage_type", p.History.StorageType, StorageJSONL)
 	if p.Enabled {
 		k.required("planning.history.directory", p.History.Directory, "required when planning.enabled is true")
@@ -219,7 +213,7 @@ func validateLabels(k *checker, section string, l task.Labels) {
 }
 
 func (l *LLM) validate(k *checker) {
-	k.atLeast("llm.timeout_seconds", l.TimeoutSeconds, 1)
+	k.within("llm.timeout_seconds", l.TimeoutSeconds, 1, MaxTimeoutSeconds, "a day")
 	if l.CompactAt < 0.1 || l.CompactAt > 0.95 {
 		k.add("llm.compact_at", fmt.Sprintf("is %g; it must be between 0.1 and 0.95", l.CompactAt))
 	}
@@ -234,21 +228,25 @@ func (l *LLM) validate(k *checker) {
 		k.url("llm.openai.base_url", o.BaseURL)
 		k.required("llm.openai.api_key", o.APIKey, when+" (or llm.openai.api_key_file)")
 		k.required("llm.openai.model", o.Model, when)
-		k.atLeast("llm.openai.max_token", o.MaxToken, 0)
-		k.atLeast("llm.openai.context_length", o.ContextLength, 0)
+		modelLimits(k, "llm.openai", o.MaxToken, o.ContextLength)
 	case ProviderLMStudio:
 		s := l.LMStudio
 		k.url("llm.lmstudio.base_url", s.BaseURL)
 		k.required("llm.lmstudio.model", s.Model, when)
-		k.atLeast("llm.lmstudio.max_token", s.MaxToken, 0)
-		k.atLeast("llm.lmstudio.context_length", s.ContextLength, 0)
+		modelLimits(k, "llm.lmstudio", s.MaxToken, s.ContextLength)
 	case ProviderOllama:
 		o := l.Ollama
 		k.url("llm.ollama.endpoint", o.Endpoint)
 		k.required("llm.ollama.model", o.Model, when)
-		k.atLeast("llm.ollama.max_token", o.MaxToken, 0)
-		k.atLeast("llm.ollama.context_length", o.ContextLength, 0)
+		modelLimits(k, "llm.ollama", o.MaxToken, o.ContextLength)
 	}
+}
+
+// modelLimits checks a provider's max_token and context_length; 0 is
+// "not set" for both.
+func modelLimits(k *checker, section string, maxToken, contextLength int) {
+	k.within(section+".max_token", maxToken, 0, MaxReplyTokens, "")
+	k.within(section+".context_length", contextLength, 0, MaxContextLength, "")
 }
 
 // validateMCP checks mcp_servers; builtin says whether the built-in tools'
@@ -346,6 +344,19 @@ func (k *checker) atLeast(path string, v, minimum int) {
 	}
 }
 
+// within wants v from lo to hi; the problem gives the range, with hi in
+// words (as "a day") when that says more than the number.
+func (k *checker) within(path string, v, lo, hi int, words string) {
+	if v >= lo && v <= hi {
+		return
+	}
+	msg := fmt.Sprintf("must be from %d to %d", lo, hi)
+	if words != "" {
+		msg += " (" + words + ")"
+	}
+	k.add(path, msg)
+}
+
 // url wants an absolute http or https URL with a host.
 func (k *checker) url(path, v string) {
 	if !k.required(path, v, "required") {
@@ -365,7 +376,7 @@ func (c *Config) validateWorkspace(k *checker) {
 	k.required("workspace.root", w.Root, "required: the folder the tasks' workspaces go in")
 	k.oneOf("workspace.keep", w.Keep, KeepNever, KeepFailed, KeepAlways)
 	commandLines(k, "workspace.checks", w.Checks)
-	k.atLeast("workspace.check_rounds", w.CheckRounds, 0)
+	k.within("workspace.check_rounds", w.CheckRounds, 0, MaxAttempts, "")
 	if !c.TaskWorkspaces() {
 		why := "needs a workspace, and no task gets one: " + noWorkspaceFix(w.BuiltinTools)
 		if len(w.Checks) > 0 {
@@ -386,8 +397,8 @@ func (c *Config) validateWorkspace(k *checker) {
 	if !strings.Contains(d.Author.Email, "@") {
 		k.add("delivery.author.email", "must be an e-mail address")
 	}
-	if d.MaxFileBytes <= 0 {
-		k.add("delivery.max_file_bytes", "must be more than 0")
+	if d.MaxFileBytes <= 0 || d.MaxFileBytes > MaxDeliveryFileBytes {
+		k.add("delivery.max_file_bytes", fmt.Sprintf("must be from 1 to %d (1 GiB)", MaxDeliveryFileBytes))
 	}
 }
 
@@ -434,8 +445,8 @@ func (s *Sandbox) validate(k *checker) {
 	if s.CommandTimeoutSeconds < 1 || s.CommandTimeoutSeconds > MaxCommandTimeoutSeconds {
 		k.add("sandbox.command_timeout_seconds", fmt.Sprintf("must be from 1 to %d", MaxCommandTimeoutSeconds))
 	}
-	k.atLeast("sandbox.memory_mb", s.MemoryMB, MinMemoryMB)
-	k.atLeast("sandbox.max_processes", s.MaxProcesses, MinMaxProcesses)
+	k.within("sandbox.memory_mb", s.MemoryMB, MinMemoryMB, MaxMemoryMB, "1 TiB")
+	k.within("sandbox.max_processes", s.MaxProcesses, MinMaxProcesses, MaxMaxProcesses, "")
 	if s.MaxOutputBytes < MinOutputBytes || s.MaxOutputBytes > MaxOutputBytes {
 		k.add("sandbox.max_output_bytes", fmt.Sprintf("must be from %d to %d (1 MiB)", MinOutputBytes, MaxOutputBytes))
 	}
@@ -478,7 +489,7 @@ func (q Queue) validate(k *checker) {
 		(!queueName.MatchString(r.Name) || strings.HasPrefix(r.Name, "amq.")) {
 		k.add("queue.rabbitmq.name", "must be 1-200 letters, digits and _.:- , not starting with amq.")
 	}
-	k.atLeast("queue.rabbitmq.max_deliveries", r.MaxDeliveries, 1)
+	k.within("queue.rabbitmq.max_deliveries", r.MaxDeliveries, 1, MaxCount, "")
 }
 
 // branchPrefix is what a branch name may start with here (a subset of git's

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -67,7 +68,24 @@ func newFileWriter(opts LogOptions) (*fileWriter, error) {
 	if w.now == nil {
 		w.now = time.Now
 	}
+	// The file is opened now, not at the first record: slog drops a
+	// handler's errors, so a file that cannot be written would lose every
+	// line without a word. At start it is the command's error.
+	if err := w.turn(dayOf(w.now())); err != nil {
+		lock.Close()
+		return nil, err
+	}
 	return w, nil
+}
+
+// unwrapPath is the reason of a *fs.PathError without its repetition of
+// the operation and path, which the message already names.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 func dayOf(t time.Time) string { return t.Local().Format(time.DateOnly) }
@@ -127,7 +145,7 @@ func (w *fileWriter) turnLocked(today string) (rotated bool, err error) {
 	}
 	f, err := os.OpenFile(target, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
-		return rotated, fmt.Errorf("opening log file: %w", err)
+		return rotated, fmt.Errorf("opening log file %s: %w", target, unwrapPath(err))
 	}
 	if w.f != nil {
 		w.f.Close()

@@ -412,7 +412,11 @@ func TestTemplates(t *testing.T) {
 	if err != nil {
 		t.Fatalf("StoreFailed: %v", err)
 	}
-	for name, got := range map[string]string{"failed": failed, "interrupted": interrupted, "storefailed": storeFailed} {
+	storeLost, err := report.StoreLost(2, "state store: saving checkpoint of github:acme/app#12: the state database /srv/data/coding-agent.db was removed while running")
+	if err != nil {
+		t.Fatalf("StoreLost: %v", err)
+	}
+	for name, got := range map[string]string{"failed": failed, "interrupted": interrupted, "storefailed": storeFailed, "storelost": storeLost} {
 		t.Run(name, func(t *testing.T) { golden.Check(t, name, got) })
 	}
 	for _, want := range []string{"The model server answered 503 four times.", "`coding agent failed`", "add `coding agent`"} {

@@ -42,6 +42,13 @@ func StoreFailed(turn int, reason string) (string, error) {
 	return render("storefailed.tmpl", map[string]any{"Turn": turn, "Reason": reason})
 }
 
+// StoreLost is the comment posted when a task stops because the state
+// database was removed or replaced under the process (store.ErrLost):
+// unlike StoreFailed, nothing recorded is kept to continue from.
+func StoreLost(turn int, reason string) (string, error) {
+	return render("storelost.tmpl", map[string]any{"Turn": turn, "Reason": reason})
+}
+
 // TakeOver is what the comment that a task was taken over says: which
 // process held it (From: host, PID, instance) and until when (Until),
 // whether an operator released it, and the host that continues (To).

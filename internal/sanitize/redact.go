@@ -1,6 +1,7 @@
 package sanitize
 
 import (
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
 	"net/url"
@@ -38,11 +39,15 @@ type Redactor struct {
 // NewRedactor prepares the redaction of secrets (shorter than MinSecretLen:
 // ignored). Each secret is looked for in these forms: itself, its base64
 // (standard and URL alphabets, padded or not, and at each of the three
-// byte offsets it can have inside a longer base64 text), its hex, and its
-// URL encodings. Every form is compared folded: ASCII letters in either
-// case, and anything that is not a letter or a digit skipped, so a secret
-// upper-cased, split by spaces, dashes or line breaks, or quoted in pieces
-// is still found. Any run of at least FragmentLen characters of a form is
+// byte offsets it can have inside a longer base64 text), its base32
+// (standard and hex alphabets, padded or not, at each of the five byte
+// offsets), its hex, and its URL encodings. Every form is compared folded:
+// ASCII letters in either case, and anything that is not a letter or a
+// digit skipped, so a secret upper-cased, split by spaces, dashes or line
+// breaks, or quoted in pieces is still found. The text is read with its
+// escapes decoded (see unescape): a secret written character by character
+// as JSON \u escapes or HTML character references, all or some of them,
+// is found too. Any run of at least FragmentLen characters of a form is
 // redacted (the secret less its last character, a line-wrapped base64
 // blob cut short); a form shorter than that is redacted whole.
 func NewRedactor(secrets []string) *Redactor {
@@ -94,6 +99,9 @@ func secretForms(s string) []string {
 	for off := range 3 {
 		forms = append(forms, base64Core(raw, off))
 	}
+	for off := range 5 {
+		forms = append(forms, base32Core(raw, off, base32.StdEncoding), base32Core(raw, off, base32.HexEncoding))
+	}
 	out := make([]string, 0, len(forms))
 	for _, f := range forms {
 		if f = fold(f); !slices.Contains(out, f) {
@@ -115,6 +123,18 @@ func base64Core(secret []byte, off int) string {
 	first := (8*off + 5) / 6 // the first character not touched by the bytes before
 	last := 8 * len(buf) / 6 // the characters whose bits all lie in buf
 	return enc[first:last]
+}
+
+// base32Core is base64Core for base32 in the alphabet of enc: a character
+// carries five bits, so the secret's place in a longer text matters modulo
+// five bytes. The padding, which folding drops, does not matter.
+func base32Core(secret []byte, off int, enc *base32.Encoding) string {
+	buf := make([]byte, off+len(secret))
+	copy(buf[off:], secret)
+	s := enc.WithPadding(base32.NoPadding).EncodeToString(buf)
+	first := (8*off + 4) / 5 // the first character not touched by the bytes before
+	last := 8 * len(buf) / 5 // the characters whose bits all lie in buf
+	return s[first:last]
 }
 
 // fold keeps the ASCII letters (lower-cased) and digits of s.
@@ -160,15 +180,9 @@ func (r *Redactor) Redact(s string) string {
 	defer b.release()
 	b.spans = shapeSpans(s, b.spans[:0])
 	if len(r.passes) > 0 {
-		b.norm, b.pos = b.norm[:0], b.pos[:0]
-		for i := range len(s) {
-			if c := folded[s[i]]; c != 0 {
-				b.norm = append(b.norm, c)
-				b.pos = append(b.pos, int32(i))
-			}
-		}
+		b.fold(s)
 		for _, p := range r.passes {
-			b.spans = p.find(b.norm, b.pos, b.spans)
+			b.spans = p.find(s, b.norm, b.pos, b.spans)
 		}
 	}
 	if len(b.spans) == 0 {
@@ -181,8 +195,119 @@ func (r *Redactor) Redact(s string) string {
 // every tool result, comment and log line.
 type buffers struct {
 	norm  []byte
-	pos   []int32 // pos[i] is the byte offset in s of norm[i]
+	pos   []int32 // pos[i] is the byte offset in s where norm[i] is written (see endOf)
 	spans []span
+}
+
+// fold fills norm with the folded text of s, its escapes decoded, and pos
+// with where each folded byte is written in s.
+func (b *buffers) fold(s string) {
+	b.norm, b.pos = b.norm[:0], b.pos[:0]
+	for i := 0; i < len(s); i++ {
+		f, n := folded[s[i]], 1
+		if f == 0 && (s[i] == '\\' || s[i] == '&') {
+			// Only a byte that folds to nothing can start an escape, so
+			// the letters and digits of ordinary text take one lookup.
+			if c, m := unescape(s[i:]); m > 0 {
+				f, n = folded[c], m
+			}
+		}
+		if f != 0 {
+			b.norm = append(b.norm, f)
+			b.pos = append(b.pos, int32(i))
+		}
+		i += n - 1
+	}
+}
+
+// endOf is the offset just past the folded byte written at p in s: past
+// its escape when it is one.
+func endOf(s string, p int32) int {
+	if c := s[p]; c == '\\' || c == '&' {
+		_, n := unescape(s[p:])
+		return int(p) + n
+	}
+	return int(p) + 1
+}
+
+// unescape reads the escape at the start of s and returns the ASCII
+// character it stands for (0 for any other character) and its length; n is
+// 0 when s starts with no escape. The escapes are JSON's \uXXXX (either
+// case of hex, as JavaScript and many languages write it too), HTML's
+// numeric references &#103; and &#x67; (the semicolon optional, as
+// browsers read them, leading zeros allowed) and the named references of
+// XML's five punctuation characters (&amp; &lt; &gt; &quot; &apos;), which
+// stand for characters folding drops.
+func unescape(s string) (c byte, n int) {
+	if len(s) >= 6 && s[0] == '\\' && s[1] == 'u' {
+		v, ok := hexValue(s[2:6])
+		if !ok {
+			return 0, 0
+		}
+		return ascii(v), 6
+	}
+	if len(s) < 3 || s[0] != '&' {
+		return 0, 0
+	}
+	if s[1] != '#' {
+		for _, name := range []string{"&amp;", "&lt;", "&gt;", "&quot;", "&apos;"} {
+			if strings.HasPrefix(s, name) {
+				return 0, len(name)
+			}
+		}
+		return 0, 0
+	}
+	base, i := 10, 2
+	if s[2] == 'x' || s[2] == 'X' {
+		base, i = 16, 3
+	}
+	start, v := i, 0
+	for ; i < len(s); i++ {
+		d, ok := digitValue(s[i], base)
+		if !ok {
+			break
+		}
+		v = min(v*base+d, 0x110000) // past Unicode: no ASCII character, and no overflow
+	}
+	if i == start {
+		return 0, 0
+	}
+	if i < len(s) && s[i] == ';' {
+		i++
+	}
+	return ascii(v), i
+}
+
+// ascii is v as a byte when it is an ASCII character, else 0.
+func ascii(v int) byte {
+	if v > 0 && v < 0x80 {
+		return byte(v)
+	}
+	return 0
+}
+
+func hexValue(s string) (int, bool) {
+	v := 0
+	for i := range len(s) {
+		d, ok := digitValue(s[i], 16)
+		if !ok {
+			return 0, false
+		}
+		v = v*16 + d
+	}
+	return v, true
+}
+
+func digitValue(c byte, base int) (int, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0'), true
+	case base == 16 && c >= 'a' && c <= 'f':
+		return int(c-'a') + 10, true
+	case base == 16 && c >= 'A' && c <= 'F':
+		return int(c-'A') + 10, true
+	}
+	return 0, false
 }
 
 var scratch = sync.Pool{New: func() any { return new(buffers) }}
@@ -268,7 +393,7 @@ func (p *pass) has(h uint64, window []byte) bool {
 
 // find appends the spans of s (through pos) whose folded text norm holds a
 // window of the pass; windows that overlap make one span.
-func (p *pass) find(norm []byte, pos []int32, spans []span) []span {
+func (p *pass) find(s string, norm []byte, pos []int32, spans []span) []span {
 	n := p.n
 	if len(norm) < n {
 		return spans
@@ -281,11 +406,11 @@ func (p *pass) find(norm []byte, pos []int32, spans []span) []span {
 	for i := 0; ; i++ {
 		k := h >> (64 - bitmapBits)
 		if p.bits[k/64]&(1<<(k%64)) != 0 && p.has(h, norm[i:i+n]) {
-			start, end := int(pos[i]), int(pos[i+n-1])+1
+			from, to := int(pos[i]), endOf(s, pos[i+n-1])
 			if last >= 0 && i < last {
-				spans[len(spans)-1].end = end
+				spans[len(spans)-1].end = to
 			} else {
-				spans = append(spans, span{start, end})
+				spans = append(spans, span{from, to})
 			}
 			last = i + n
 		}

@@ -21,6 +21,13 @@ var ErrClaimed = errors.New("task is claimed by another process")
 // queued: nothing holds it.
 var ErrNotHeld = errors.New("task is not running or queued")
 
+// ErrLost is wrapped by every error of a store whose database was removed,
+// replaced or dropped under the running process (the SQLite file deleted,
+// the PostgreSQL schema dropped): nothing written to it is kept or seen by
+// anyone, and it does not come back, so the command stops with it rather
+// than retry. It is a failure of the store (MarkFailures marks it so).
+var ErrLost = errors.New("the state database was removed or replaced while running")
+
 // Counters are what a task has cost so far.
 type Counters struct {
 	LLMCalls  int `json:"llm_calls"`

@@ -33,7 +33,8 @@ func TestWhatAServerSaysIsRedacted(t *testing.T) {
 	if w := mcptest.Leaked(r.Text, leakSecret); w != "" || r.IsError {
 		t.Errorf("leak_env result holds %q:\n%s", w, r.Text)
 	}
-	for _, form := range []string{"plain: ", "upper: ", "truncated: ", "spaced: ", "base64: ", "hex: ", "percent: %", "query: "} {
+	for _, form := range []string{"plain: ", "upper: ", "truncated: ", "spaced: ", "base64: ", "hex: ", "percent: %", "query: ",
+		"base32: ", "base32hex: ", "json: ", "jsonmixed: ", "html: ", "htmlhex: "} {
 		if !strings.Contains(r.Text, form+sanitize.Redacted) {
 			t.Errorf("leak_env result lacks %q[REDACTED]:\n%s", form, r.Text)
 		}

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -36,7 +37,7 @@ func (w *Worker) finishRound(ctx context.Context, f ending, out engine.Outcome) 
 	}
 	awaits, err := w.await(ctx, f, summary)
 	if store.IsFailure(err) {
-		f.reason = w.o.Redact(err.Error())
+		f.reason, f.lost = w.o.Redact(err.Error()), errors.Is(err, store.ErrLost)
 		w.move(ctx, f, storeFailed)
 		return true, err
 	}

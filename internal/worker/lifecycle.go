@@ -135,6 +135,9 @@ type ending struct {
 	labels []string // the task's labels when the transition was decided
 	reason string   // why it failed, paused or stopped
 	calls  int      // model requests the run made
+	// lost: the store failed because its database is gone (store.ErrLost),
+	// and what it recorded with it.
+	lost bool
 	// reported: the run already posted its closing comment (planning mode).
 	reported bool
 	// mark is the newest comment id the run's context held.
@@ -262,7 +265,11 @@ func (w *Worker) notify(ctx context.Context, f ending, n notice) {
 	case interruptedNotice:
 		body, err = report.Interrupted(f.calls)
 	case storeNotice:
-		body, err = report.StoreFailed(f.calls, f.reason)
+		if f.lost {
+			body, err = report.StoreLost(f.calls, f.reason)
+		} else {
+			body, err = report.StoreFailed(f.calls, f.reason)
+		}
 	}
 	if err != nil {
 		f.log.Error("rendering a notice", "error", err)

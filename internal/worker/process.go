@@ -81,7 +81,7 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 			log.Error("claiming task for work", "error", err)
 		}
 		if err = failure(err); err != nil {
-			w.move(fctx, ending{ref: ref, post: post, log: log, reason: w.o.Redact(err.Error())}, storeFailed)
+			w.move(fctx, ending{ref: ref, post: post, log: log, reason: w.o.Redact(err.Error()), lost: errors.Is(err, store.ErrLost)}, storeFailed)
 			return leave, err
 		}
 		return ack, nil
@@ -139,7 +139,7 @@ func (w *Worker) end(ctx, fctx context.Context, f ending, out engine.Outcome, er
 		// to finish, and this host's own row says so.
 		return ack, failure(w.setStatus(fctx, f.ref, task.Stopped, "let go: "+context.Cause(ctx).Error()))
 	case store.IsFailure(err):
-		f.reason = w.o.Redact(err.Error())
+		f.reason, f.lost = w.o.Redact(err.Error()), errors.Is(err, store.ErrLost)
 		w.move(fctx, f, storeFailed)
 		return leave, err
 	case errors.Is(err, forge.ErrAuth):

@@ -35,7 +35,7 @@ func (s *Store) SaveCheckpoint(ctx context.Context, ref task.Ref, cp store.Check
 		err = s.notHeld(ctx, ref, cp.Holder)
 	}
 	if err != nil {
-		return fmt.Errorf("saving checkpoint of %s: %w", ref, err)
+		return fmt.Errorf("saving checkpoint of %s: %w", ref, lost(err))
 	}
 	return nil
 }
@@ -56,14 +56,14 @@ func (s *Store) LoadCheckpoint(ctx context.Context, ref task.Ref) (store.Checkpo
 		err = store.ErrNotFound
 	}
 	if err != nil {
-		return store.Checkpoint{}, false, fmt.Errorf("loading checkpoint of %s: %w", ref, err)
+		return store.Checkpoint{}, false, fmt.Errorf("loading checkpoint of %s: %w", ref, lost(err))
 	}
 	if step == nil || created == nil {
 		return store.Checkpoint{}, false, nil
 	}
 	t, err := parseTime(*created)
 	if err != nil {
-		return store.Checkpoint{}, false, fmt.Errorf("loading checkpoint of %s: %w", ref, err)
+		return store.Checkpoint{}, false, fmt.Errorf("loading checkpoint of %s: %w", ref, lost(err))
 	}
 	if data == nil {
 		data = []byte{}
@@ -79,7 +79,7 @@ func (s *Store) ClearCheckpoint(ctx context.Context, ref task.Ref) error {
 		_, err = getRecord(ctx, s.pool, ref)
 	}
 	if err != nil {
-		return fmt.Errorf("clearing checkpoint of %s: %w", ref, err)
+		return fmt.Errorf("clearing checkpoint of %s: %w", ref, lost(err))
 	}
 	return nil
 }
@@ -103,7 +103,7 @@ func (s *Store) SaveConversation(ctx context.Context, ref task.Ref, c store.Conv
 			since = excluded.since, summaries = excluded.summaries`,
 		ref.String(), c.Round, c.Mark, formatTime(c.Since), string(enc))
 	if err := affectedOne(tag, err); err != nil {
-		return fmt.Errorf("saving conversation of %s: %w", ref, err)
+		return fmt.Errorf("saving conversation of %s: %w", ref, lost(err))
 	}
 	return nil
 }
@@ -113,7 +113,7 @@ func (s *Store) SaveConversation(ctx context.Context, ref task.Ref, c store.Conv
 func (s *Store) LoadConversation(ctx context.Context, ref task.Ref) (store.Conversation, bool, error) {
 	c, ok, err := s.loadConversation(ctx, ref)
 	if err != nil {
-		return store.Conversation{}, false, fmt.Errorf("loading conversation of %s: %w", ref, err)
+		return store.Conversation{}, false, fmt.Errorf("loading conversation of %s: %w", ref, lost(err))
 	}
 	return c, ok, nil
 }

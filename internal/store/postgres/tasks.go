@@ -67,7 +67,7 @@ func getRecord(ctx context.Context, q querier, ref task.Ref) (store.Record, erro
 func (s *Store) Claim(ctx context.Context, ref task.Ref, owner store.Owner) (store.Record, error) {
 	rec, _, err := s.claim(ctx, ref, owner, store.ClaimAny)
 	if err != nil {
-		return store.Record{}, fmt.Errorf("claiming %s: %w", ref, err)
+		return store.Record{}, fmt.Errorf("claiming %s: %w", ref, lost(err))
 	}
 	return rec, nil
 }
@@ -77,7 +77,7 @@ func (s *Store) Claim(ctx context.Context, ref task.Ref, owner store.Owner) (sto
 func (s *Store) ClaimQueued(ctx context.Context, ref task.Ref, owner store.Owner) (store.Record, error) {
 	rec, _, err := s.claim(ctx, ref, owner, store.ClaimQueued)
 	if err != nil {
-		return store.Record{}, fmt.Errorf("claiming queued %s: %w", ref, err)
+		return store.Record{}, fmt.Errorf("claiming queued %s: %w", ref, lost(err))
 	}
 	return rec, nil
 }
@@ -87,7 +87,7 @@ func (s *Store) ClaimQueued(ctx context.Context, ref task.Ref, owner store.Owner
 func (s *Store) TakeOver(ctx context.Context, ref task.Ref, owner store.Owner) (store.Record, error) {
 	_, prev, err := s.claim(ctx, ref, owner, store.ClaimTakeOver)
 	if err != nil {
-		return store.Record{}, fmt.Errorf("taking over %s: %w", ref, err)
+		return store.Record{}, fmt.Errorf("taking over %s: %w", ref, lost(err))
 	}
 	return prev, nil
 }
@@ -159,12 +159,12 @@ func (s *Store) clock(ctx context.Context, q querier) (time.Time, error) {
 func (s *Store) Renew(ctx context.Context, owner store.Owner) ([]task.Ref, error) {
 	at, err := s.clock(ctx, s.pool)
 	if err != nil {
-		return nil, fmt.Errorf("renewing the leases of %s: %w", owner.Instance, err)
+		return nil, fmt.Errorf("renewing the leases of %s: %w", owner.Instance, lost(err))
 	}
 	rows, err := s.pool.Query(ctx, `UPDATE tasks SET lease_until = $1 WHERE instance = $2 AND instance != '' AND status = $3
 		RETURNING forge, repo, kind, number`, formatTime(at.Add(owner.Lease)), owner.Instance, string(task.Running))
 	if err != nil {
-		return nil, fmt.Errorf("renewing the leases of %s: %w", owner.Instance, err)
+		return nil, fmt.Errorf("renewing the leases of %s: %w", owner.Instance, lost(err))
 	}
 	defer rows.Close()
 	var refs []task.Ref
@@ -172,13 +172,13 @@ func (s *Store) Renew(ctx context.Context, owner store.Owner) ([]task.Ref, error
 		var r task.Ref
 		var kind string
 		if err := rows.Scan(&r.Forge, &r.Repo, &kind, &r.Number); err != nil {
-			return nil, fmt.Errorf("renewing the leases of %s: %w", owner.Instance, err)
+			return nil, fmt.Errorf("renewing the leases of %s: %w", owner.Instance, lost(err))
 		}
 		r.Kind = task.Kind(kind)
 		refs = append(refs, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("renewing the leases of %s: %w", owner.Instance, err)
+		return nil, fmt.Errorf("renewing the leases of %s: %w", owner.Instance, lost(err))
 	}
 	return refs, nil
 }
@@ -187,22 +187,22 @@ func (s *Store) Renew(ctx context.Context, owner store.Owner) ([]task.Ref, error
 func (s *Store) Release(ctx context.Context, ref task.Ref) (store.Record, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return store.Record{}, fmt.Errorf("releasing %s: beginning transaction: %w", ref, err)
+		return store.Record{}, fmt.Errorf("releasing %s: beginning transaction: %w", ref, lost(err))
 	}
 	defer tx.Rollback(context.Background())
 	prev, err := scanRecord(tx.QueryRow(ctx, `SELECT `+recordColumns+` FROM tasks WHERE ref = $1 FOR UPDATE`, ref.String()))
 	if err != nil {
-		return store.Record{}, fmt.Errorf("releasing %s: %w", ref, err)
+		return store.Record{}, fmt.Errorf("releasing %s: %w", ref, lost(err))
 	}
 	if err := store.InHand(prev); err != nil {
-		return store.Record{}, fmt.Errorf("releasing %s: %w", ref, err)
+		return store.Record{}, fmt.Errorf("releasing %s: %w", ref, lost(err))
 	}
 	if _, err := tx.Exec(ctx, `UPDATE tasks SET instance = '', lease_until = '', updated_at = $1 WHERE ref = $2`,
 		formatTime(s.now()), ref.String()); err != nil {
-		return store.Record{}, fmt.Errorf("releasing %s: %w", ref, err)
+		return store.Record{}, fmt.Errorf("releasing %s: %w", ref, lost(err))
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return store.Record{}, fmt.Errorf("releasing %s: committing: %w", ref, err)
+		return store.Record{}, fmt.Errorf("releasing %s: committing: %w", ref, lost(err))
 	}
 	return prev, nil
 }
@@ -223,7 +223,7 @@ func (s *Store) SetStatus(ctx context.Context, ref task.Ref, status task.Status,
 	tag, err := s.pool.Exec(ctx, `UPDATE tasks SET status = $1, error = $2, updated_at = $3 WHERE ref = $4`,
 		string(status), errMsg, formatTime(s.now()), ref.String())
 	if err := affectedOne(tag, err); err != nil {
-		return fmt.Errorf("setting status of %s to %s: %w", ref, status, err)
+		return fmt.Errorf("setting status of %s to %s: %w", ref, status, lost(err))
 	}
 	return nil
 }
@@ -235,7 +235,7 @@ func (s *Store) AddCounters(ctx context.Context, ref task.Ref, delta store.Count
 		updated_at = $5 WHERE ref = $6`,
 		delta.LLMCalls, delta.ToolCalls, delta.TokensIn, delta.TokensOut, formatTime(s.now()), ref.String())
 	if err := affectedOne(tag, err); err != nil {
-		return fmt.Errorf("adding counters of %s: %w", ref, err)
+		return fmt.Errorf("adding counters of %s: %w", ref, lost(err))
 	}
 	return nil
 }
@@ -255,7 +255,7 @@ func affectedOne(tag pgconn.CommandTag, err error) error {
 func (s *Store) Get(ctx context.Context, ref task.Ref) (store.Record, error) {
 	r, err := getRecord(ctx, s.pool, ref)
 	if err != nil {
-		return store.Record{}, fmt.Errorf("getting %s: %w", ref, err)
+		return store.Record{}, fmt.Errorf("getting %s: %w", ref, lost(err))
 	}
 	return r, nil
 }
@@ -264,19 +264,19 @@ func (s *Store) Get(ctx context.Context, ref task.Ref) (store.Record, error) {
 func (s *Store) List(ctx context.Context) ([]store.Record, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+recordColumns+` FROM tasks ORDER BY updated_at DESC, ref`)
 	if err != nil {
-		return nil, fmt.Errorf("listing tasks: %w", err)
+		return nil, fmt.Errorf("listing tasks: %w", lost(err))
 	}
 	defer rows.Close()
 	out := []store.Record{}
 	for rows.Next() {
 		r, err := scanRecord(rows)
 		if err != nil {
-			return nil, fmt.Errorf("listing tasks: %w", err)
+			return nil, fmt.Errorf("listing tasks: %w", lost(err))
 		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("listing tasks: %w", err)
+		return nil, fmt.Errorf("listing tasks: %w", lost(err))
 	}
 	return out, nil
 }

@@ -21,6 +21,9 @@ func (s *Store) SaveCheckpoint(ctx context.Context, ref task.Ref, cp store.Check
 	if data == nil {
 		data = []byte{}
 	}
+	if err := s.intact(); err != nil {
+		return fmt.Errorf("saving checkpoint of %s: %w", ref, err)
+	}
 	// INSERT ... SELECT ... WHERE EXISTS inserts nothing for an unknown task,
 	// which RowsAffected turns into ErrNotFound.
 	res, err := s.db.ExecContext(ctx, `INSERT INTO checkpoints (ref, step, data, created_at)
@@ -33,13 +36,16 @@ func (s *Store) SaveCheckpoint(ctx context.Context, ref task.Ref, cp store.Check
 		err = s.notHeld(ctx, ref, cp.Holder)
 	}
 	if err != nil {
-		return fmt.Errorf("saving checkpoint of %s: %w", ref, err)
+		return fmt.Errorf("saving checkpoint of %s: %w", ref, s.kept(err))
 	}
-	return nil
+	return s.kept(nil)
 }
 
 // LoadCheckpoint returns the task's checkpoint; ok is false when it has none.
 func (s *Store) LoadCheckpoint(ctx context.Context, ref task.Ref) (store.Checkpoint, bool, error) {
+	if err := s.intact(); err != nil {
+		return store.Checkpoint{}, false, fmt.Errorf("loading checkpoint of %s: %w", ref, err)
+	}
 	var (
 		step    sql.NullInt64
 		data    []byte
@@ -71,6 +77,9 @@ func (s *Store) LoadCheckpoint(ctx context.Context, ref task.Ref) (store.Checkpo
 // zeroes it in the database; the WAL still holds the pages written while
 // it lived, so they are copied back and the WAL is truncated.
 func (s *Store) ClearCheckpoint(ctx context.Context, ref task.Ref) error {
+	if err := s.intact(); err != nil {
+		return fmt.Errorf("clearing checkpoint of %s: %w", ref, err)
+	}
 	res, err := s.db.ExecContext(ctx, `DELETE FROM checkpoints WHERE ref = ?`, ref.String())
 	if err == nil {
 		var n int64
@@ -80,10 +89,10 @@ func (s *Store) ClearCheckpoint(ctx context.Context, ref task.Ref) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("clearing checkpoint of %s: %w", ref, err)
+		return fmt.Errorf("clearing checkpoint of %s: %w", ref, s.kept(err))
 	}
 	s.truncateWAL(ctx)
-	return nil
+	return s.kept(nil)
 }
 
 // truncateWAL checkpoints the WAL into the database and truncates it. It

@@ -23,6 +23,9 @@ func (s *Store) SaveConversation(ctx context.Context, ref task.Ref, c store.Conv
 	if err != nil {
 		return fmt.Errorf("saving conversation of %s: encoding summaries: %w", ref, err)
 	}
+	if err := s.intact(); err != nil {
+		return fmt.Errorf("saving conversation of %s: %w", ref, err)
+	}
 	// As in SaveCheckpoint: nothing is inserted for an unknown task, which
 	// RowsAffected turns into ErrNotFound.
 	res, err := s.db.ExecContext(ctx, `INSERT INTO conversations (ref, round, mark, since, summaries)
@@ -31,14 +34,17 @@ func (s *Store) SaveConversation(ctx context.Context, ref task.Ref, c store.Conv
 			since = excluded.since, summaries = excluded.summaries`,
 		ref.String(), c.Round, c.Mark, formatTime(c.Since), string(enc), ref.String())
 	if err := affectedOne(res, err); err != nil {
-		return fmt.Errorf("saving conversation of %s: %w", ref, err)
+		return fmt.Errorf("saving conversation of %s: %w", ref, s.kept(err))
 	}
-	return nil
+	return s.kept(nil)
 }
 
 // LoadConversation returns the task's conversation; ok is false when it has
 // none. Summaries is never nil in a loaded conversation.
 func (s *Store) LoadConversation(ctx context.Context, ref task.Ref) (store.Conversation, bool, error) {
+	if err := s.intact(); err != nil {
+		return store.Conversation{}, false, fmt.Errorf("loading conversation of %s: %w", ref, err)
+	}
 	c, ok, err := s.loadConversation(ctx, ref)
 	if err != nil {
 		return store.Conversation{}, false, fmt.Errorf("loading conversation of %s: %w", ref, err)

@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -63,8 +64,11 @@ type Options struct {
 // Store is a store.Store on a SQLite file.
 type Store struct {
 	db        *sql.DB
+	pin       *sql.Conn // held open from Open to Close (see watch)
 	path      string
-	holders   store.Holders // who still holds a running task
+	files     []watched                 // the files the store opened (see intact)
+	lost      atomic.Pointer[lostError] // set once one of them is gone
+	holders   store.Holders             // who still holds a running task
 	now       func() time.Time
 	log       *slog.Logger
 	closeOnce sync.Once
@@ -100,7 +104,7 @@ func openSchema(ctx context.Context, dir string, opts Options, schema []string) 
 	if err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", s.path, err)
 	}
-	db.SetMaxOpenConns(maxOpenConns)
+	db.SetMaxOpenConns(maxOpenConns + 1) // and the pinned one (watch)
 	s.db = db
 	// A connection's first statements (journal_mode WAL on a new file among
 	// them) can meet another process opening the same file and get
@@ -113,6 +117,8 @@ func openSchema(ctx context.Context, dir string, opts Options, schema []string) 
 			err = fmt.Errorf("opening store %s: %w", s.path, err)
 		} else if err = s.migrate(ctx, schema); err != nil {
 			err = fmt.Errorf("migrating store %s: %w", s.path, err)
+		} else if err = s.watch(ctx); err != nil {
+			err = fmt.Errorf("opening store %s: %w", s.path, err)
 		}
 		if err == nil {
 			return s, nil
@@ -186,6 +192,9 @@ func (s *Store) Path() string { return s.path }
 // Close closes the database. It may be called more than once.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		if s.pin != nil {
+			s.pin.Close()
+		}
 		if err := s.db.Close(); err != nil {
 			s.closeErr = fmt.Errorf("closing store %s: %w", s.path, err)
 		}

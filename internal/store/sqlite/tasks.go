@@ -96,6 +96,9 @@ func (s *Store) TakeOver(ctx context.Context, ref task.Ref, owner store.Owner) (
 // claim claims ref for owner and returns the new record and the one before
 // (zero for a new task); mode says which statuses it may claim from.
 func (s *Store) claim(ctx context.Context, ref task.Ref, owner store.Owner, mode store.ClaimMode) (rec, prev store.Record, err error) {
+	if err := s.intact(); err != nil {
+		return rec, prev, err
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return rec, prev, fmt.Errorf("beginning transaction: %w", err)
@@ -136,11 +139,14 @@ func (s *Store) claim(ctx context.Context, ref task.Ref, owner store.Owner, mode
 	if err := tx.Commit(); err != nil {
 		return rec, prev, fmt.Errorf("committing claim: %w", err)
 	}
-	return rec, prev, nil
+	return rec, prev, s.kept(nil)
 }
 
 // Renew extends the lease of the running tasks owner.Instance holds.
 func (s *Store) Renew(ctx context.Context, owner store.Owner) ([]task.Ref, error) {
+	if err := s.intact(); err != nil {
+		return nil, fmt.Errorf("renewing the leases of %s: %w", owner.Instance, err)
+	}
 	at := s.now()
 	rows, err := s.db.QueryContext(ctx, `UPDATE tasks SET lease_until = ? WHERE instance = ? AND instance != '' AND status = ?
 		RETURNING forge, repo, kind, number`, formatTime(at.Add(owner.Lease)), owner.Instance, string(task.Running))
@@ -151,7 +157,7 @@ func (s *Store) Renew(ctx context.Context, owner store.Owner) ([]task.Ref, error
 	if err != nil {
 		return nil, fmt.Errorf("renewing the leases of %s: %w", owner.Instance, err)
 	}
-	return refs, nil
+	return refs, s.kept(nil)
 }
 
 func scanRefs(rows *sql.Rows) ([]task.Ref, error) {
@@ -171,6 +177,9 @@ func scanRefs(rows *sql.Rows) ([]task.Ref, error) {
 
 // Release frees a running or queued task from its holder.
 func (s *Store) Release(ctx context.Context, ref task.Ref) (store.Record, error) {
+	if err := s.intact(); err != nil {
+		return store.Record{}, fmt.Errorf("releasing %s: %w", ref, err)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return store.Record{}, fmt.Errorf("releasing %s: beginning transaction: %w", ref, err)
@@ -190,7 +199,7 @@ func (s *Store) Release(ctx context.Context, ref task.Ref) (store.Record, error)
 	if err := tx.Commit(); err != nil {
 		return store.Record{}, fmt.Errorf("releasing %s: committing: %w", ref, err)
 	}
-	return prev, nil
+	return prev, s.kept(nil)
 }
 
 // SetStatus moves the task to status. errMsg is kept only for task.Failed;
@@ -199,24 +208,30 @@ func (s *Store) SetStatus(ctx context.Context, ref task.Ref, status task.Status,
 	if status != task.Failed {
 		errMsg = ""
 	}
+	if err := s.intact(); err != nil {
+		return fmt.Errorf("setting status of %s to %s: %w", ref, status, err)
+	}
 	res, err := s.db.ExecContext(ctx, `UPDATE tasks SET status = ?, error = ?, updated_at = ? WHERE ref = ?`,
 		string(status), errMsg, formatTime(s.now()), ref.String())
 	if err := affectedOne(res, err); err != nil {
-		return fmt.Errorf("setting status of %s to %s: %w", ref, status, err)
+		return fmt.Errorf("setting status of %s to %s: %w", ref, status, s.kept(err))
 	}
-	return nil
+	return s.kept(nil)
 }
 
 // AddCounters adds delta to the task's counters in one statement.
 func (s *Store) AddCounters(ctx context.Context, ref task.Ref, delta store.Counters) error {
+	if err := s.intact(); err != nil {
+		return fmt.Errorf("adding counters of %s: %w", ref, err)
+	}
 	res, err := s.db.ExecContext(ctx, `UPDATE tasks SET llm_calls = llm_calls + ?,
 		tool_calls = tool_calls + ?, tokens_in = tokens_in + ?, tokens_out = tokens_out + ?,
 		updated_at = ? WHERE ref = ?`,
 		delta.LLMCalls, delta.ToolCalls, delta.TokensIn, delta.TokensOut, formatTime(s.now()), ref.String())
 	if err := affectedOne(res, err); err != nil {
-		return fmt.Errorf("adding counters of %s: %w", ref, err)
+		return fmt.Errorf("adding counters of %s: %w", ref, s.kept(err))
 	}
-	return nil
+	return s.kept(nil)
 }
 
 // affectedOne turns an UPDATE that matched no row into store.ErrNotFound.
@@ -236,6 +251,9 @@ func affectedOne(res sql.Result, err error) error {
 
 // Get returns the task's row.
 func (s *Store) Get(ctx context.Context, ref task.Ref) (store.Record, error) {
+	if err := s.intact(); err != nil {
+		return store.Record{}, fmt.Errorf("getting %s: %w", ref, err)
+	}
 	r, err := getRecord(ctx, s.db, ref)
 	if err != nil {
 		return store.Record{}, fmt.Errorf("getting %s: %w", ref, err)
@@ -245,6 +263,9 @@ func (s *Store) Get(ctx context.Context, ref task.Ref) (store.Record, error) {
 
 // List returns every row, most recently updated first (ties by ref).
 func (s *Store) List(ctx context.Context) ([]store.Record, error) {
+	if err := s.intact(); err != nil {
+		return nil, fmt.Errorf("listing tasks: %w", err)
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT `+recordColumns+` FROM tasks ORDER BY updated_at DESC, ref`)
 	if err != nil {
 		return nil, fmt.Errorf("listing tasks: %w", err)

@@ -3,6 +3,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -674,4 +675,26 @@ func TakeoverRules(t *testing.T, s store.Store) {
 			t.Errorf("holder %+v: Claim = %v, want ErrClaimed", c.holder, err)
 		}
 	}
+}
+
+// EveryCall calls each method of s but Close once on ref, as o, and
+// returns their errors by method name: for tests of a store that can no
+// longer answer (its database broken or gone), whose every call must fail.
+func EveryCall(ctx context.Context, s store.Store, ref task.Ref, o store.Owner) map[string]error {
+	errs := map[string]error{}
+	_, errs["Claim"] = s.Claim(ctx, ref, o)
+	_, errs["ClaimQueued"] = s.ClaimQueued(ctx, ref, o)
+	_, errs["TakeOver"] = s.TakeOver(ctx, ref, o)
+	_, errs["Renew"] = s.Renew(ctx, o)
+	_, errs["Release"] = s.Release(ctx, ref)
+	errs["SetStatus"] = s.SetStatus(ctx, ref, task.Done, "")
+	errs["AddCounters"] = s.AddCounters(ctx, ref, store.Counters{LLMCalls: 1})
+	errs["SaveCheckpoint"] = s.SaveCheckpoint(ctx, ref, store.Checkpoint{Step: 2, Data: []byte("step two")})
+	_, _, errs["LoadCheckpoint"] = s.LoadCheckpoint(ctx, ref)
+	errs["ClearCheckpoint"] = s.ClearCheckpoint(ctx, ref)
+	errs["SaveConversation"] = s.SaveConversation(ctx, ref, store.Conversation{Round: 1})
+	_, _, errs["LoadConversation"] = s.LoadConversation(ctx, ref)
+	_, errs["Get"] = s.Get(ctx, ref)
+	_, errs["List"] = s.List(ctx)
+	return errs
 }

@@ -4,6 +4,7 @@ package mcptest
 
 import (
 	"context"
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -204,8 +205,11 @@ func banner(b string) mcp.Middleware {
 // Encodings is v as a leaking tool might print it: as it is, upper-cased,
 // less its last character, spaced, in quoted pieces, in base64 (both
 // alphabets, alone and inside longer data at each byte offset, wrapped at
-// 76 columns), in hex (both cases), percent-encoded byte by byte and
-// URL-escaped, one form a line.
+// 76 columns), in base32 (both alphabets, padded and not, inside longer
+// data at each byte offset), in hex (both cases), percent-encoded byte by
+// byte and URL-escaped, as JSON \u escapes (all of it, and every other
+// character) and as HTML numeric references (decimal, and hex mixed with
+// plain characters), one form a line.
 func Encodings(v string) string {
 	raw := []byte(v)
 	var forms []string
@@ -228,6 +232,27 @@ func Encodings(v string) string {
 		}
 		add(fmt.Sprintf("wrapped%d", off), "\n"+wrapped.String())
 	}
+	add("base32", base32.StdEncoding.EncodeToString(raw))
+	add("base32hex", base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString(raw))
+	for off := 1; off <= 4; off++ {
+		add(fmt.Sprintf("base32blob%d", off), base32.StdEncoding.EncodeToString([]byte(strings.Repeat("#", off)+"TOKEN="+v+"\n")))
+	}
+	var escaped, mixed, html, htmlHex strings.Builder
+	for i, c := range raw {
+		fmt.Fprintf(&escaped, `\u%04x`, c)
+		fmt.Fprintf(&html, "&#%d;", c)
+		if i%2 == 0 {
+			fmt.Fprintf(&mixed, `\u%04X`, c)
+			fmt.Fprintf(&htmlHex, "&#x%x;", c)
+		} else {
+			mixed.WriteByte(c)
+			htmlHex.WriteByte(c)
+		}
+	}
+	add("json", escaped.String())
+	add("jsonmixed", mixed.String())
+	add("html", html.String())
+	add("htmlhex", htmlHex.String())
 	add("hex", hex.EncodeToString(raw))
 	add("HEX", strings.ToUpper(hex.EncodeToString(raw)))
 	var pct strings.Builder

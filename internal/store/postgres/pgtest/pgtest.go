@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"testing"
@@ -84,7 +85,8 @@ func Schema(t testing.TB) string {
 			return
 		}
 		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+		// IF EXISTS: a test may have dropped it under its store.
+		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
 			t.Errorf("dropping schema %s: %v", schema, err)
 		}
 	})
@@ -96,4 +98,61 @@ func Schema(t testing.TB) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// Database creates an empty database on the test server, dropped when the
+// test ends (whatever still uses it), and returns its URL: for a test that
+// drops a whole database under its store. The server's user must be
+// allowed to create databases.
+func Database(t testing.TB) string {
+	t.Helper()
+	base := serverURL(t)
+	b := make([]byte, 8)
+	rand.Read(b)
+	name := "storetest_" + hex.EncodeToString(b)
+	admin := func(ctx context.Context, sql string) error {
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(context.Background())
+		_, err = conn.Exec(ctx, sql)
+		return err
+	}
+	if err := admin(t.Context(), "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("creating database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := admin(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("dropping database %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("%s is not a URL: %v", URLEnv, err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// Drop runs sql (a DROP SCHEMA or DROP DATABASE) on the test server, as
+// another process would under a running store. It may be called from any
+// goroutine (a scripted server's handler) once the test has made its
+// schema or database: it returns its error instead of failing the test.
+func Drop(ctx context.Context, sql string) error {
+	raw := os.Getenv(URLEnv)
+	if raw == "" {
+		raw = defaultTestURL
+	}
+	conn, err := pgx.Connect(ctx, raw)
+	if err != nil {
+		return fmt.Errorf("connecting to the test server: %w", err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("%s: %w", sql, err)
+	}
+	return nil
 }
