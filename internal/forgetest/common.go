@@ -63,6 +63,7 @@ type base struct {
 	log    []Request
 	now    atomic.Pointer[func() time.Time]
 	watch  func(Call) bool
+	calls  atomic.Int64 // requests a Watch function saw
 }
 
 // Inject adds a fault. Faults are matched in the order they were added.
@@ -200,6 +201,7 @@ func (d *discardWriter) WriteHeader(int)             {}
 
 // Call is a request the emulator is serving, as a Watch function sees it.
 type Call struct {
+	Seq    int64 // the request's number, the same in both calls
 	Method string
 	Path   string // URL path as sent (escaped)
 	Body   []byte
@@ -252,7 +254,7 @@ func (b *base) wrap(next http.Handler, errBody func(status int) string) http.Han
 			panic(http.ErrAbortHandler)
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		c := Call{Method: r.Method, Path: r.URL.EscapedPath(), Body: body}
+		c := Call{Seq: b.calls.Add(1), Method: r.Method, Path: r.URL.EscapedPath(), Body: body}
 		if !watch(c) {
 			panic(http.ErrAbortHandler)
 		}
