@@ -3,6 +3,7 @@ package forgetest
 import (
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -19,11 +20,14 @@ func TestWatchDropsBeforeOrAfterServing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewGitHub(t)
 			n := g.AddIssue("acme/app", IssueSeed{Title: "t"})
+			var mu sync.Mutex
 			var seen []Call
 			g.Watch(func(c Call) bool {
 				if c.Method != "POST" {
 					return true
 				}
+				mu.Lock()
+				defer mu.Unlock()
 				seen = append(seen, c)
 				return len(seen) != tc.dropAt
 			})
@@ -42,6 +46,9 @@ func TestWatchDropsBeforeOrAfterServing(t *testing.T) {
 				resp.Body.Close()
 				t.Fatalf("a dropped request was answered %d", resp.StatusCode)
 			}
+			g.Watch(nil)
+			mu.Lock()
+			defer mu.Unlock()
 			if got := len(g.Comments("acme/app", n)); got != tc.wantStore {
 				t.Errorf("%d comments stored, want %d", got, tc.wantStore)
 			}
@@ -52,7 +59,6 @@ func TestWatchDropsBeforeOrAfterServing(t *testing.T) {
 			if len(seen) != wantSeen || string(seen[0].Body) != `{"body":"hello"}` || seen[0].Served || len(seen) > 1 && !seen[1].Served {
 				t.Errorf("the watch saw %+v", seen)
 			}
-			g.Watch(nil)
 		})
 	}
 }
