@@ -78,14 +78,13 @@ func NewPoster(o PosterOptions) *Poster {
 	return &Poster{o: o, log: log}
 }
 
-// Post posts body as one comment, named by key (the zero Key: a comment
-// of its own, never in doubt). A body longer than a
-// comment allows is cut (at a line break where one is near, an open code
-// fence closed) with a note saying how many characters were left out, and
-// its full text is logged at debug level. This is how a step's comment, the
-// model's own text, is posted: a 2 MB reply makes one comment, not 33. A
-// body that is empty or only white space is not posted: the forges refuse
-// it.
+// Post posts body as one comment, named by key (the zero Key: a comment of
+// its own, never in doubt). A body longer than a comment allows is cut (at
+// a line break where one is near, an open code fence closed) with a note
+// saying how many characters were left out, and its full text is logged at
+// debug level. This is how a step's comment, the model's own text, is
+// posted: a 2 MB reply makes one comment, not 33. A body that is empty or
+// only white space is not posted: the forges refuse it.
 func (p *Poster) Post(ctx context.Context, key engine.Key, body string) error {
 	if strings.TrimSpace(body) == "" {
 		return nil
@@ -105,11 +104,11 @@ func (p *Poster) Post(ctx context.Context, key engine.Key, body string) error {
 	return err
 }
 
-// PostAll posts the whole of body, named by key (as in Post), split into several
-// comments marked "(i/n)" when it is too long (see Split), each part named
-// by key and its number. This is how the notices the agent composes (a
-// failure with its reason, pause, stop) are posted. A blank body is not
-// posted.
+// PostAll posts the whole of body, named by key (as in Post), split into
+// several comments marked "(i/n)" when it is too long (see Split), each
+// part named by key and its number. This is how the notices the agent
+// composes (a failure with its reason, pause, stop) are posted. A blank
+// body is not posted.
 func (p *Poster) PostAll(ctx context.Context, key engine.Key, body string) error {
 	if strings.TrimSpace(body) == "" {
 		return nil
