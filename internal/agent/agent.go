@@ -119,9 +119,8 @@ func (p *plain) Post(ctx context.Context, a *engine.Act) error {
 		p.r.Log().Info("step comment not posted: the same as the last one")
 		return nil
 	}
-	in := p.r.Input()
-	if err := in.Post.Post(ctx, body); err != nil {
-		return fmt.Errorf("posting step comment on %s: %w", in.Task.Ref, err)
+	if err := p.r.Post(ctx, "step", body); err != nil {
+		return fmt.Errorf("posting step comment on %s: %w", p.r.Input().Task.Ref, err)
 	}
 	p.st.Posted = id
 	return nil
@@ -168,13 +167,13 @@ func (p *plain) Announce(ctx context.Context, out engine.Outcome) {
 	if out.End != engine.Done {
 		return
 	}
-	in, log := p.r.Input(), p.r.Log()
+	log := p.r.Log()
 	body, err := closing(out)
 	if err != nil {
 		log.Error("rendering the closing comment", "error", err)
 		return
 	}
-	if err := in.Post.Post(ctx, body); err != nil {
+	if err := p.r.Post(ctx, "closing", body); err != nil {
 		log.Error("posting the closing comment", "error", err)
 	}
 }

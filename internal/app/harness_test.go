@@ -15,6 +15,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/app"
 	"github.com/coding-agent/coding-agent/internal/config"
 	"github.com/coding-agent/coding-agent/internal/engine"
+	"github.com/coding-agent/coding-agent/internal/forge/postonce"
 	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/llm"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
@@ -187,20 +188,21 @@ func (e *env) labels() []string {
 	return l
 }
 
-// botComments are the bodies the bot posted, oldest first.
+// botComments are the bodies the bot posted, oldest first, without the
+// hidden line naming each (postonce.Mark: its key is the run's own).
 func (e *env) botComments() []string {
 	var out []string
 	if e.gh != nil {
 		for _, c := range e.gh.Comments(e.ref.Repo, e.ref.Number) {
 			if c.Author == e.gh.BotLogin {
-				out = append(out, c.Body)
+				out = append(out, postonce.Unmark(c.Body))
 			}
 		}
 		return out
 	}
 	for _, n := range e.gl.Notes(e.ref.Repo, e.glKind(), e.ref.Number) {
 		if n.Author == e.gl.BotUsername && !n.System {
-			out = append(out, n.Body)
+			out = append(out, postonce.Unmark(n.Body))
 		}
 	}
 	return out

@@ -57,6 +57,12 @@ type checkpoint struct {
 	// Hinted are the kinds of hint the model was given in this run
 	// (Reply.Hint): each is given once.
 	Hinted []string `json:"hinted,omitempty"`
+
+	// Keys number the run's comments (keys.go); SavedAt is when the
+	// checkpoint was saved, by the wall clock: a process that stopped
+	// after it posted only comments created since.
+	Keys    Keys      `json:"keys"`
+	SavedAt time.Time `json:"saved_at"`
 }
 
 // checkpointVersion 2 is the engine's format; version 1 was written by the

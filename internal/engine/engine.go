@@ -36,9 +36,11 @@ type Caller interface {
 	Call(ctx context.Context, fullName string, args json.RawMessage) (toolhost.Result, error)
 }
 
-// Poster posts a comment on the task being worked on.
+// Poster posts a comment on the task being worked on, once: key names it
+// (written in it as a hidden line) and says whether a process that stopped
+// may have posted it already, to be looked for first (keys.go).
 type Poster interface {
-	Post(ctx context.Context, body string) error
+	Post(ctx context.Context, key Key, body string) error
 }
 
 // State is where the engine keeps checkpoints and counters.
@@ -243,6 +245,11 @@ type Outcome struct {
 	// Ran are the commands the model ran in the sandbox this round, the
 	// last result of each command line, in the order first run.
 	Ran []toolhost.CommandRun `json:"ran,omitempty"`
+	// Keys name the comments posted for the round after its run (the
+	// delivery, a notice), continuing the run's own (keys.go): doubtful
+	// when the outcome was read from a checkpoint that a process that
+	// stopped had saved, and nothing was saved since.
+	Keys Keys `json:"-"`
 }
 
 // Final reports whether the outcome ends the task's round (done or failed).

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/coding-agent/coding-agent/internal/agent"
@@ -39,22 +40,51 @@ import (
 
 var errKilled = errors.New("killed")
 
+// sameOutcome compares outcomes but for the keys of their comments, whose
+// run id each run picks.
+var sameOutcome = cmpopts.IgnoreFields(engine.Outcome{}, "Keys")
+
+// runID is a comment key's run id (postonce.Mark).
+var runID = regexp.MustCompile(`(<!-- coding-agent comment: )[0-9a-f]{12}/`)
+
+// sameRun is comments with the run id of their keys replaced by RUN: the
+// runs compared pick their own, while the rest of each key (its number,
+// what it is) must be the same.
+func sameRun(comments map[int64]string) map[int64]string {
+	out := make(map[int64]string, len(comments))
+	for id, body := range comments {
+		out[id] = runID.ReplaceAllString(body, "${1}RUN/")
+	}
+	return out
+}
+
 var ref = task.Ref{Forge: task.GitHub, Repo: "acme/app", Kind: task.Issue, Number: 9}
 
 // world is what outlives a process: the store, the forge's comments, the
-// planning history.
+// planning history. Its comments are posted through report.Poster, as the
+// daemon posts them.
 type world struct {
 	mu       sync.Mutex
 	cps      map[task.Ref]store.Checkpoint
 	comments map[int64]string // id → body, as edited
+	created  map[int64]time.Time
 	nextID   int64
 	history  string // directory
 	// saved, when set, is called after every checkpoint saved: a kill
 	// right after a save (checks_test.go).
 	saved func() error
+	// kill, when set, is told of every comment posted, once it landed,
+	// and saves nothing once the process it kills is dead.
+	kill *kill
 }
 
+// bot is the world's forge user.
+const bot = "coding-agent"
+
 func (w *world) SaveCheckpoint(_ context.Context, r task.Ref, cp store.Checkpoint) error {
+	if w.kill != nil && w.kill.dead {
+		return errKilled
+	}
 	w.mu.Lock()
 	w.cps[r] = cp
 	saved := w.saved
@@ -75,30 +105,63 @@ func (w *world) LoadCheckpoint(_ context.Context, r task.Ref) (store.Checkpoint,
 func (w *world) AddCounters(context.Context, task.Ref, store.Counters) error { return nil }
 
 func (w *world) PostComment(_ context.Context, _ task.Ref, body string) (task.Comment, error) {
+	if w.kill != nil && w.kill.dead {
+		return task.Comment{}, errKilled
+	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.nextID++
-	w.comments[w.nextID] = body
-	return task.Comment{ID: w.nextID}, nil
+	id := w.nextID
+	w.comments[id] = body
+	if w.created == nil {
+		w.created = map[int64]time.Time{}
+	}
+	w.created[id] = time.Now()
+	w.mu.Unlock()
+	if w.kill != nil {
+		// Landed: a kill here leaves the comment on the forge and the
+		// process none the wiser.
+		if err := w.kill.event("comment"); err != nil {
+			return task.Comment{}, err
+		}
+	}
+	return task.Comment{ID: id, Author: bot, Body: body}, nil
 }
 
 func (w *world) EditComment(_ context.Context, _ task.Ref, id int64, body string) error {
+	if w.kill != nil && w.kill.dead {
+		return errKilled
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.comments[id] = body
 	return nil
 }
 
-func (w *world) Post(ctx context.Context, body string) error {
-	_, err := w.PostComment(ctx, ref, body)
-	return err
+func (w *world) CommentsSince(_ context.Context, _ task.Ref, since time.Time) ([]task.Comment, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []task.Comment
+	for _, id := range slices.Sorted(maps.Keys(w.comments)) {
+		if at := w.created[id]; !at.Before(since) {
+			out = append(out, task.Comment{ID: id, Author: bot, Body: w.comments[id], CreatedAt: at})
+		}
+	}
+	return out, nil
+}
+
+func (w *world) BotUser(context.Context) (string, error) { return bot, nil }
+
+// Post posts as the worker does, through a report.Poster.
+func (w *world) Post(ctx context.Context, key engine.Key, body string) error {
+	return report.NewPoster(report.PosterOptions{Commenter: w, Ref: ref}).Post(ctx, key, body)
 }
 
 // snapshot is the world as a SIGKILL would leave it.
 func (w *world) snapshot(t *testing.T) *world {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	s := &world{cps: maps.Clone(w.cps), comments: maps.Clone(w.comments), nextID: w.nextID, history: t.TempDir()}
+	s := &world{cps: maps.Clone(w.cps), comments: maps.Clone(w.comments), created: maps.Clone(w.created), nextID: w.nextID,
+		history: t.TempDir()}
 	entries, _ := os.ReadDir(w.history)
 	for _, e := range entries {
 		data, err := os.ReadFile(filepath.Join(w.history, e.Name()))
@@ -120,20 +183,34 @@ func (w *world) historyText(t *testing.T) string {
 	return string(data)
 }
 
-// kill ends a process at its n-th event of one kind (model request or
-// tool call), saving what it left behind.
+// kill ends a process at its n-th event of one kind (a model request or a
+// tool call: the one whose component holds the kill; or a comment landed,
+// for a kill whose point is "comment"), saving what it left behind. Once
+// dead, every component holding it fails.
 type kill struct {
-	at   int
-	n    int
-	t    *testing.T
-	w    *world
-	left *world
+	at    int
+	n     int
+	point string // "comment", or "" for the model's or the tools' events
+	t     *testing.T
+	w     *world
+	left  *world
+	dead  bool
 }
 
-func (k *kill) now() error {
+// now is a model request or a tool call happening.
+func (k *kill) now() error { return k.event("") }
+
+func (k *kill) event(kind string) error {
+	if k.dead {
+		return errKilled
+	}
+	if kind != k.point {
+		return nil
+	}
 	k.n++
 	if k.n == k.at {
 		k.left = k.w.snapshot(k.t)
+		k.dead = true
 		return errKilled
 	}
 	return nil
@@ -320,22 +397,25 @@ func TestKillAtEveryPointThenResume(t *testing.T) {
 					toolCalls++
 				}
 			}
-			for _, point := range []string{"request", "tool call"} {
-				points := len(script)
-				if point == "tool call" {
-					points = toolCalls
-				}
-				for at := 1; at <= points; at++ {
+			// A comment is posted at most once: a kill right after one
+			// landed, before anything saved that it did, is a point too.
+			points := map[string]int{"request": len(script), "tool call": toolCalls, "comment": len(ref0.comments)}
+			for _, point := range []string{"request", "tool call", "comment"} {
+				for at := 1; at <= points[point]; at++ {
 					t.Run(fmt.Sprintf("%s %d", point, at), func(t *testing.T) {
 						w := &world{cps: map[task.Ref]store.Checkpoint{}, comments: map[int64]string{}, history: t.TempDir()}
 						k := &kill{at: at, t: t, w: w}
 						m, ts := &model{script: script}, tools{Host: host}
-						if point == "request" {
+						switch point {
+						case "request":
 							m.kill = k
-						} else {
+						case "tool call":
 							ts.kill = k
+						case "comment":
+							// The whole process dies: each part fails from then on.
+							k.point, w.kill, m.kill, ts.kill = point, k, k, k
 						}
-						if _, err := runner(t, loop, w, m, ts)(); !errors.Is(err, errKilled) {
+						if _, err := runner(t, loop, w, m, ts)(); k.left == nil || point != "comment" && !errors.Is(err, errKilled) {
 							t.Fatalf("the run was not killed: %v", err)
 						}
 						left, answered := k.left, m.asked
@@ -346,7 +426,7 @@ func TestKillAtEveryPointThenResume(t *testing.T) {
 						if err != nil {
 							t.Fatalf("resumed run: %v", err)
 						}
-						if diff := cmp.Diff(want, got); diff != "" {
+						if diff := cmp.Diff(want, got, sameOutcome); diff != "" {
 							t.Errorf("outcome differs from a run never killed (-want +got):\n%s", diff)
 						}
 						if m2.asked != len(script)-answered {
@@ -359,7 +439,7 @@ func TestKillAtEveryPointThenResume(t *testing.T) {
 						if ref0Model := m.cutOff; ref0Model != 0 {
 							t.Errorf("the killed run's %d requests say a call was cut off", ref0Model)
 						}
-						wantComments, gotComments := ref0.comments, left.comments
+						wantComments, gotComments := sameRun(ref0.comments), sameRun(left.comments)
 						if point == "tool call" && strings.HasSuffix(loop, "compacting") {
 							// The note on the call run again makes the conversation
 							// longer than the one never killed: in a window this
@@ -421,7 +501,7 @@ func TestEndedRunOfTheOlderFormatIsNotRunAgain(t *testing.T) {
 			w := &world{cps: map[task.Ref]store.Checkpoint{ref: {Step: 1, Data: []byte(tc.data)}}, comments: map[int64]string{}, history: t.TempDir()}
 			m := &model{script: scripts[tc.loop]}
 			out, err := runner(t, tc.loop, w, m, tools{Host: host})()
-			if err != nil || !cmp.Equal(out, tc.want) {
+			if err != nil || !cmp.Equal(out, tc.want, sameOutcome) {
 				t.Errorf("outcome %+v %v, want %+v", out, err, tc.want)
 			}
 			if m.asked != 0 || len(w.comments) != 0 {

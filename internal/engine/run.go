@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/coding-agent/coding-agent/internal/llm"
 	"github.com/coding-agent/coding-agent/internal/store"
@@ -57,7 +58,9 @@ func (e *Engine) Run(ctx context.Context, in Input, p Policy) (Outcome, error) {
 		if !r.st.Announced {
 			r.announce(ctx)
 		}
-		return *f, nil
+		out := *f
+		out.Keys = r.st.Keys
+		return out, nil
 	}
 	for {
 		out, err := r.step(ctx)
@@ -86,12 +89,20 @@ func (e *Engine) begin(ctx context.Context, in Input, p Policy) (*Run, error) {
 			// Finished under the per-loop format, its labels not yet set:
 			// the outcome stands, and the task is not run again.
 			r.log.Info("run had already ended (older checkpoint format); returning its outcome", "end", out.End)
-			r.st = &checkpoint{Version: checkpointVersion, Mode: p.Mode(), Final: out, Announced: true}
+			r.st = &checkpoint{Version: checkpointVersion, Mode: p.Mode(), Final: out, Announced: true,
+				Keys: Keys{Run: newRunID(), Doubt: true}}
 			return r, nil
 		}
 		st, why := resumable(cp.Data, p.Mode())
 		if why == "" {
 			r.st = st
+			// Until it saves, the run does again what the process that
+			// saved this checkpoint did after it: its comments may be
+			// on the forge already (keys.go).
+			st.Keys.Doubt, st.Keys.Since = true, st.SavedAt
+			if st.Keys.Run == "" { // saved before comments had keys
+				st.Keys.Run = newRunID()
+			}
 			if err := r.offer(true); err != nil {
 				return nil, err
 			}
@@ -113,7 +124,7 @@ func (e *Engine) begin(ctx context.Context, in Input, p Policy) (*Run, error) {
 		return nil, err
 	}
 	r.st = &checkpoint{Version: checkpointVersion, Mode: p.Mode(), Mark: max(in.Mark, MarkOf(in.Comments)),
-		Counts:   Counts{Started: e.o.Now(), Ignored: in.Ignored},
+		Counts: Counts{Started: e.o.Now(), Ignored: in.Ignored}, Keys: Keys{Run: newRunID()},
 		Messages: []llm.Message{{Role: llm.System, Content: p.System()}, {Role: llm.User, Content: first}}}
 	if err := r.offer(false); err != nil {
 		return nil, err
@@ -316,7 +327,7 @@ func (r *Run) unusable(ctx context.Context, msg llm.Message, reason string) (*Ou
 // one, then the policy's next move; checkpointing after each.
 func (r *Run) act(ctx context.Context) (*Outcome, error) {
 	st, a := r.st, r.st.Pending
-	if !a.Posted {
+	if !a.Posted { // saved before: its comment's key is fixed (keys.go)
 		if err := r.p.Post(ctx, a); err != nil {
 			return nil, err
 		}
@@ -432,10 +443,11 @@ func (r *Run) say(text string) {
 	r.st.Messages = append(msgs, llm.Message{Role: llm.User, Content: text})
 }
 
-// complete fills in the run's counts.
+// complete fills in the run's counts and its comments' keys.
 func (r *Run) complete(out Outcome) Outcome {
 	out.Calls, out.Ignored, out.Mark = r.st.Calls, r.st.Ignored, r.st.Mark
 	out.Ran = slices.Clone(r.st.Ran)
+	out.Keys = r.st.Keys
 	return out
 }
 
@@ -455,6 +467,7 @@ func (r *Run) end(ctx context.Context, out Outcome) (Outcome, error) {
 	}
 	r.log.Info("run ended", "end", out.End, "calls", out.Calls, "tool_calls", r.st.ToolCalls)
 	r.announce(ctx)
+	out.Keys = r.st.Keys // the closing comment's included
 	return out, nil
 }
 
@@ -475,6 +488,7 @@ func (r *Run) save(ctx context.Context) error {
 		return fmt.Errorf("encoding the %s state of %s: %w", r.p.Mode(), ref, err)
 	}
 	r.st.Policy = pol
+	r.st.SavedAt = time.Now() // the wall clock, as the forge stamps comments (not Options.Now, a test's)
 	data, err := json.Marshal(r.st)
 	if err != nil {
 		return fmt.Errorf("encoding checkpoint of %s: %w", ref, err)
@@ -482,5 +496,6 @@ func (r *Run) save(ctx context.Context) error {
 	if err := r.e.o.State.SaveCheckpoint(ctx, ref, store.Checkpoint{Step: r.st.Calls, Data: data}); err != nil {
 		return fmt.Errorf("saving checkpoint of %s: %w", ref, err)
 	}
+	r.st.Keys.Doubt = false // what it posts from here on is new
 	return nil
 }

@@ -5,6 +5,8 @@
 package forgetest
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -60,6 +62,8 @@ type base struct {
 	faults []*Fault
 	log    []Request
 	now    atomic.Pointer[func() time.Time]
+	watch  func(Call) bool
+	calls  atomic.Int64 // requests a Watch function saw
 }
 
 // Inject adds a fault. Faults are matched in the order they were added.
@@ -195,8 +199,40 @@ func (d *discardWriter) Header() http.Header         { return d.h }
 func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discardWriter) WriteHeader(int)             {}
 
-// wrap applies faults and records requests around next. errBody renders a
-// fault's default body in the forge's error format.
+// Call is a request the emulator is serving, as a Watch function sees it.
+type Call struct {
+	Seq    int64 // the request's number, the same in both calls
+	Method string
+	Path   string // URL path as sent (escaped)
+	Body   []byte
+	// Served: false before the request is served; true once it was
+	// (faults applied, its side effects made), its answer not yet sent.
+	Served bool
+}
+
+// Watch has fn see every request twice: before it is served, and once
+// served, before its answer is sent. fn returning false drops the request
+// there: not served at all, or served with its answer never sent; the
+// connection is closed either way. A test kills the client from fn, to
+// leave the forge as a crash at that very moment would: before a request
+// did anything, or after it took effect without the client hearing so.
+// fn runs on the request's goroutine, outside the emulator's locks. nil
+// stops watching.
+func (b *base) Watch(fn func(Call) bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.watch = fn
+}
+
+func (b *base) watcher() func(Call) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.watch
+}
+
+// wrap applies faults and records requests around next, and lets a Watch
+// function see them. errBody renders a fault's default body in the
+// forge's error format.
 func (b *base) wrap(next http.Handler, errBody func(status int) string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w}
@@ -208,29 +244,58 @@ func (b *base) wrap(next http.Handler, errBody func(status int) string) http.Han
 			})
 			b.mu.Unlock()
 		}()
-		f := b.takeFault(r)
-		if f == nil {
-			next.ServeHTTP(rec, r)
+		watch := b.watcher()
+		if watch == nil {
+			b.serve(rec, r, next, errBody)
 			return
 		}
-		if f.Truncate {
-			truncate(rec, r, next)
-			return
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			panic(http.ErrAbortHandler)
 		}
-		if f.AfterServe {
-			next.ServeHTTP(&discardWriter{h: http.Header{}}, r)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		c := Call{Seq: b.calls.Add(1), Method: r.Method, Path: r.URL.EscapedPath(), Body: body}
+		if !watch(c) {
+			panic(http.ErrAbortHandler)
 		}
-		rec.Header().Set("Content-Type", "application/json")
-		for k, v := range f.Header {
-			rec.Header().Set(k, v)
+		held := httptest.NewRecorder()
+		b.serve(held, r, next, errBody)
+		c.Served = true
+		if !watch(c) {
+			panic(http.ErrAbortHandler)
 		}
-		body := f.Body
-		if body == "" {
-			body = errBody(f.Status)
+		for k, v := range held.Header() {
+			rec.Header()[k] = v
 		}
-		rec.WriteHeader(f.Status)
-		_, _ = rec.Write([]byte(body))
+		rec.WriteHeader(held.Code)
+		_, _ = rec.Write(held.Body.Bytes())
 	})
+}
+
+// serve serves r with next, or answers the first fault matching it.
+func (b *base) serve(w http.ResponseWriter, r *http.Request, next http.Handler, errBody func(status int) string) {
+	f := b.takeFault(r)
+	if f == nil {
+		next.ServeHTTP(w, r)
+		return
+	}
+	if f.Truncate {
+		truncate(w, r, next)
+		return
+	}
+	if f.AfterServe {
+		next.ServeHTTP(&discardWriter{h: http.Header{}}, r)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	for k, v := range f.Header {
+		w.Header().Set(k, v)
+	}
+	body := f.Body
+	if body == "" {
+		body = errBody(f.Status)
+	}
+	w.WriteHeader(f.Status)
+	_, _ = w.Write([]byte(body))
 }
 
 // truncate serves r and passes on the first half of the answer's body

@@ -192,7 +192,7 @@ func (p *policy) Begin(_ context.Context, r *engine.Run, saved json.RawMessage) 
 		}
 		p.enter(At{Phase: first})
 	}
-	p.board = report.NewBoard(report.BoardOptions{Forge: p.c.o.Forge, Ref: ref, Redact: p.c.o.Redact, Logger: p.log}, p.st.Board)
+	p.board = report.NewBoard(report.BoardOptions{Forge: p.c.o.Forge, Ref: ref, Redact: p.c.o.Redact, Logger: p.log, Key: r.Key}, p.st.Board)
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/llm"
@@ -66,6 +67,14 @@ func (f *memForge) PostComment(_ context.Context, _ task.Ref, body string) (task
 }
 
 func (f *memForge) EditComment(context.Context, task.Ref, int64, string) error { return nil }
+
+// CommentsSince has nothing for a run that resumes to find: these tests
+// kill no process after a comment landed (engine/resume_test.go does).
+func (f *memForge) CommentsSince(context.Context, task.Ref, time.Time) ([]task.Comment, error) {
+	return nil, nil
+}
+
+func (f *memForge) BotUser(context.Context) (string, error) { return "coding-agent", nil }
 
 var testRef = task.Ref{Forge: task.GitHub, Repo: "acme/app", Kind: task.Issue, Number: 3}
 

@@ -10,7 +10,9 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/forge"
+	"github.com/coding-agent/coding-agent/internal/forge/postonce"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -21,12 +23,16 @@ type BoardState struct {
 	PhaseKey   string   `json:"phase_key,omitempty"` // the phase comment being appended to
 	PhaseID    int64    `json:"phase_id,omitempty"`
 	Sections   []string `json:"sections,omitempty"` // its sections, in order
+	// ProgressMark and PhaseMark are the keys the two comments were posted
+	// under (engine.Key): an edit keeps them.
+	ProgressMark string `json:"progress_mark,omitempty"`
+	PhaseMark    string `json:"phase_mark,omitempty"`
 }
 
-// BoardForge is what a Board needs of a forge: posting comments and editing
-// them in place.
+// BoardForge is what a Board needs of a forge: posting comments, finding
+// one a stopped process posted (Forge), and editing them in place.
 type BoardForge interface {
-	forge.Commenter
+	Forge
 	forge.Editor
 }
 
@@ -34,9 +40,12 @@ type BoardForge interface {
 type BoardOptions struct {
 	Forge  BoardForge
 	Ref    task.Ref
-	MaxLen int                 // 0 → MaxComment(Ref.Forge); below 64 counts as 64
+	MaxLen int                 // 0 → MaxComment(Ref.Forge) less a key's line; below 64 counts as 64
 	Redact func(string) string // nil → identity
 	Logger *slog.Logger        // nil → discard
+	// Key names each comment the Board posts, what saying what it is
+	// (engine.Run.Key); nil → keys of the Board's own, never in doubt.
+	Key func(what string) engine.Key
 }
 
 // sectionSep joins the sections of a phase comment.
@@ -68,11 +77,15 @@ type Board struct {
 // a new task).
 func NewBoard(o BoardOptions, st BoardState) *Board {
 	if o.MaxLen <= 0 {
-		o.MaxLen = MaxComment(o.Ref.Forge)
+		o.MaxLen = MaxComment(o.Ref.Forge) - postonce.MarkReserve
 	}
 	o.MaxLen = max(o.MaxLen, minSplit)
 	if o.Redact == nil {
 		o.Redact = func(s string) string { return s }
+	}
+	if o.Key == nil {
+		keys := &engine.Keys{}
+		o.Key = keys.Next
 	}
 	log := o.Logger
 	if log == nil {
@@ -104,17 +117,17 @@ func (b *Board) SetProgress(ctx context.Context, body string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if id := b.st.ProgressID; id != 0 {
-		err := b.edit(ctx, id, body, "editing the progress comment")
+		err := b.edit(ctx, id, postonce.Mark(body, b.st.ProgressMark), "editing the progress comment")
 		if !errors.Is(err, forge.ErrNotFound) {
 			return err
 		}
 		b.st.ProgressID = 0
 	}
-	c, err := b.post(ctx, body, "posting the progress comment")
+	c, mark, err := b.post(ctx, "progress", body, "posting the progress comment")
 	if err != nil {
 		return err
 	}
-	b.st.ProgressID = c.ID
+	b.st.ProgressID, b.st.ProgressMark = c.ID, mark
 	return nil
 }
 
@@ -144,7 +157,7 @@ func (b *Board) AddSection(ctx context.Context, key, section string) error {
 	if key == b.st.PhaseKey && b.st.PhaseID != 0 {
 		all := append(slices.Clone(b.st.Sections), section)
 		if body := strings.Join(all, sectionSep); b.fits(body) {
-			err := b.edit(ctx, b.st.PhaseID, body, "appending to the "+key+" comment")
+			err := b.edit(ctx, b.st.PhaseID, postonce.Mark(body, b.st.PhaseMark), "appending to the "+key+" comment")
 			if !errors.Is(err, forge.ErrNotFound) { // edited, or kept for the next edit
 				b.st.Sections = all
 				return err
@@ -188,7 +201,7 @@ func (b *Board) ReplaceSection(ctx context.Context, key, old, section string) (b
 	if !b.fits(body) {
 		return false, nil
 	}
-	err := b.edit(ctx, b.st.PhaseID, body, "updating the "+key+" comment")
+	err := b.edit(ctx, b.st.PhaseID, postonce.Mark(body, b.st.PhaseMark), "updating the "+key+" comment")
 	if errors.Is(err, forge.ErrNotFound) {
 		return true, b.startPhase(ctx, key, all)
 	}
@@ -208,12 +221,12 @@ func (b *Board) startPhase(ctx context.Context, key string, sections []string) e
 			"key", key, "dropped", keep)
 	}
 	sections = sections[keep:]
-	c, err := b.post(ctx, strings.Join(sections, sectionSep), "posting the "+key+" comment")
+	c, mark, err := b.post(ctx, "phase-"+key, strings.Join(sections, sectionSep), "posting the "+key+" comment")
 	b.st.PhaseKey, b.st.Sections, b.st.PhaseID = key, sections, 0
 	if err != nil {
 		return err
 	}
-	b.st.PhaseID = c.ID
+	b.st.PhaseID, b.st.PhaseMark = c.ID, mark
 	return nil
 }
 
@@ -224,10 +237,10 @@ func (b *Board) Post(ctx context.Context, body string) error {
 	if strings.TrimSpace(body) == "" {
 		return nil
 	}
-	p := NewPoster(PosterOptions{Commenter: b.o.Forge, Ref: b.o.Ref, MaxLen: b.o.MaxLen, Redact: b.o.Redact})
+	p := NewPoster(PosterOptions{Commenter: b.o.Forge, Ref: b.o.Ref, MaxLen: b.o.MaxLen, Redact: b.o.Redact, Logger: b.log})
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := p.PostAll(ctx, body); err != nil {
+	if err := p.PostAll(ctx, b.o.Key("closing"), body); err != nil {
 		b.log.WarnContext(ctx, "comment not posted", "doing", "posting a comment", "err", err)
 		return fmt.Errorf("posting a comment on %s: %w", b.o.Ref, err)
 	}
@@ -236,14 +249,28 @@ func (b *Board) Post(ctx context.Context, body string) error {
 
 func (b *Board) fits(body string) bool { return utf8.RuneCountInString(body) <= b.o.MaxLen }
 
-// post posts body as one comment, logging a failure.
-func (b *Board) post(ctx context.Context, body, doing string) (task.Comment, error) {
-	c, err := b.o.Forge.PostComment(ctx, b.o.Ref, body)
+// post posts body as one comment under the next key, what saying what it
+// is, and returns it and the key's name; a failure is logged. A comment a
+// stopped process posted under that key is taken instead, its body brought
+// up to date.
+func (b *Board) post(ctx context.Context, what, body, doing string) (task.Comment, string, error) {
+	key := b.o.Key(what)
+	find, err := look(ctx, b.o.Forge, b.o.Ref, key)
+	var c task.Comment
+	found := false
+	if err == nil {
+		c, found, err = postOnce(ctx, b.o.Forge, b.o.Ref, b.log, find, key.Name, body)
+	}
 	if err != nil {
 		b.log.WarnContext(ctx, "comment not posted", "doing", doing, "err", err)
-		return task.Comment{}, fmt.Errorf("%s on %s: %w", doing, b.o.Ref, err)
+		return task.Comment{}, "", fmt.Errorf("%s on %s: %w", doing, b.o.Ref, err)
 	}
-	return c, nil
+	if marked := postonce.Mark(body, key.Name); found && c.Body != marked {
+		// As the stopped process wrote it: brought up to date (a failed
+		// edit is only logged: the next one brings it).
+		_ = b.edit(ctx, c.ID, marked, doing)
+	}
+	return c, key.Name, nil
 }
 
 // edit replaces the body of comment id, logging a failure. A comment that

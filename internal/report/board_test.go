@@ -11,9 +11,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/forge"
+	"github.com/coding-agent/coding-agent/internal/forge/postonce"
 	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/google/go-cmp/cmp"
@@ -26,7 +29,8 @@ type fakeForge struct {
 	mu       sync.Mutex
 	nextID   int64
 	ids      []int64
-	bodies   map[int64]string
+	bodies   map[int64]string // as posted and edited, marked with their keys
+	created  map[int64]time.Time
 	postErrs []error // the next posts fail with these, in order
 	editErrs []error // the next edits fail with these, in order
 	posts    int
@@ -34,7 +38,7 @@ type fakeForge struct {
 }
 
 func newFakeForge(t *testing.T) *fakeForge {
-	return &fakeForge{t: t, nextID: 100, bodies: map[int64]string{}}
+	return &fakeForge{t: t, nextID: 100, bodies: map[int64]string{}, created: map[int64]time.Time{}}
 }
 
 func (f *fakeForge) PostComment(_ context.Context, ref task.Ref, body string) (task.Comment, error) {
@@ -50,8 +54,25 @@ func (f *fakeForge) PostComment(_ context.Context, ref task.Ref, body string) (t
 	f.nextID++
 	f.ids = append(f.ids, f.nextID)
 	f.bodies[f.nextID] = body
-	return task.Comment{ID: f.nextID, Body: body}, nil
+	f.created[f.nextID] = time.Now()
+	return task.Comment{ID: f.nextID, Author: "bot", Body: body}, nil
 }
+
+// CommentsSince lists the comments as the bot's, in order.
+func (f *fakeForge) CommentsSince(_ context.Context, ref task.Ref, since time.Time) ([]task.Comment, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.checkRef(ref)
+	var out []task.Comment
+	for _, id := range f.ids {
+		if !f.created[id].Before(since) {
+			out = append(out, task.Comment{ID: id, Author: "bot", Body: f.bodies[id], CreatedAt: f.created[id]})
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeForge) BotUser(context.Context) (string, error) { return "bot", nil }
 
 func (f *fakeForge) EditComment(_ context.Context, ref task.Ref, id int64, body string) error {
 	f.mu.Lock()
@@ -84,13 +105,14 @@ func (f *fakeForge) remove(id int64) {
 	f.ids = slices.DeleteFunc(f.ids, func(x int64) bool { return x == id })
 }
 
-// comments returns the bodies on the issue, oldest first.
+// comments returns the bodies on the issue, oldest first, without the
+// hidden lines of their keys (marked says each has one).
 func (f *fakeForge) comments() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []string
 	for _, id := range f.ids {
-		out = append(out, f.bodies[id])
+		out = append(out, f.unmarked(id))
 	}
 	return out
 }
@@ -98,7 +120,14 @@ func (f *fakeForge) comments() []string {
 func (f *fakeForge) body(id int64) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.bodies[id]
+	return f.unmarked(id)
+}
+
+func (f *fakeForge) unmarked(id int64) string {
+	if _, ok := postonce.KeyOf(f.bodies[id]); !ok && f.bodies[id] != "" {
+		f.t.Errorf("comment %d carries no key: %q", id, f.bodies[id])
+	}
+	return postonce.Unmark(f.bodies[id])
 }
 
 // fakeBoard returns a Board on a fake forge.
@@ -403,5 +432,40 @@ func TestBoardReplaceSection(t *testing.T) {
 	wantComments(t, f, "s1 (×2)"+sep+"s2")
 	if got := b.State().Sections; len(got) != 2 || got[0] != "s1 (×2)" {
 		t.Errorf("sections %q", got)
+	}
+}
+
+// A Board restarted from a state saved before its last comments landed
+// (its process stopped after posting them) takes those comments, found by
+// their keys, instead of posting them again: the progress comment and the
+// phase comment are edited up to date in place, the closing comment is
+// left as it is. Edits keep each comment's key.
+func TestBoardTakesTheCommentsAStoppedProcessPosted(t *testing.T) {
+	f := newFakeForge(t)
+	keys := &engine.Keys{Run: "r"}
+	b1 := report.NewBoard(report.BoardOptions{Forge: f, Ref: ghRef, Key: keys.Next}, report.BoardState{})
+	noErr(t, b1.SetProgress(ctx, "progress 0/1"))
+	noErr(t, b1.AddSection(ctx, "execution-1", "a1 started"))
+	noErr(t, b1.Post(ctx, "Done."))
+	// The checkpoint held none of it: the restarted board numbers the
+	// same comments the same way, in doubt.
+	again := &engine.Keys{Run: "r", Doubt: true}
+	b2 := report.NewBoard(report.BoardOptions{Forge: f, Ref: ghRef, Key: again.Next}, report.BoardState{})
+	noErr(t, b2.SetProgress(ctx, "progress 1/1"))
+	noErr(t, b2.AddSection(ctx, "execution-1", "a1 started again"))
+	noErr(t, b2.Post(ctx, "Done, again."))
+	wantComments(t, f, "progress 1/1", "a1 started again", "Done.")
+	if f.posts != 3 {
+		t.Errorf("%d posts, want the first board's 3 only", f.posts)
+	}
+	st := b2.State()
+	if st.ProgressID != f.ids[0] || st.PhaseID != f.ids[1] {
+		t.Errorf("state %+v, want the comments found, %v", st, f.ids)
+	}
+	noErr(t, b2.AddSection(ctx, "execution-1", "a1 done"))
+	for _, id := range f.ids[:2] {
+		if key, ok := postonce.KeyOf(f.bodies[id]); !ok || !strings.HasPrefix(key, "r/") {
+			t.Errorf("comment %d lost its key on an edit: %q", id, f.bodies[id])
+		}
 	}
 }

@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 	"unicode/utf8"
 
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/forge"
+	"github.com/coding-agent/coding-agent/internal/forge/postonce"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -28,11 +31,21 @@ func MaxComment(forgeName string) int {
 	return GitHubMaxComment
 }
 
+// Forge is what posting needs of a forge: posting a comment, and, to find
+// the comment a process that stopped may have posted already (a key in
+// doubt: engine.Key), the bot's name and the comments since a time.
+type Forge interface {
+	forge.Commenter
+	CommentsSince(ctx context.Context, ref task.Ref, since time.Time) ([]task.Comment, error)
+	BotUser(ctx context.Context) (string, error)
+}
+
 // PosterOptions configure a Poster.
 type PosterOptions struct {
-	Commenter forge.Commenter
+	Commenter Forge
 	Ref       task.Ref
-	// MaxLen is the longest comment in characters; 0 → the forge's limit.
+	// MaxLen is the longest comment text in characters, the key's hidden
+	// line aside; 0 → the forge's limit less the room that line takes.
 	MaxLen int
 	// Redact removes secrets from a body; nil leaves it as it is.
 	Redact func(string) string
@@ -42,8 +55,9 @@ type PosterOptions struct {
 }
 
 // Poster posts comments on one task: the one place where comment size and
-// redaction are enforced. Post gives a body one comment, cut to fit; PostAll
-// gives it as many as it needs.
+// redaction are enforced, and where a comment is posted once (postOnce).
+// Post gives a body one comment, cut to fit; PostAll gives it as many as it
+// needs.
 type Poster struct {
 	o   PosterOptions
 	log *slog.Logger
@@ -52,7 +66,7 @@ type Poster struct {
 // NewPoster returns a Poster for o.Ref.
 func NewPoster(o PosterOptions) *Poster {
 	if o.MaxLen <= 0 {
-		o.MaxLen = MaxComment(o.Ref.Forge)
+		o.MaxLen = MaxComment(o.Ref.Forge) - postonce.MarkReserve
 	}
 	if o.Redact == nil {
 		o.Redact = func(s string) string { return s }
@@ -64,13 +78,14 @@ func NewPoster(o PosterOptions) *Poster {
 	return &Poster{o: o, log: log}
 }
 
-// Post posts body as one comment. A body longer than a comment allows is
-// cut (at a line break where one is near, an open code fence closed) with a
-// note saying how many characters were left out, and its full text is
-// logged at debug level. This is how a step's comment, the model's own
-// text, is posted: a 2 MB reply makes one comment, not 33. A body that is
-// empty or only white space is not posted: the forges refuse it.
-func (p *Poster) Post(ctx context.Context, body string) error {
+// Post posts body as one comment, named by key (the zero Key: a comment of
+// its own, never in doubt). A body longer than a comment allows is cut (at
+// a line break where one is near, an open code fence closed) with a note
+// saying how many characters were left out, and its full text is logged at
+// debug level. This is how a step's comment, the model's own text, is
+// posted: a 2 MB reply makes one comment, not 33. A body that is empty or
+// only white space is not posted: the forges refuse it.
+func (p *Poster) Post(ctx context.Context, key engine.Key, body string) error {
 	if strings.TrimSpace(body) == "" {
 		return nil
 	}
@@ -80,21 +95,36 @@ func (p *Poster) Post(ctx context.Context, body string) error {
 		p.log.DebugContext(ctx, "comment cut to fit one comment; its full text",
 			"chars", utf8.RuneCountInString(body), "text", body)
 	}
-	_, err := p.o.Commenter.PostComment(ctx, p.o.Ref, fitted)
+	key = named(key)
+	find, err := look(ctx, p.o.Commenter, p.o.Ref, key)
+	if err != nil {
+		return err
+	}
+	_, _, err = postOnce(ctx, p.o.Commenter, p.o.Ref, p.log, find, key.Name, fitted)
 	return err
 }
 
-// PostAll posts the whole of body, split into several comments marked
-// "(i/n)" when it is too long (see Split). This is how the notices the
-// agent composes (a failure with its reason, pause, stop) are posted. A
-// blank body is not posted.
-func (p *Poster) PostAll(ctx context.Context, body string) error {
+// PostAll posts the whole of body, named by key (as in Post), split into
+// several comments marked "(i/n)" when it is too long (see Split), each
+// part named by key and its number. This is how the notices the agent
+// composes (a failure with its reason, pause, stop) are posted. A blank
+// body is not posted.
+func (p *Poster) PostAll(ctx context.Context, key engine.Key, body string) error {
 	if strings.TrimSpace(body) == "" {
 		return nil
 	}
 	parts := Split(p.o.Redact(body), p.o.MaxLen)
+	key = named(key)
+	find, err := look(ctx, p.o.Commenter, p.o.Ref, key)
+	if err != nil {
+		return err
+	}
 	for i, part := range parts {
-		if _, err := p.o.Commenter.PostComment(ctx, p.o.Ref, part); err != nil {
+		name := key.Name
+		if len(parts) > 1 {
+			name = fmt.Sprintf("%s#%d", key.Name, i+1)
+		}
+		if _, _, err := postOnce(ctx, p.o.Commenter, p.o.Ref, p.log, find, name, part); err != nil {
 			if len(parts) > 1 {
 				return fmt.Errorf("part %d of %d: %w", i+1, len(parts), err)
 			}
@@ -102,4 +132,52 @@ func (p *Poster) PostAll(ctx context.Context, body string) error {
 		}
 	}
 	return nil
+}
+
+// named is key, or for the zero Key the name of a comment of its own.
+func named(key engine.Key) engine.Key {
+	if key.Name == "" {
+		return (&engine.Keys{}).Next("comment")
+	}
+	return key
+}
+
+// finder finds a comment by its key's name among those a process that
+// stopped may have posted (look); false when there is none or nothing is
+// in doubt.
+type finder func(name string) (task.Comment, bool)
+
+// look reads, for a key in doubt, the bot's comments a process that
+// stopped may have posted under it: those created since key.Since (less
+// the forge's clock skew). A key not in doubt reads nothing. A look that
+// fails is an error: posting anyway could post the comment twice.
+func look(ctx context.Context, f Forge, ref task.Ref, key engine.Key) (finder, error) {
+	if !key.Doubt {
+		return func(string) (task.Comment, bool) { return task.Comment{}, false }, nil
+	}
+	bot, err := f.BotUser(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("looking for comment %s on %s, which a stopped process may have posted: %w", key.Name, ref, err)
+	}
+	since := time.Time{}
+	if !key.Since.IsZero() {
+		since = key.Since.Add(-postonce.ClockSkew)
+	}
+	cs, err := f.CommentsSince(ctx, ref, since)
+	if err != nil {
+		return nil, fmt.Errorf("looking for comment %s on %s, which a stopped process may have posted: %w", key.Name, ref, err)
+	}
+	return func(name string) (task.Comment, bool) { return postonce.Keyed(cs, bot, name, since) }, nil
+}
+
+// postOnce posts body marked with the key name (postonce.Mark), unless
+// find has it already: then that comment is returned (found), not posted
+// again.
+func postOnce(ctx context.Context, f forge.Commenter, ref task.Ref, log *slog.Logger, find finder, name, body string) (c task.Comment, found bool, err error) {
+	if c, ok := find(name); ok {
+		log.InfoContext(ctx, "comment found on the forge, posted before a stop; not posting it again", "key", name, "comment_id", c.ID)
+		return c, true, nil
+	}
+	c, err = f.PostComment(ctx, ref, postonce.Mark(body, name))
+	return c, false, err
 }

@@ -9,11 +9,15 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
+	"github.com/coding-agent/coding-agent/internal/engine"
+	"github.com/coding-agent/coding-agent/internal/forge/postonce"
 	"github.com/coding-agent/coding-agent/internal/golden"
 	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -221,12 +225,17 @@ func TestSplitRandomBodies(t *testing.T) {
 	}
 }
 
-// commenter is a fake forge.Commenter recording what it is asked to post.
+// commenter is a fake report.Forge recording what it is asked to post:
+// posted without the hidden lines of the keys, marked as it came.
 type commenter struct {
 	posted []string
+	marked []string
 	refs   []task.Ref
 	failAt int // 1-based call that fails; 0: none
 	err    error
+	// listErr fails the listings; lists counts them.
+	listErr error
+	lists   int
 }
 
 func (c *commenter) PostComment(_ context.Context, ref task.Ref, body string) (task.Comment, error) {
@@ -234,10 +243,26 @@ func (c *commenter) PostComment(_ context.Context, ref task.Ref, body string) (t
 		c.failAt = -1
 		return task.Comment{}, c.err
 	}
-	c.posted = append(c.posted, body)
+	c.posted = append(c.posted, postonce.Unmark(body))
+	c.marked = append(c.marked, body)
 	c.refs = append(c.refs, ref)
-	return task.Comment{ID: int64(len(c.posted)), Body: body}, nil
+	return task.Comment{ID: int64(len(c.posted)), Author: "bot", Body: body, CreatedAt: time.Now()}, nil
 }
+
+// CommentsSince lists every comment posted, as the bot's.
+func (c *commenter) CommentsSince(context.Context, task.Ref, time.Time) ([]task.Comment, error) {
+	c.lists++
+	if c.listErr != nil {
+		return nil, c.listErr
+	}
+	var out []task.Comment
+	for i, b := range c.marked {
+		out = append(out, task.Comment{ID: int64(i + 1), Author: "bot", Body: b, CreatedAt: time.Now()})
+	}
+	return out, nil
+}
+
+func (c *commenter) BotUser(context.Context) (string, error) { return "bot", nil }
 
 var ghRef = task.Ref{Forge: task.GitHub, Repo: "acme/app", Kind: task.Issue, Number: 12}
 
@@ -249,7 +274,7 @@ func TestPosterRedactsThenSplitsInOrder(t *testing.T) {
 	body := strings.Repeat("a", 90) + secret + strings.Repeat("b", 200) + "\n" + lines(10, "line %d\n")
 	c := &commenter{}
 	p := report.NewPoster(report.PosterOptions{Commenter: c, Ref: ghRef, MaxLen: 100, Redact: redact})
-	if err := p.PostAll(context.Background(), body); err != nil {
+	if err := p.PostAll(context.Background(), engine.Key{}, body); err != nil {
 		t.Fatalf("PostAll: %v", err)
 	}
 	want := report.Split(redact(body), 100)
@@ -270,7 +295,7 @@ func TestPosterRedactsThenSplitsInOrder(t *testing.T) {
 func TestPosterShortBodyOneComment(t *testing.T) {
 	c := &commenter{}
 	p := report.NewPoster(report.PosterOptions{Commenter: c, Ref: ghRef})
-	if err := p.Post(context.Background(), "done: token abc"); err != nil {
+	if err := p.Post(context.Background(), engine.Key{}, "done: token abc"); err != nil {
 		t.Fatalf("Post: %v", err)
 	}
 	if diff := cmp.Diff([]string{"done: token abc"}, c.posted); diff != "" {
@@ -286,7 +311,7 @@ func TestPosterErrorNamesPart(t *testing.T) {
 	if n := len(report.Split(body, 100)); n != 3 {
 		t.Fatalf("test body splits into %d parts, want 3", n)
 	}
-	err := p.PostAll(context.Background(), body)
+	err := p.PostAll(context.Background(), engine.Key{}, body)
 	if !errors.Is(err, boom) {
 		t.Fatalf("PostAll error = %v, want it to wrap %v", err, boom)
 	}
@@ -301,11 +326,11 @@ func TestPosterErrorNamesPart(t *testing.T) {
 func TestPosterSingleCommentErrorUnchanged(t *testing.T) {
 	boom := errors.New("forge said no")
 	p := report.NewPoster(report.PosterOptions{Commenter: &commenter{failAt: 1, err: boom}, Ref: ghRef})
-	if err := p.Post(context.Background(), "short"); !errors.Is(err, boom) || strings.Contains(err.Error(), "part") {
+	if err := p.Post(context.Background(), engine.Key{}, "short"); !errors.Is(err, boom) || strings.Contains(err.Error(), "part") {
 		t.Errorf("Post error = %v, want %v without a part number", err, boom)
 	}
 	p = report.NewPoster(report.PosterOptions{Commenter: &commenter{failAt: 1, err: boom}, Ref: ghRef})
-	if err := p.PostAll(context.Background(), "short"); !errors.Is(err, boom) || strings.Contains(err.Error(), "part") {
+	if err := p.PostAll(context.Background(), engine.Key{}, "short"); !errors.Is(err, boom) || strings.Contains(err.Error(), "part") {
 		t.Errorf("PostAll error = %v, want %v without a part number", err, boom)
 	}
 }
@@ -322,7 +347,7 @@ func TestPostCutsALongReplyToOneComment(t *testing.T) {
 		c, logs := &commenter{}, &bytes.Buffer{}
 		p := report.NewPoster(report.PosterOptions{Commenter: c, Ref: ref, Redact: redact,
 			Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-		if err := p.Post(context.Background(), reply); err != nil {
+		if err := p.Post(context.Background(), engine.Key{}, reply); err != nil {
 			t.Fatalf("Post: %v", err)
 		}
 		if len(c.posted) != 1 {
@@ -367,30 +392,31 @@ func TestPosterForgeLimits(t *testing.T) {
 		runes     int
 		wantParts int
 	}{
-		{"github at its limit", ghRef, report.GitHubMaxComment, 1},
-		{"github over its limit", ghRef, report.GitHubMaxComment + 1, 2},
+		// At the limit: the room a key's hidden line takes left.
+		{"github at its limit", ghRef, report.GitHubMaxComment - postonce.MarkReserve, 1},
+		{"github over its limit", ghRef, report.GitHubMaxComment - postonce.MarkReserve + 1, 2},
 		{"gitlab over the github limit", glRef, report.GitHubMaxComment * 2, 1},
-		{"gitlab at its limit", glRef, report.GitLabMaxComment, 1},
-		{"gitlab over its limit", glRef, report.GitLabMaxComment + 1, 2},
+		{"gitlab at its limit", glRef, report.GitLabMaxComment - postonce.MarkReserve, 1},
+		{"gitlab over its limit", glRef, report.GitLabMaxComment - postonce.MarkReserve + 1, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			body := strings.Repeat(strings.Repeat("ü", 99)+"\n", tt.runes/100) + strings.Repeat("x", tt.runes%100)
 			c := &commenter{}
 			p := report.NewPoster(report.PosterOptions{Commenter: c, Ref: tt.ref})
-			if err := p.PostAll(context.Background(), body); err != nil {
+			if err := p.PostAll(context.Background(), engine.Key{}, body); err != nil {
 				t.Fatalf("PostAll: %v", err)
 			}
 			if len(c.posted) != tt.wantParts {
 				t.Fatalf("PostAll posted %d comments, want %d", len(c.posted), tt.wantParts)
 			}
-			if err := p.Post(context.Background(), body); err != nil {
+			if err := p.Post(context.Background(), engine.Key{}, body); err != nil {
 				t.Fatalf("Post: %v", err)
 			}
 			if len(c.posted) != tt.wantParts+1 || (tt.wantParts == 1) != (c.posted[len(c.posted)-1] == body) {
 				t.Fatalf("Post posted %d comments, want one, whole when it fits", len(c.posted)-tt.wantParts)
 			}
-			for i, b := range c.posted {
+			for i, b := range c.marked {
 				if n := utf8.RuneCountInString(b); n > report.MaxComment(tt.ref.Forge) {
 					t.Errorf("comment %d has %d runes, over the %s limit", i+1, n, tt.ref.Forge)
 				}
@@ -500,5 +526,58 @@ func TestDeliveredSaysWhatWasLeftOut(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("the comment lacks %q:\n%s", want, body)
 		}
+	}
+}
+
+// A comment whose key is in doubt (a stopped process may have posted it)
+// is looked for first, by its key: found, it is not posted again; missing,
+// it is. A key not in doubt reads nothing. Of a comment split in parts,
+// only the parts missing are posted.
+func TestPosterLooksForAKeyInDoubt(t *testing.T) {
+	c := &commenter{}
+	p := report.NewPoster(report.PosterOptions{Commenter: c, Ref: ghRef, MaxLen: 100})
+	ctx := context.Background()
+	noErr(t, p.Post(ctx, engine.Key{Name: "r/1/step"}, "Writing hello.txt."))
+	if c.lists != 0 || len(c.posted) != 1 {
+		t.Fatalf("%d listings, %d posts; want none and 1", c.lists, len(c.posted))
+	}
+	if key, _ := postonce.KeyOf(c.marked[0]); key != "r/1/step" {
+		t.Errorf("posted under key %q, want r/1/step", key)
+	}
+	// Resumed: the same step again, in doubt, in other words (a model's
+	// reply is the same, a receipt's duration may not be).
+	noErr(t, p.Post(ctx, engine.Key{Name: "r/1/step", Doubt: true}, "Writing hello.txt now."))
+	if c.lists != 1 || len(c.posted) != 1 {
+		t.Errorf("%d listings, %d posts; want 1 and still 1: the comment was there", c.lists, len(c.posted))
+	}
+	noErr(t, p.Post(ctx, engine.Key{Name: "r/2/step", Doubt: true}, "Writing bye.txt."))
+	if len(c.posted) != 2 {
+		t.Errorf("%d posts, want 2: a key in doubt that is not there is posted", len(c.posted))
+	}
+
+	// A notice split in three, the process stopped after the first part.
+	long := lines(20, "line %d of the notice\n")
+	c.failAt, c.err = len(c.posted)+2, errors.New("killed")
+	if err := p.PostAll(ctx, engine.Key{Name: "r/3/failed"}, long); err == nil {
+		t.Fatal("PostAll did not fail")
+	}
+	before := len(c.posted)
+	noErr(t, p.PostAll(ctx, engine.Key{Name: "r/3/failed", Doubt: true}, long))
+	parts := report.Split(long, 100)
+	if got := c.posted[before-1:]; len(parts) < 3 || !slices.Equal(got, parts) {
+		t.Errorf("the parts on the forge %q, want each of %d once, in order", got, len(parts))
+	}
+
+	// A look that fails posts nothing: posting blind could post twice.
+	c.listErr = errors.New("502")
+	n := len(c.posted)
+	if err := p.Post(ctx, engine.Key{Name: "r/4/closing", Doubt: true}, "Done."); err == nil || len(c.posted) != n {
+		t.Errorf("error %v after a failed look, %d posts; want an error and none", err, len(c.posted)-n)
+	}
+	// The zero Key is a comment of its own.
+	c.listErr = nil
+	noErr(t, p.Post(ctx, engine.Key{}, "Taken over."))
+	if key, ok := postonce.KeyOf(c.marked[len(c.marked)-1]); !ok || key == "" {
+		t.Errorf("a comment posted with the zero Key carries no key: %q", c.marked[len(c.marked)-1])
 	}
 }

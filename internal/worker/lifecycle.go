@@ -67,6 +67,11 @@ const (
 	keptNotice // where a failed task's workspace is kept
 )
 
+// String names a notice in its comment's key.
+func (n notice) String() string {
+	return [...]string{"none", "failed", "paused", "stopped", "interrupted", "store-failed", "kept"}[n]
+}
+
 // transition is one row of the life cycle: from which statuses an event
 // moves a task to which, and what it does on the way.
 type transition struct {
@@ -150,6 +155,18 @@ type ending struct {
 	// comment shows them, with the output of the checks that failed.
 	checks []engine.CheckResult
 	ran    []toolhost.CommandRun
+	// keys name the comments posted after the run (the delivery, the
+	// notice), continuing the run's (engine.Outcome.Keys); nil: no run
+	// numbered any, each is a comment of its own.
+	keys *engine.Keys
+}
+
+// key names the next comment posted for the task's round (engine.Keys).
+func (f ending) key(what string) engine.Key {
+	if f.keys == nil {
+		return engine.Key{}
+	}
+	return f.keys.Next(what)
 }
 
 // move applies ev's row to the task: its labels, its status, its notice,
@@ -275,7 +292,7 @@ func (w *Worker) notify(ctx context.Context, f ending, n notice) {
 		f.log.Error("rendering a notice", "error", err)
 		return
 	}
-	if err := f.post.PostAll(ctx, body); err != nil {
+	if err := f.post.PostAll(ctx, f.key(n.String()), body); err != nil {
 		f.log.Error("posting a notice", "error", err)
 	}
 }

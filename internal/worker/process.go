@@ -119,7 +119,7 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 	}
 	h.claimed.Store(0) // the run is over: what follows is its ending
 	f := ending{ref: ref, post: post, log: log, labels: in.Task.Labels, reason: w.o.Redact(sanitize.Hosts(out.Reason)), calls: out.Calls,
-		reported: out.Reported, mark: max(out.Mark, in.Mark), ws: ws, checks: out.Checks, ran: out.Ran}
+		reported: out.Reported, mark: max(out.Mark, in.Mark), ws: ws, checks: out.Checks, ran: out.Ran, keys: &out.Keys}
 	return w.end(ctx, fctx, f, out, err)
 }
 

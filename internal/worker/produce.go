@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/queue"
 	"github.com/coding-agent/coding-agent/internal/report"
@@ -409,7 +410,7 @@ func (w *Worker) requested(ctx context.Context, t task.Task) (bool, error) {
 	body, err := report.Refused(labeler, w.o.Labels.Bot)
 	if err == nil {
 		post := report.NewPoster(report.PosterOptions{Commenter: w.o.Forge, Ref: t.Ref, Redact: w.o.Redact, Logger: log})
-		err = post.PostAll(ctx, body)
+		err = post.PostAll(ctx, engine.Key{}, body)
 	}
 	if err != nil {
 		log.Error("posting why the task was refused", "error", err)

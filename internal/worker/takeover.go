@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -92,7 +93,7 @@ func (w *Worker) tellTakeOver(ctx context.Context, ref task.Ref, prev store.Reco
 		Until: prev.LeaseUntil.UTC().Format(time.DateTime + " UTC")})
 	if err == nil {
 		post := report.NewPoster(report.PosterOptions{Commenter: w.o.Forge, Ref: ref, Redact: w.o.Redact, Logger: log})
-		err = post.PostAll(ctx, body)
+		err = post.PostAll(ctx, engine.Key{}, body)
 	}
 	if err != nil {
 		log.Error("posting that the task was taken over", "error", err)

@@ -104,7 +104,7 @@ func (w *Worker) deliver(ctx context.Context, f ending, out engine.Outcome) erro
 		return err
 	}
 	if comment != "" && f.post != nil {
-		if err := f.post.PostAll(ctx, comment); err != nil {
+		if err := f.post.PostAll(ctx, f.key("delivery"), comment); err != nil {
 			f.log.Error("posting what was delivered", "error", err)
 		}
 	}

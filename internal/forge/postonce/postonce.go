@@ -9,8 +9,8 @@
 // at least as long as the forge asks. After an ambiguous failure (a 5xx, a
 // timeout, a reset connection, an unreadable answer) the comment may have
 // landed, so each later attempt first looks for the bot's identical comment
-// created since ClockSkew before the first attempt, and posts only when there
-// is none; a look-up that fails uses up the attempt. A final failure (any
+// created since ClockSkew before the first attempt (by its key when it is
+// marked with one: see Mark), and posts only when there is none; a look-up that fails uses up the attempt. A final failure (any
 // other 4xx) ends it at once. The waits grow from FirstBackoff, doubling.
 package postonce
 
@@ -149,8 +149,12 @@ func (o Options) filled() Options {
 
 // Landed returns the newest of cs that bot created at or after since with
 // body, as the forge may have stored it (line ends and surrounding blanks
-// aside). System notes do not count.
+// aside); a body marked with a key (Mark) is found by its key, as a
+// resumed run finds it. System notes do not count.
 func Landed(cs []task.Comment, bot, body string, since time.Time) (task.Comment, bool) {
+	if key, ok := KeyOf(body); ok {
+		return Keyed(cs, bot, key, since)
+	}
 	var found task.Comment
 	ok := false
 	for _, c := range cs {
