@@ -28,7 +28,7 @@ import (
 // arbitrated, a host whose removal of the bot label found it gone went on
 // and ran the task a second time.
 func TestHostsWithOwnStoresRunEachTaskOnce(t *testing.T) {
-	t.Parallel() // a heavy test: it runs beside the others (see README, Tests)
+	t.Parallel() // runs beside the others (see README, Tests)
 	const (
 		tasks = 50
 		hosts = 3

@@ -17,6 +17,7 @@ import (
 // the first model request stays bounded (the description's start, the
 // first 5 and the newest 30 comments, with notes saying what was left out).
 func TestHugeTaskGivesABoundedFirstRequest(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
 		respond: func(*env, llmtest.Received) llmtest.Step { return done("Read it all.") }})
 	e.gh.SetState("acme/app", e.ref.Number, "closed")
@@ -46,6 +47,7 @@ func TestHugeTaskGivesABoundedFirstRequest(t *testing.T) {
 // A 2 MB reply from the model is one comment on the issue, cut with a note,
 // not 33 comments; the full text is in the debug log.
 func TestHugeReplyIsOneComment(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	reply := "Here is everything I found.\n" + strings.Repeat("A long line of findings that goes on and on.\n", 2<<20/45+1)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
 		respond: func(*env, llmtest.Received) llmtest.Step { return done(reply) }})

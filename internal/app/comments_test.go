@@ -82,6 +82,7 @@ func postedComment(text string) func(forgetest.Call) bool {
 // comment and planning's progress comment; each ends done with every
 // comment once.
 func TestKillRightAfterACommentLandedPostsItOnce(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	bin := buildBinary(t)
 	for _, tc := range []struct {
 		name string

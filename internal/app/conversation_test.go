@@ -18,6 +18,7 @@ import (
 // whole history; an outsider's reply changes nothing; "ありがとう" ends it.
 // Every run is a new process on the same state: nothing is judged twice.
 func TestConversationRounds(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, c := range []struct {
 		name     string
 		forge    string

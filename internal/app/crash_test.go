@@ -26,7 +26,7 @@ import (
 // next run on the same state directory takes the dead process's task over
 // and continues the conversation from the last checkpoint.
 func TestKilledRunIsResumedByTheNextRun(t *testing.T) {
-	t.Parallel() // a heavy test: it runs beside the others (see README, Tests)
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 	arrived := make(chan struct{})
 	e.model.Script(
@@ -237,7 +237,7 @@ func killPlannedAt(t *testing.T, action string, interval int) (*env, int) {
 // from the saved plan at action 3. It does not plan again, repeat a1 or a2,
 // or post a second progress report.
 func TestKilledPlannedRunContinuesAtTheNextAction(t *testing.T) {
-	t.Parallel() // a heavy test: it runs beside the others (see README, Tests)
+	t.Parallel() // runs beside the others (see README, Tests)
 	e, before := killPlannedAt(t, "a3", 3)
 	reqs := e.model.Requests()
 	planning := 0
@@ -273,7 +273,7 @@ func TestKilledPlannedRunContinuesAtTheNextAction(t *testing.T) {
 // Before the turn engine, the resumed run found the failed action a3 missing
 // from the revised plan, ignored the checkpoint and planned again.
 func TestKilledPlannedRunAfterARevisionContinues(t *testing.T) {
-	t.Parallel() // a heavy test: it runs beside the others (see README, Tests)
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, action := range []string{"a3b", "a4"} {
 		t.Run(action, func(t *testing.T) {
 			e, _ := killPlannedAt(t, action, 2) // the reflection interval of the golden run: 18 requests

@@ -338,7 +338,7 @@ func lastToolResult(r llmtest.Received) string { return r.Messages[len(r.Message
 // left it (the file is there, so nothing was cloned afresh), finishes, and
 // opens one pull request with the file.
 func TestKilledTaskReusesItsWorkspace(t *testing.T) {
-	t.Parallel() // a heavy test: it runs beside the others (see README, Tests)
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 	quickstart(t, e)
 	e.cfg.Conversation.Enabled = false

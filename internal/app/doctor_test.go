@@ -72,6 +72,7 @@ func wantLines(t *testing.T, out string, want ...string) {
 }
 
 func TestDoctorPassesAndFixesLabels(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, c := range []struct{ forge, provider, model string }{
 		{task.GitHub, config.ProviderOpenAI, "gpt-test"},
 		{task.GitLab, config.ProviderOllama, "qwen-test"},
@@ -122,6 +123,7 @@ func TestDoctorPassesAndFixesLabels(t *testing.T) {
 }
 
 func TestDoctorSaysWhatToFix(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, tc := range []struct {
 		name   string
 		native bool // function_calling
@@ -206,6 +208,7 @@ func TestDoctorReportsTheSandbox(t *testing.T) {
 // or what to set (warn). A field the configured mode relies on and the
 // server ignores or refuses is a warning; otherwise only reported.
 func TestDoctorProbesWhatTheServerHoldsRepliesTo(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	refuseSchema := func(e *env, r llmtest.Received) llmtest.Step {
 		if r.Format != nil {
 			return llmtest.Fault{Status: 400}

@@ -86,6 +86,7 @@ func checkFenced(t *testing.T, reqs []llmtest.Received, inside ...string) {
 // reaches a model request; the author's comments do, fenced and cleaned;
 // the closing comment counts the outsiders' comments.
 func TestInjectionNeverReachesTheModel(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, c := range []struct {
 		name     string
 		forge    string
@@ -202,6 +203,7 @@ func TestAuthorWithoutAccessIsNotHeardWhenConfigured(t *testing.T) {
 // on later runs. With trust.labeler_needs_write_access off the same task is
 // worked on.
 func TestLabelFromAnOutsiderStartsNothing(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, fg := range []string{task.GitHub, task.GitLab} {
 		for _, kind := range []task.Kind{task.Issue, map[string]task.Kind{task.GitHub: task.PullRequest, task.GitLab: task.MergeRequest}[fg]} {
 			t.Run(fg+"-"+string(kind), func(t *testing.T) {

@@ -106,7 +106,7 @@ func (lt *longTask) respond(e *env, r llmtest.Received) llmtest.Step {
 // budget by the tokenizer and by the usage the server reports, and no
 // request carrying a tool output twice.
 func TestLongTaskFitsItsWindow(t *testing.T) {
-	t.Parallel() // a heavy test: it runs beside the others (see README, Tests)
+	t.Parallel() // runs beside the others (see README, Tests)
 	if testing.Short() {
 		t.Skip("200 turns")
 	}
@@ -141,6 +141,7 @@ func (lt *longTask) check(t *testing.T) {
 // A server that counts more than the engine and refuses a request over its
 // own limit with OpenAI's 400 context_length_exceeded: the task recovers.
 func TestContextLengthExceededOnTheWire(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	lt := &longTask{turns: 30, counter: tokens.ForModel("gpt-4o"), refuseOver: 9000}
 	e := lt.env(t, config.ProviderOpenAI)
 	e.runOK(t)

@@ -144,7 +144,7 @@ func TestStalledModelAnswerIsRetried(t *testing.T) {
 // store can be written, the next run finishes it. `serve` stops polling and
 // exits 1 the same way, for its supervisor to restart it.
 func TestStoreThatCannotBeWrittenStopsTheCommand(t *testing.T) {
-	t.Parallel() // a heavy test: it runs beside the others (see README, Tests)
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, command := range []string{"run", "serve"} {
 		t.Run(command, func(t *testing.T) {
 			e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})

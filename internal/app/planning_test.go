@@ -96,6 +96,7 @@ func planned(t testing.TB, s setup) *env {
 }
 
 func TestPlannedTaskRunsEveryPhase(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, c := range []struct {
 		name   string
 		forge  string

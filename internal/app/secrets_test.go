@@ -25,7 +25,7 @@ import (
 // finished and its checkpoint was dropped), the planning history, the log,
 // a comment on the forge, or the process's output.
 func TestSecretsReachNothing(t *testing.T) {
-	t.Parallel() // a heavy test: it runs beside the others (see README, Tests)
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, c := range []struct {
 		name     string
 		planning bool

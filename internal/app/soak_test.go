@@ -59,6 +59,7 @@ var soakTasks = []struct{ title, file string }{
 }
 
 func TestRandomKillSoak(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	trials, seed := soakEnvInt(t, soakTrialsEnv, soakTrials), soakEnvInt(t, soakSeedEnv, 1)
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x50a4))
 	bin := buildBinary(t)

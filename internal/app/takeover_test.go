@@ -22,7 +22,7 @@ import (
 // checkpoint. Nothing is posted twice. On the embedded store (one state
 // directory, two host names) and on PostgreSQL.
 func TestKilledHostsTaskIsTakenOverByAnotherHost(t *testing.T) {
-	t.Parallel() // a heavy test: it runs beside the others (see README, Tests)
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
@@ -89,7 +89,7 @@ func TestKilledHostsTaskIsTakenOverByAnotherHost(t *testing.T) {
 // over from its checkpoint, saying an operator released it. `release` of a
 // task that is done is refused.
 func TestReleaseFreesATaskFromAnyHost(t *testing.T) {
-	t.Parallel() // a heavy test: it runs beside the others (see README, Tests)
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 	e.cfg.LeaseSeconds = 3600
 	e.cfg.HostName = "host-a"
