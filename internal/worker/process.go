@@ -71,7 +71,8 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 	// another process may have run and finished it since the job was
 	// queued (two processes' backlogs queue the same task), and a finished
 	// task is claimable again by Claim.
-	if _, err := w.o.Store.ClaimQueued(ctx, ref, w.o.Owner); err != nil {
+	rec, err := w.o.Store.ClaimQueued(ctx, ref, w.o.Owner)
+	if err != nil {
 		if errors.Is(err, store.ErrNotHeld) || errors.Is(err, store.ErrNotFound) {
 			log.Info("job is stale; task is no longer queued", "why", err.Error())
 			return ack, nil
@@ -84,6 +85,11 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 			return leave, err
 		}
 		return ack, nil
+	}
+	if begun := rec.Attempts - 1; w.exhausted(begun) {
+		// Every run the round began ended with the task in hand: this
+		// one would too.
+		return ack, w.giveUp(ctx, ref, begun)
 	}
 	w.claimed(h) // the heartbeats keep its lease and its hold from now on
 	if how, ok, err := w.stillOurs(ctx, ref); !ok {

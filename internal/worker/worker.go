@@ -66,6 +66,12 @@ type Options struct {
 	// next pass or another host. With a broker every host's consumers take
 	// from one queue, each up to its prefetch, and no limit applies.
 	FairClaim bool
+	// MaxAttempts is how many runs a round of a task may begin before the
+	// task is given up, failed saying so: the queue's max_deliveries, so
+	// that the dead-letter rule counts a job delivered again and a
+	// takeover's new job alike (store.Record.Attempts, one count for
+	// both). 0: no limit.
+	MaxAttempts int
 	// Redact removes secrets from comment bodies.
 	Redact func(string) string
 	Logger *slog.Logger
