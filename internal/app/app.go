@@ -480,6 +480,11 @@ func (a *App) newWorker(q *jobs, shutdown <-chan struct{}) *worker.Worker {
 		// over every host's workers (docs/design.md, "Fair claiming").
 		o.Queue, o.Redeliver, o.FairClaim = q, !q.backlog, q.backlog
 	}
+	if a.cfg.Queue.Type == config.QueueRabbitMQ {
+		// The broker's limit on a job's deliveries is the limit on a
+		// round's runs too, a takeover's new job counting as a delivery.
+		o.MaxAttempts = a.cfg.Queue.RabbitMQ.MaxDeliveries
+	}
 	return worker.New(o)
 }
 
