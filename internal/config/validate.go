@@ -53,10 +53,11 @@ func (c *Config) Validate() error {
 	k.atLeast("continuous.consumer.workers", c.Continuous.Consumer.Workers, 1)
 	k.atLeast("shutdown_grace_seconds", c.ShutdownGraceSeconds, 0)
 	k.atLeast("lease_seconds", c.LeaseSeconds, 3)
-	switch {
-	case c.ForgeLeaseSeconds != 0 && c.ForgeLeaseSeconds < minForgeLease:
+	switch fl := c.ForgeLeaseSeconds; {
+	case fl == nil: // the default (ForgeLease)
+	case *fl != 0 && *fl < minForgeLease:
 		k.add("forge_lease_seconds", fmt.Sprintf("must be 0 (off) or at least %d", minForgeLease))
-	case c.ForgeLeaseSeconds != 0 && c.Database.URL != "":
+	case *fl != 0 && c.Database.URL != "":
 		// A shared store holds the lease (lease_seconds); a holder comment
 		// on the forge would contradict its takeovers.
 		k.add("forge_lease_seconds", "is for hosts with stores of their own; with database.url the store's lease (lease_seconds) does its work: set it to 0")
