@@ -9,6 +9,7 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/report"
+	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -224,10 +225,10 @@ func (w *Worker) lost(ctx context.Context, ref task.Ref, why string) error {
 }
 
 // reclaim watches the tasks in processing this host does not hold and puts
-// up again (the bot label) those whose holder went silent for ForgeLease.
+// up again (the bot label) those left by their holder (watchHolder).
 // Failures are logged; the next pass tries again.
 func (w *Worker) reclaim(ctx context.Context) {
-	if w.o.ForgeLease <= 0 || w.o.Labels.Processing == "" {
+	if (w.o.ForgeLease <= 0 && !w.o.SharedStore) || w.o.Labels.Processing == "" {
 		return
 	}
 	found, err := w.o.Forge.Discover(ctx, w.o.Labels.Processing)
@@ -245,31 +246,68 @@ func (w *Worker) reclaim(ctx context.Context) {
 	}
 }
 
+// watchHolder puts t, in processing, up again when its holder left it.
+// Who holds a task is known in one of two places: a store every host
+// shares (Options.SharedStore), which holds it while a row says queued or
+// running there (its lease and Backlog's takeovers decide between hosts),
+// or, with stores of their own, the forge (the holder comment, ForgeLease).
+// A task that the shared store does not hold in hand, or whose newest
+// holder comment is a lease old, or that has no holder comment and has not
+// changed for a lease, is left: its holder died, possibly between the
+// forge's take and the store's claim (which leaves no row anywhere and no
+// holder comment). A task carrying the bot label (asked for again), or the
+// label of a later state (done, failed, paused, stopped, awaiting: a
+// transition that could not remove processing, or a pause or stop asked for
+// meanwhile) is not one left in processing, and stays as it is.
 func (w *Worker) watchHolder(ctx context.Context, t task.Task) error {
-	ref := t.Ref
-	if rec, err := w.o.Store.Get(ctx, ref); err == nil && rec.Host == w.o.Owner.Host &&
-		(rec.Status == task.Queued || rec.Status == task.Running) {
-		return nil // this host's: its beat keeps it
+	ref, ls := t.Ref, w.o.Labels
+	for _, l := range []string{ls.Bot, ls.Done, ls.Failed, ls.Paused, ls.Stopped, ls.Awaiting} {
+		if l != "" && t.HasLabel(l) {
+			return nil
+		}
 	}
-	c, h, ok, err := w.newestHolder(ctx, ref)
-	if err != nil {
+	rec, err := w.o.Store.Get(ctx, ref)
+	if err := failure(err); err != nil {
 		return err
 	}
-	last := h.Beat
-	if !ok {
-		last = t.UpdatedAt // taken, and left before its holder comment
+	if err == nil && (rec.Status == task.Queued || rec.Status == task.Running) {
+		switch {
+		case w.o.SharedStore:
+			return nil // held in the store every host shares: its lease decides
+		case rec.Host == w.o.Owner.Host:
+			return nil // this host's: its beat keeps it
+		}
+	}
+	lease, last, who := w.o.ForgeLease, t.UpdatedAt, "no holder"
+	var (
+		c      task.Comment
+		holder bool
+	)
+	if lease > 0 {
+		var h report.Holding
+		if c, h, holder, err = w.newestHolder(ctx, ref); err != nil {
+			return err
+		}
+		if holder {
+			last, who = h.Beat, h.Host
+		}
+	} else {
+		// The shared store holds no row in hand: nobody holds the task,
+		// unless its taker is between the forge's take and the store's
+		// claim, which the store's lease outlasts.
+		lease = w.o.Owner.Lease
 	}
 	silent := w.o.Now().Sub(last)
-	if silent < w.o.ForgeLease {
+	if silent < lease {
 		return nil
 	}
 	// Left. Of the watchers seeing it so, the one that revokes the hold
 	// puts the task up: deleting the holder comment, or with none, taking
 	// the processing label.
-	if ok {
+	if holder {
 		err = w.o.Forge.DeleteComment(ctx, ref, c.ID)
 	} else {
-		err = w.o.Forge.TakeLabel(ctx, ref, w.o.Labels.Processing)
+		err = w.o.Forge.TakeLabel(ctx, ref, ls.Processing)
 	}
 	if errors.Is(err, forge.ErrNotFound) || errors.Is(err, forge.ErrLabelAbsent) {
 		return nil // another watcher revoked it
@@ -277,11 +315,70 @@ func (w *Worker) watchHolder(ctx context.Context, t task.Task) error {
 	if err != nil {
 		return fmt.Errorf("revoking the silent hold on %s: %w", ref, err)
 	}
-	if err := w.o.Forge.AddLabel(ctx, ref, w.o.Labels.Bot); err != nil {
+	if err := w.o.Forge.AddLabel(ctx, ref, ls.Bot); err != nil {
 		return fmt.Errorf("putting %s up again: %w", ref, err)
 	}
-	w.log(ref).Warn("the task's holder went silent; put up again", "holder", h.Host, "silent_for", silent.String())
+	w.log(ref).Warn("the task's holder left it; put up again", "holder", who, "silent_for", silent.String())
 	return nil
+}
+
+// moveHold makes the hold on the forge follow a takeover in the store
+// (Backlog, a store shared by hosts of different names): the holder
+// comment of the holder taken over from, prev, is replaced by this host's.
+// A holder comment of a third host means the task was put up and taken
+// since: the run finds it is not this host's (stillOurs). Failures are
+// logged; the run then decides by what the forge says.
+func (w *Worker) moveHold(ctx context.Context, ref task.Ref, prev store.Record) {
+	if w.o.ForgeLease <= 0 || prev.Host == w.o.Owner.Host {
+		return
+	}
+	log := w.log(ref)
+	c, h, ok, err := w.newestHolder(ctx, ref)
+	if err != nil {
+		log.Warn("reading the holder comment of a task taken over", "error", err)
+		return
+	}
+	if !ok || h.Host != prev.Host {
+		return
+	}
+	if err := w.o.Forge.DeleteComment(ctx, ref, c.ID); err != nil {
+		if !errors.Is(err, forge.ErrNotFound) {
+			log.Warn("deleting the holder comment of the host taken over from", "error", err)
+		}
+		return
+	}
+	w.postHolder(ctx, ref)
+}
+
+// unhold deletes this host's holder comment on ref once its round left
+// processing (move): the task no longer needs holding, and a comment saying
+// a host works on it would say what is no longer true. A failure is
+// logged: the comment then stays, and says nothing a watcher acts on (it
+// only watches tasks in processing).
+func (w *Worker) unhold(ctx context.Context, ref task.Ref) {
+	if w.o.ForgeLease <= 0 {
+		return
+	}
+	log := w.log(ref)
+	w.hold.mu.Lock()
+	w.hold.init()
+	id, known := w.hold.ids[ref]
+	delete(w.hold.ids, ref)
+	w.hold.mu.Unlock()
+	if !known {
+		c, h, ok, err := w.newestHolder(ctx, ref)
+		if err != nil {
+			log.Warn("reading the holder comment to delete it", "error", err)
+			return
+		}
+		if !ok || h.Host != w.o.Owner.Host {
+			return
+		}
+		id = c.ID
+	}
+	if err := w.o.Forge.DeleteComment(ctx, ref, id); err != nil && !errors.Is(err, forge.ErrNotFound) {
+		log.Warn("deleting the holder comment of a task that left processing", "error", err)
+	}
 }
 
 // stillOurs checks, before a run, that this host holds ref on the forge

@@ -80,6 +80,7 @@ func (w *Worker) takeOver(ctx context.Context, ref task.Ref) (bool, error) {
 		// another host or an operator's release is said on the task.
 		w.tellTakeOver(ctx, ref, prev, released)
 	}
+	w.moveHold(ctx, ref, prev)
 	if err := w.o.Store.SetStatus(ctx, ref, task.Queued, ""); err != nil {
 		return false, fmt.Errorf("marking %s queued after taking it over: %w", ref, err)
 	}

@@ -86,6 +86,13 @@ type Options struct {
 	// forge without a heartbeat (see holder.go); 0: no holder comment,
 	// no heartbeat, no watching other hosts' tasks.
 	ForgeLease time.Duration
+	// SharedStore: every host that may take a task uses this store (a
+	// database every host shares), so a task in processing that it does not
+	// hold in hand (queued or running) is held by nobody, and is put up
+	// again once it has not changed on the forge for Owner.Lease (see
+	// watchHolder). Without it and without ForgeLease, such a task is
+	// left alone: another host's own store may hold it.
+	SharedStore bool
 	// Ran, when set, is told how each run of the agent ended (its
 	// engine.End, or "error") and how long it took (metrics).
 	Ran func(end string, took time.Duration)
