@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -255,71 +256,112 @@ func (w *Worker) reclaim(ctx context.Context) {
 // holder comment is a lease old, or that has no holder comment and has not
 // changed for a lease, is left: its holder died, possibly between the
 // forge's take and the store's claim (which leaves no row anywhere and no
-// holder comment). A task carrying the bot label (asked for again), or the
-// label of a later state (done, failed, paused, stopped, awaiting: a
-// transition that could not remove processing, or a pause or stop asked for
-// meanwhile) is not one left in processing, and stays as it is.
+// holder comment).
 func (w *Worker) watchHolder(ctx context.Context, t task.Task) error {
-	ref, ls := t.Ref, w.o.Labels
-	for _, l := range []string{ls.Bot, ls.Done, ls.Failed, ls.Paused, ls.Stopped, ls.Awaiting} {
-		if l != "" && t.HasLabel(l) {
-			return nil
-		}
-	}
-	rec, err := w.o.Store.Get(ctx, ref)
-	if err := failure(err); err != nil {
+	h, err := w.seeHold(ctx, t)
+	if err != nil {
 		return err
 	}
-	if err == nil && (rec.Status == task.Queued || rec.Status == task.Running) {
-		switch {
-		case w.o.SharedStore:
-			return nil // held in the store every host shares: its lease decides
-		case rec.Host == w.o.Owner.Host:
-			return nil // this host's: its beat keeps it
-		}
-	}
-	lease, last, who := w.o.ForgeLease, t.UpdatedAt, "no holder"
-	var (
-		c      task.Comment
-		holder bool
-	)
-	if lease > 0 {
-		var h report.Holding
-		if c, h, holder, err = w.newestHolder(ctx, ref); err != nil {
-			return err
-		}
-		if holder {
-			last, who = h.Beat, h.Host
-		}
-	} else {
-		// The shared store holds no row in hand: nobody holds the task,
-		// unless its taker is between the forge's take and the store's
-		// claim, which the store's lease outlasts.
-		lease = w.o.Owner.Lease
-	}
-	silent := w.o.Now().Sub(last)
-	if silent < lease {
+	if h.later != "" || h.inHand && (w.o.SharedStore || h.row.Host == w.o.Owner.Host) {
+		// Not left in processing; held in the store every host shares
+		// (its lease decides); or this host's (its beat keeps it).
 		return nil
 	}
-	// Left. Of the watchers seeing it so, the one that revokes the hold
-	// puts the task up: deleting the holder comment, or with none, taking
-	// the processing label.
-	if holder {
-		err = w.o.Forge.DeleteComment(ctx, ref, c.ID)
+	silent := w.o.Now().Sub(h.last)
+	if h.lease <= 0 || silent < h.lease {
+		return nil
+	}
+	put, err := w.putUp(ctx, t.Ref, h)
+	if put {
+		w.log(t.Ref).Warn("the task's holder left it; put up again", "holder", cmp.Or(h.host, "none"), "silent_for", silent.String())
+	}
+	return err
+}
+
+// seen is what a host can see of who holds a task in processing.
+type seen struct {
+	// later is a label t carries that says it is not a task left in
+	// processing: the bot label (asked for again), or that of a later
+	// state (done, failed, paused, stopped, awaiting: a transition that
+	// could not remove processing, or a pause or stop asked for
+	// meanwhile). "" for none.
+	later string
+	// row is this store's row of the task (zero for none); inHand: it
+	// says queued or running.
+	row    store.Record
+	inHand bool
+	// comment is the newest holder comment when holder (ForgeLease),
+	// naming host.
+	comment task.Comment
+	holder  bool
+	host    string
+	// last is the last sign of a holder: the holder comment's beat, else
+	// the task's last change; lease is how long after it the task is
+	// left: ForgeLease, else the shared store's lease; 0 when this host
+	// cannot tell (neither).
+	last  time.Time
+	lease time.Duration
+}
+
+// seeHold reads what the store and the forge say of who holds t.
+func (w *Worker) seeHold(ctx context.Context, t task.Task) (seen, error) {
+	ls := w.o.Labels
+	var h seen
+	for _, l := range []string{ls.Bot, ls.Done, ls.Failed, ls.Paused, ls.Stopped, ls.Awaiting} {
+		if l != "" && t.HasLabel(l) {
+			h.later = l
+			return h, nil
+		}
+	}
+	rec, err := w.o.Store.Get(ctx, t.Ref)
+	if err := failure(err); err != nil {
+		return h, err
+	}
+	if err == nil {
+		h.row, h.inHand = rec, rec.Status == task.Queued || rec.Status == task.Running
+	}
+	h.last = t.UpdatedAt
+	switch {
+	case w.o.ForgeLease > 0:
+		h.lease = w.o.ForgeLease
+		var hd report.Holding
+		if h.comment, hd, h.holder, err = w.newestHolder(ctx, t.Ref); err != nil {
+			return h, err
+		}
+		if h.holder {
+			h.host, h.last = hd.Host, hd.Beat
+		}
+	case w.o.SharedStore:
+		// No row in hand there: nobody holds the task, unless its taker
+		// is between the forge's take and the store's claim, which the
+		// store's lease outlasts.
+		h.lease = w.o.Owner.Lease
+	}
+	return h, nil
+}
+
+// putUp puts a task in processing up again for any host to take, as h
+// saw it. Of the hosts doing so at once, the one that revokes the hold does:
+// deleting the holder comment, or with none, taking the processing label
+// (the bot label's take then adds it again). It reports false when another
+// revoked it first.
+func (w *Worker) putUp(ctx context.Context, ref task.Ref, h seen) (bool, error) {
+	var err error
+	if h.holder {
+		err = w.o.Forge.DeleteComment(ctx, ref, h.comment.ID)
 	} else {
-		err = w.o.Forge.TakeLabel(ctx, ref, ls.Processing)
+		err = w.o.Forge.TakeLabel(ctx, ref, w.o.Labels.Processing)
 	}
 	if errors.Is(err, forge.ErrNotFound) || errors.Is(err, forge.ErrLabelAbsent) {
-		return nil // another watcher revoked it
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("revoking the silent hold on %s: %w", ref, err)
+		return false, fmt.Errorf("revoking the hold on %s: %w", ref, err)
 	}
-	if err := w.o.Forge.AddLabel(ctx, ref, ls.Bot); err != nil {
-		return fmt.Errorf("putting %s up again: %w", ref, err)
+	if err := w.o.Forge.AddLabel(ctx, ref, w.o.Labels.Bot); err != nil {
+		return false, fmt.Errorf("putting %s up again: %w", ref, err)
 	}
-	w.log(ref).Warn("the task's holder left it; put up again", "holder", who, "silent_for", silent.String())
-	return nil
+	return true, nil
 }
 
 // moveHold makes the hold on the forge follow a takeover in the store

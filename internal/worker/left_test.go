@@ -3,6 +3,7 @@ package worker
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -211,5 +212,67 @@ func TestTakeoverInASharedStoreMovesTheHold(t *testing.T) {
 		if _, ok := report.HolderOf(c); ok {
 			t.Errorf("a holder comment is left on the done task: %q", c)
 		}
+	}
+}
+
+// An operator's resume of a task left between the take and the claim puts
+// it up again once no holder can still be on its way (a lease after its
+// last change), saying when before that; release does it at once; and
+// either says what the task is when it is not left in processing.
+func TestPutBackOfATaskLeftBetweenTakeAndClaim(t *testing.T) {
+	wd := newWorld(t, false)
+	wd.w.o.ForgeLease = testLease
+	wd.takenThenKilled()
+	said, put, err := wd.w.PutBack(t.Context(), wd.ref, false)
+	if err != nil || put || !strings.Contains(said, "no holder shows") || !strings.Contains(said, "09:01:00 UTC") {
+		t.Fatalf("resume within the lease: %q, %v, %v; want nothing done, saying from when it is put up", said, put, err)
+	}
+	wd.now = wd.now.Add(testLease)
+	said, put, err = wd.w.PutBack(t.Context(), wd.ref, false)
+	if err != nil || !put || !strings.Contains(said, "put up again") {
+		t.Fatalf("resume after the lease: %q, %v, %v; want it put up", said, put, err)
+	}
+	if l := wd.labels(); !slices.Equal(l, []string{"agent", "bug"}) {
+		t.Errorf("labels %q, want the bot label back and processing gone", l)
+	}
+	said, put, err = wd.w.PutBack(t.Context(), wd.ref, true)
+	if err != nil || put || !strings.Contains(said, "not in processing") {
+		t.Errorf("release of a task put up: %q, %v, %v", said, put, err)
+	}
+	wd.claim()
+	said, put, err = wd.w.PutBack(t.Context(), wd.ref, true)
+	if err != nil || put || !strings.Contains(said, "a process of this store holds it") {
+		t.Errorf("release of a task this store holds: %q, %v, %v", said, put, err)
+	}
+}
+
+// A task another host holds on the forge (stores of their own): resume
+// leaves it to its live holder; release revokes the hold and puts it up,
+// and the holder's next heartbeat stops it.
+func TestReleaseRevokesAnotherHostsHold(t *testing.T) {
+	wd := newWorld(t, false)
+	wd.w.o.ForgeLease = testLease
+	b, _ := wd.host(t, "b")
+	b.o.ForgeLease = testLease
+	wd.claim()
+	said, put, err := b.PutBack(t.Context(), wd.ref, false)
+	if err != nil || put || !strings.Contains(said, "host test holds it") {
+		t.Fatalf("resume from b: %q, %v, %v; want the live holder left alone", said, put, err)
+	}
+	said, put, err = b.PutBack(t.Context(), wd.ref, true)
+	if err != nil || !put || !strings.Contains(said, "host test's hold on the forge") {
+		t.Fatalf("release from b: %q, %v, %v; want the hold revoked", said, put, err)
+	}
+	if h := wd.holderHosts(); len(h) != 0 {
+		t.Errorf("holder comments %q after the release", h)
+	}
+	if err := wd.w.Beat(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if rec := wd.record(); rec.Status != task.Stopped {
+		t.Errorf("the released holder's row %+v, want let go", rec)
+	}
+	if n, err := b.Produce(t.Context()); err != nil || n != 1 {
+		t.Errorf("b's pass after the release: %d, %v; want the task taken", n, err)
 	}
 }
