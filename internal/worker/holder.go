@@ -431,13 +431,22 @@ func (w *Worker) unhold(ctx context.Context, ref task.Ref) {
 // next pass and its job is left. Its error is the store's.
 func (w *Worker) stillOurs(ctx context.Context, ref task.Ref) (settlement, bool, error) {
 	ok, why, err := w.holds(ctx, ref)
+	if cause := context.Cause(ctx); errors.Is(cause, errHoldLost) {
+		// A beat found the hold gone meanwhile and ended the run (lost)
+		// while holds was reading: its answer is this one.
+		ok, why, err = false, cause.Error(), nil
+	}
+	// The row is written even when the run's context has ended: a beat
+	// that found the hold gone meanwhile ends it (lost), and a row left
+	// running would be taken over, and let go, again at every start.
+	sctx := context.WithoutCancel(ctx)
 	switch {
 	case err != nil:
 		w.log(ref).Error("reading who holds the task; it waits for the next pass", "error", err)
-		return leave, false, w.setStatus(ctx, ref, task.Queued, "")
+		return leave, false, w.setStatus(sctx, ref, task.Queued, "")
 	case !ok:
 		w.log(ref).Warn("this host no longer holds the task; letting it go", "reason", why)
-		return ack, false, w.setStatus(ctx, ref, task.Stopped, "let go: "+why)
+		return ack, false, w.setStatus(sctx, ref, task.Stopped, "let go: "+why)
 	}
 	return ack, true, nil
 }

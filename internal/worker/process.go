@@ -73,6 +73,12 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 	// task is claimable again by Claim.
 	rec, err := w.o.Store.ClaimQueued(ctx, ref, w.o.Owner)
 	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, errHoldLost) {
+			// A beat found this host's hold gone and ended the run while
+			// it claimed: the task is another host's (as stillOurs says).
+			log.Warn("this host no longer holds the task; letting it go", "reason", cause.Error())
+			return ack, failure(w.setStatus(context.WithoutCancel(ctx), ref, task.Stopped, "let go: "+cause.Error()))
+		}
 		if errors.Is(err, store.ErrNotHeld) || errors.Is(err, store.ErrNotFound) {
 			log.Info("job is stale; task is no longer queued", "why", err.Error())
 			return ack, nil
