@@ -14,6 +14,8 @@ import (
 	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/store"
+	"github.com/coding-agent/coding-agent/internal/store/postgres"
+	"github.com/coding-agent/coding-agent/internal/store/postgres/pgtest"
 	"github.com/coding-agent/coding-agent/internal/store/sqlite"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
@@ -22,10 +24,16 @@ import (
 // settings: put up again after the lease by any host, never before, and
 // `release` and `resume` handle them.
 
-// known reports whether the env's store (SQLite) has a row for the task.
+// known reports whether the env's store has a row for the task.
 func (e *env) known(t *testing.T) bool {
 	t.Helper()
-	st, err := sqlite.Open(t.Context(), e.cfg.StateDir)
+	var st store.Store
+	var err error
+	if e.cfg.Database.URL != "" {
+		st, err = postgres.Open(t.Context(), e.cfg.Database.URL, postgres.Options{})
+	} else {
+		st, err = sqlite.Open(t.Context(), e.cfg.StateDir)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,43 +64,53 @@ func killedBetweenTakeAndClaim(t *testing.T, e *env) {
 // later is a clock d ahead of the wall clock.
 func later(d time.Duration) func() time.Time { return func() time.Time { return time.Now().Add(d) } }
 
-// Default settings, one host: killed between the forge's take and the
-// store's claim, the task is in processing and known to no store. The
-// next run, within the forge lease, leaves it (its taker may still be
-// about to claim it), and `resume` says from when it is put up; once the
-// lease has passed since the take, a run puts it up and does it. Before,
-// it stayed in processing forever.
+// Default settings: killed between the forge's take and the store's claim,
+// the task is in processing and known to no store. The next run, within
+// the lease, leaves it (its taker may still be about to claim it), and
+// `resume` says from when it is put up; once the lease has passed since
+// the take, a run puts it up and does it. Before, it stayed in processing
+// forever. With the embedded store the lease is the forge lease (the
+// default 300 s: hosts with stores of their own may watch the repository);
+// with PostgreSQL, which every host shares, the store's (lease_seconds).
 func TestTaskKilledBetweenTakeAndClaimIsPutUpAfterTheLease(t *testing.T) {
-	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
-	killedBetweenTakeAndClaim(t, e)
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
+			lease := time.Duration(config.DefaultForgeLeaseSeconds) * time.Second
+			if db == "postgres" {
+				e.cfg.Database.URL = pgtest.Schema(t)
+				lease = e.cfg.Lease()
+			}
+			killedBetweenTakeAndClaim(t, e)
 
-	if err := e.run(context.Background()); err != nil {
-		t.Fatalf("run within the lease: %v", err)
-	}
-	if n := len(e.model.Requests()); n != 0 || !slices.Equal(e.labels(), []string{"bug", "coding agent processing"}) {
-		t.Fatalf("run within the lease: %d model requests, labels %v; want the task left", n, e.labels())
-	}
-	err := e.signalErr(app.SignalResume)
-	if err == nil || !strings.Contains(err.Error(), "not paused") || !strings.Contains(err.Error(), "puts it up again from") {
-		t.Errorf("resume within the lease: %v; want it refused, saying from when the task is put up", err)
-	}
+			if err := e.run(context.Background()); err != nil {
+				t.Fatalf("run within the lease: %v", err)
+			}
+			if n := len(e.model.Requests()); n != 0 || !slices.Equal(e.labels(), []string{"bug", "coding agent processing"}) {
+				t.Fatalf("run within the lease: %d model requests, labels %v; want the task left", n, e.labels())
+			}
+			err := e.signalErr(app.SignalResume)
+			if err == nil || !strings.Contains(err.Error(), "not paused") || !strings.Contains(err.Error(), "puts it up again from") {
+				t.Errorf("resume within the lease: %v; want it refused, saying from when the task is put up", err)
+			}
 
-	lease := time.Duration(config.DefaultForgeLeaseSeconds) * time.Second
-	if err := e.runWith(context.Background(), app.Options{Clock: later(lease - time.Minute)}); err != nil {
-		t.Fatalf("run a minute before the lease ends: %v", err)
-	}
-	if n := len(e.model.Requests()); n != 0 {
-		t.Fatalf("a run before the lease ended took the task (%d model requests)", n)
-	}
-	if err := e.runWith(context.Background(), app.Options{Clock: later(lease + time.Second)}); err != nil {
-		t.Fatalf("run after the lease: %v", err)
-	}
-	e.wantLabels(t, "bug", "coding agent done")
-	if c := e.botComments(); !slices.Equal(c, []string{"Writing hello.txt.", closingHello}) {
-		t.Errorf("bot comments %q", c)
-	}
-	if rec := e.record(); rec.Status != task.Done {
-		t.Errorf("record %+v", rec)
+			if err := e.runWith(context.Background(), app.Options{Clock: later(lease - 20*time.Second)}); err != nil {
+				t.Fatalf("run before the lease ends: %v", err)
+			}
+			if n := len(e.model.Requests()); n != 0 {
+				t.Fatalf("a run before the lease ended took the task (%d model requests)", n)
+			}
+			if err := e.runWith(context.Background(), app.Options{Clock: later(lease + time.Second)}); err != nil {
+				t.Fatalf("run after the lease: %v", err)
+			}
+			e.wantLabels(t, "bug", "coding agent done")
+			if c := e.botComments(); !slices.Equal(c, []string{"Writing hello.txt.", closingHello}) {
+				t.Errorf("bot comments %q", c)
+			}
+			if rec := e.record(); rec.Status != task.Done {
+				t.Errorf("record %+v", rec)
+			}
+		})
 	}
 }
 
