@@ -104,8 +104,8 @@ func TestTaskKilledBetweenTakeAndClaimIsPutUpAfterTheLease(t *testing.T) {
 				t.Fatalf("run after the lease: %v", err)
 			}
 			e.wantLabels(t, "bug", "coding agent done")
-			if c := e.botComments(); !slices.Equal(c, []string{"Writing hello.txt.", closingHello}) {
-				t.Errorf("bot comments %q", c)
+			if c, h := e.botComments(), e.holderComments(); !slices.Equal(c, []string{"Writing hello.txt.", closingHello}) || len(h) != 0 {
+				t.Errorf("bot comments %q, holder comments %q", c, h)
 			}
 			if rec := e.record(); rec.Status != task.Done {
 				t.Errorf("record %+v", rec)
@@ -146,8 +146,8 @@ func TestDeadHostsTaskIsTakenUpByAHostWithItsOwnStore(t *testing.T) {
 	e.cfg.HostName = "host-a"
 	aState := e.cfg.StateDir
 	runKilled(t, e, arrived)
-	if c := e.botComments(); len(c) != 1 || !strings.Contains(c[0], "working on this on host `host-a`") {
-		t.Fatalf("bot comments after the kill %q, want host-a's holder comment", c)
+	if h := e.holderComments(); !slices.Equal(h, []string{"host-a"}) {
+		t.Fatalf("holder comments after the kill %q, want host-a's", h)
 	}
 
 	e.cfg.HostName, e.cfg.StateDir = "host-b", filepath.Join(t.TempDir(), "data")
@@ -165,7 +165,10 @@ func TestDeadHostsTaskIsTakenUpByAHostWithItsOwnStore(t *testing.T) {
 	}
 	e.wantLabels(t, "bug", "coding agent done")
 	if c := e.botComments(); !slices.Equal(c, []string{"Writing hello.txt.", closingHello}) {
-		t.Errorf("bot comments %q, want host-b's run's, once each (no holder comment left)", c)
+		t.Errorf("bot comments %q, want host-b's run's, once each", c)
+	}
+	if h := e.holderComments(); len(h) != 0 {
+		t.Errorf("holder comments %q left on the done task", h)
 	}
 	if n := len(e.model.Requests()); n != 3 {
 		t.Errorf("%d model requests in all, want 3 (host-a's, then host-b's two)", n)
@@ -182,8 +185,8 @@ func TestDeadHostsTaskIsTakenUpByAHostWithItsOwnStore(t *testing.T) {
 		t.Errorf("host-a's row %+v, want let go\n%s", rec, readTree(t, filepath.Dir(e.cfg.Logging.File)))
 	}
 	e.wantLabels(t, "bug", "coding agent done")
-	if c := e.botComments(); len(c) != 2 {
-		t.Errorf("bot comments %q after host-a came back, want none added", c)
+	if c, h := e.botComments(), e.holderComments(); len(c) != 2 || len(h) != 0 {
+		t.Errorf("bot comments %q and holder comments %q after host-a came back, want none added", c, h)
 	}
 }
 

@@ -39,14 +39,41 @@ const beatsPerLease = 3
 
 // holding is what this process knows of holds on the forge.
 type holding struct {
-	mu  sync.Mutex
-	ids map[task.Ref]int64 // this host's holder comment of a task
+	mu sync.Mutex
+	m  map[task.Ref]held
 }
 
-func (h *holding) init() {
-	if h.ids == nil {
-		h.ids = map[task.Ref]int64{}
+// held is this host's hold on one task, as this process knows it.
+type held struct {
+	// id is this host's holder comment; 0: the task was taken and its
+	// comment could not be posted yet (the beats try again).
+	id int64
+	// at is when this process last posted or edited it (or took the task,
+	// with id 0), by its clock: until a lease after it, no watcher can
+	// have put the task up.
+	at time.Time
+}
+
+func (h *holding) get(ref task.Ref) (held, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	hd, ok := h.m[ref]
+	return hd, ok
+}
+
+func (h *holding) set(ref task.Ref, hd held) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = map[task.Ref]held{}
 	}
+	h.m[ref] = hd
+}
+
+func (h *holding) drop(ref task.Ref) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.m, ref)
 }
 
 // BeatInterval is how often Beat should run: ForgeLease/3; 0 when the
@@ -60,25 +87,28 @@ func (w *Worker) holderBody() (string, error) {
 	return report.Holder(w.o.Owner.Host, w.o.Now(), w.BeatInterval(), w.o.ForgeLease)
 }
 
-// postHolder posts this host's holder comment on a task it just took. A
-// failure is logged: the task then has no holder comment, holds says it is
-// not this host's, and watchers put it up again once ForgeLease passes.
+// postHolder posts this host's holder comment on a task it took. A
+// failure is logged, and the task stays this process's for a lease from
+// now (watchers see it taken that long ago, with no holder comment), in
+// which the beats try to post it again; a run that cannot post it for a
+// whole lease is let go (beat), as a watcher may then put it up.
 func (w *Worker) postHolder(ctx context.Context, ref task.Ref) {
 	if w.o.ForgeLease <= 0 {
 		return
 	}
+	now := w.o.Now()
 	body, err := w.holderBody()
 	if err == nil {
 		var c task.Comment
 		if c, err = w.o.Forge.PostComment(ctx, ref, body); err == nil {
-			w.hold.mu.Lock()
-			w.hold.init()
-			w.hold.ids[ref] = c.ID
-			w.hold.mu.Unlock()
+			w.hold.set(ref, held{id: c.ID, at: now})
 			return
 		}
 	}
-	w.log(ref).Error("posting the holder comment; the task is put up again once the forge lease passes", "error", err)
+	if _, known := w.hold.get(ref); !known {
+		w.hold.set(ref, held{at: now})
+	}
+	w.log(ref).Error("posting the holder comment; the next heartbeat tries again", "error", err)
 }
 
 // newestHolder is the newest holder comment the bot posted on ref, and
@@ -107,9 +137,15 @@ func (w *Worker) newestHolder(ctx context.Context, ref task.Ref) (task.Comment, 
 // holds reports whether this host holds ref on the forge: with the forge
 // lease on, the newest holder comment must name it. Without one, the task
 // is not this host's either: it took the task and died before posting,
-// or its comment was deleted by a watcher that put the task up again.
+// or its comment was deleted by a watcher that put the task up again. A
+// hold this process posted, edited or took less than a lease ago is its
+// own without asking the forge: no watcher puts a task up before that (so
+// a run just claimed does not depend on reading the comments).
 func (w *Worker) holds(ctx context.Context, ref task.Ref) (bool, string, error) {
 	if w.o.ForgeLease <= 0 {
+		return true, "", nil
+	}
+	if hd, ok := w.hold.get(ref); ok && w.o.Now().Sub(hd.at) < w.o.ForgeLease {
 		return true, "", nil
 	}
 	c, h, ok, err := w.newestHolder(ctx, ref)
@@ -122,10 +158,7 @@ func (w *Worker) holds(ctx context.Context, ref task.Ref) (bool, string, error) 
 	if h.Host != w.o.Owner.Host {
 		return false, fmt.Sprintf("host %s holds the task on the forge", h.Host), nil
 	}
-	w.hold.mu.Lock()
-	w.hold.init()
-	w.hold.ids[ref] = c.ID
-	w.hold.mu.Unlock()
+	w.hold.set(ref, held{id: c.ID, at: h.Beat})
 	return true, "", nil
 }
 
@@ -179,10 +212,15 @@ func (w *Worker) Beat(ctx context.Context) error {
 
 func (w *Worker) beat(ctx context.Context, ref task.Ref) error {
 	log := w.log(ref)
-	w.hold.mu.Lock()
-	w.hold.init()
-	id, known := w.hold.ids[ref]
-	w.hold.mu.Unlock()
+	hd, known := w.hold.get(ref)
+	if known && hd.id == 0 {
+		// Taken, its holder comment not posted yet.
+		if w.o.Now().Sub(hd.at) >= w.o.ForgeLease {
+			return w.lost(ctx, ref, "its holder comment could not be posted for a whole forge lease: another host may have put it up")
+		}
+		w.postHolder(ctx, ref)
+		return nil
+	}
 	if !known {
 		ok, why, err := w.holds(ctx, ref)
 		if err != nil {
@@ -192,13 +230,15 @@ func (w *Worker) beat(ctx context.Context, ref task.Ref) error {
 		if !ok {
 			return w.lost(ctx, ref, why)
 		}
-		w.hold.mu.Lock()
-		id = w.hold.ids[ref]
-		w.hold.mu.Unlock()
+		hd, _ = w.hold.get(ref)
 	}
+	now := w.o.Now()
 	body, err := w.holderBody()
 	if err == nil {
-		err = w.o.Forge.EditComment(ctx, ref, id, body)
+		err = w.o.Forge.EditComment(ctx, ref, hd.id, body)
+	}
+	if err == nil {
+		w.hold.set(ref, held{id: hd.id, at: now})
 	}
 	if errors.Is(err, forge.ErrNotFound) {
 		return w.lost(ctx, ref, "its holder comment was deleted: another host put it up again")
@@ -213,10 +253,7 @@ func (w *Worker) beat(ctx context.Context, ref task.Ref) error {
 // stops (and, interrupted, comes back to process, which finds it is not
 // this host's); otherwise its row says stopped, why in its error.
 func (w *Worker) lost(ctx context.Context, ref task.Ref, why string) error {
-	w.hold.mu.Lock()
-	w.hold.init()
-	delete(w.hold.ids, ref)
-	w.hold.mu.Unlock()
+	w.hold.drop(ref)
 	w.log(ref).Warn("this host no longer holds the task; letting it go", "reason", why)
 	if v, ok := w.active.Load(ref); ok {
 		v.(*inHand).cancel(fmt.Errorf("%w: %s", errHoldLost, why))
@@ -225,26 +262,33 @@ func (w *Worker) lost(ctx context.Context, ref task.Ref, why string) error {
 	return w.setStatus(ctx, ref, task.Stopped, "let go: "+why)
 }
 
-// reclaim watches the tasks in processing this host does not hold and puts
-// up again (the bot label) those left by their holder (watchHolder).
-// Failures are logged; the next pass tries again.
-func (w *Worker) reclaim(ctx context.Context) {
+// reclaim watches the tasks in processing this host does not hold, puts
+// up again (the bot label) those left by their holder (watchHolder), and
+// returns them, for the pass to claim as any request. Failures are logged;
+// the next pass tries again.
+func (w *Worker) reclaim(ctx context.Context) []task.Ref {
 	if (w.o.ForgeLease <= 0 && !w.o.SharedStore) || w.o.Labels.Processing == "" {
-		return
+		return nil
 	}
 	found, err := w.o.Forge.Discover(ctx, w.o.Labels.Processing)
 	if err != nil {
 		w.o.Logger.Error("discovering tasks in processing to watch their holders", "error", err)
-		return
+		return nil
 	}
+	var up []task.Ref
 	for _, t := range found {
 		if ctx.Err() != nil {
-			return
+			return up
 		}
-		if err := w.watchHolder(ctx, t); err != nil {
+		put, err := w.watchHolder(ctx, t)
+		if err != nil {
 			w.log(t.Ref).Error("watching the holder of a task", "error", err)
 		}
+		if put {
+			up = append(up, t.Ref)
+		}
 	}
+	return up
 }
 
 // watchHolder puts t, in processing, up again when its holder left it.
@@ -257,25 +301,25 @@ func (w *Worker) reclaim(ctx context.Context) {
 // changed for a lease, is left: its holder died, possibly between the
 // forge's take and the store's claim (which leaves no row anywhere and no
 // holder comment).
-func (w *Worker) watchHolder(ctx context.Context, t task.Task) error {
+func (w *Worker) watchHolder(ctx context.Context, t task.Task) (bool, error) {
 	h, err := w.seeHold(ctx, t)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if h.later != "" || h.inHand && (w.o.SharedStore || h.row.Host == w.o.Owner.Host) {
 		// Not left in processing; held in the store every host shares
 		// (its lease decides); or this host's (its beat keeps it).
-		return nil
+		return false, nil
 	}
 	silent := w.o.Now().Sub(h.last)
 	if h.lease <= 0 || silent < h.lease {
-		return nil
+		return false, nil
 	}
 	put, err := w.putUp(ctx, t.Ref, h)
 	if put {
 		w.log(t.Ref).Warn("the task's holder left it; put up again", "holder", cmp.Or(h.host, "none"), "silent_for", silent.String())
 	}
-	return err
+	return put, err
 }
 
 // seen is what a host can see of who holds a task in processing.
@@ -402,11 +446,12 @@ func (w *Worker) unhold(ctx context.Context, ref task.Ref) {
 		return
 	}
 	log := w.log(ref)
-	w.hold.mu.Lock()
-	w.hold.init()
-	id, known := w.hold.ids[ref]
-	delete(w.hold.ids, ref)
-	w.hold.mu.Unlock()
+	hd, known := w.hold.get(ref)
+	w.hold.drop(ref)
+	id := hd.id
+	if known && id == 0 {
+		return // never posted
+	}
 	if !known {
 		c, h, ok, err := w.newestHolder(ctx, ref)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/engine"
+	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -274,5 +275,54 @@ func TestReleaseRevokesAnotherHostsHold(t *testing.T) {
 	}
 	if n, err := b.Produce(t.Context()); err != nil || n != 1 {
 		t.Errorf("b's pass after the release: %d, %v; want the task taken", n, err)
+	}
+}
+
+// A holder comment that cannot be posted when the task is taken (the forge
+// refuses comments for a while) does not cost the task: it is this
+// process's for a lease, the run goes ahead, and the next heartbeat posts
+// the comment. One that cannot be posted for a whole lease lets the task
+// go, as a watcher may by then have put it up.
+func TestHolderCommentIsPostedByALaterBeat(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		refused int // POSTs of comments the forge refuses: 4 (postonce.MaxAttempts) per comment
+		holder  []string
+		status  task.Status
+	}{
+		{"posted by the next beat", 4, []string{"test"}, task.Done},
+		{"never posted", -1, nil, task.Stopped},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wd := newWorld(t, false)
+			wd.w.o.ForgeLease = testLease
+			wd.gh.Inject(forgetest.Fault{Method: "POST", Path: "/comments", Status: 500, Times: tc.refused})
+			wd.claim()
+			if h := wd.holderHosts(); len(h) != 0 {
+				t.Fatalf("holder comments %q, want none posted yet", h)
+			}
+			if ok, why, err := wd.w.holds(t.Context(), wd.ref); err != nil || !ok {
+				t.Fatalf("holds just after the claim: %v (%s), %v; want the task this process's", ok, why, err)
+			}
+			var during []string
+			wd.w.o.Agent = hookRunner{hook: func() {
+				for range beatsPerLease { // a lease of work
+					wd.now = wd.now.Add(wd.w.BeatInterval())
+					if err := wd.w.Beat(t.Context()); err != nil {
+						t.Error(err)
+					}
+				}
+				during = wd.holderHosts()
+			}}
+			if err := wd.w.Process(t.Context(), wd.ref); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(during, tc.holder) {
+				t.Errorf("holder comments during the run %q, want %q", during, tc.holder)
+			}
+			if rec := wd.record(); rec.Status != tc.status {
+				t.Errorf("row %+v, want %s", rec, tc.status)
+			}
+		})
 	}
 }
