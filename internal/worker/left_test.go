@@ -326,3 +326,23 @@ func TestHolderCommentIsPostedByALaterBeat(t *testing.T) {
 		})
 	}
 }
+
+// The holder comment is the daemon's bookkeeping: the run is not shown it
+// among the task's comments.
+func TestHolderCommentIsNotShownToTheModel(t *testing.T) {
+	wd := newWorld(t, false)
+	wd.w.o.ForgeLease = testLease
+	wd.gh.AddComment(wd.ref.Repo, wd.ref.Number, "alice", "Please hurry.")
+	wd.run.out = engine.Outcome{End: engine.Done, Summary: "did it", Comment: "Done."}
+	wd.claim()
+	if err := wd.w.Process(t.Context(), wd.ref); err != nil {
+		t.Fatal(err)
+	}
+	var bodies []string
+	for _, c := range wd.run.in.Comments {
+		bodies = append(bodies, c.Body)
+	}
+	if !slices.Equal(bodies, []string{"Please hurry."}) {
+		t.Errorf("the run was shown %q, want alice's comment only", bodies)
+	}
+}

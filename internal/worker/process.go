@@ -235,7 +235,7 @@ func (w *Worker) load(ctx context.Context, ref task.Ref, post *report.Poster) (e
 	// One audience rule for the first prompt, the checkpoints and a later
 	// round's prompt: what others wrote is counted, never shown.
 	who := w.audience(t, bot, true)
-	shown, ignored, err := who.Shown(ctx, comments)
+	shown, ignored, err := who.Shown(ctx, withoutHolders(comments, bot))
 	if err != nil {
 		return engine.Input{}, false, fmt.Errorf("sorting the comments of %s: %w", ref, err)
 	}
@@ -249,4 +249,18 @@ func (w *Worker) load(ctx context.Context, ref task.Ref, post *report.Poster) (e
 		in.Watch = w.o.NewWatch(who, comments)
 	}
 	return in, false, nil
+}
+
+// withoutHolders is comments without the bot's holder comments: they are
+// the daemon's bookkeeping (the forge lease), not something said on the
+// task, and the model is not shown them.
+func withoutHolders(comments []task.Comment, bot string) []task.Comment {
+	var out []task.Comment
+	for _, c := range comments {
+		if _, ok := report.HolderOf(c.Body); ok && strings.EqualFold(c.Author, bot) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }
