@@ -36,7 +36,7 @@ func TestHostsWithOwnStoresRunEachTaskOnce(t *testing.T) {
 	bin := buildBinary(t)
 	for _, c := range []struct {
 		forge string
-		lease int // forge_lease_seconds; 0: off
+		lease int // forge_lease_seconds; 0: not set (the default, 300)
 		reps  int
 	}{{task.GitHub, 0, reps}, {task.GitLab, 0, reps}, {task.GitHub, 30, reps / 2}, {task.GitLab, 30, reps / 2}} {
 		name := c.forge
@@ -68,7 +68,7 @@ type hostsEnv struct {
 	model *llmtest.Server
 	mcp   string
 	tasks int
-	lease int // forge_lease_seconds; 0: off
+	lease int // forge_lease_seconds; 0: not set (the default)
 	mu    sync.Mutex
 	asked map[int]int // task's number → model requests
 }
@@ -115,7 +115,10 @@ func (h *hostsEnv) config(t *testing.T, host string) string {
 	t.Helper()
 	dir := t.TempDir()
 	q := func(s string) string { return fmt.Sprintf("%q", s) }
-	lease := fmt.Sprintf("forge_lease_seconds: %d\n", h.lease)
+	lease := "" // the default
+	if h.lease > 0 {
+		lease = fmt.Sprintf("forge_lease_seconds: %d\n", h.lease)
+	}
 	source := fmt.Sprintf("github:\n  api_url: %s\n  token: ${CA_TEST_TOKEN}\n  repositories: [acme/app]\n", q(h.url()))
 	if h.forge == task.GitLab {
 		source = fmt.Sprintf("gitlab:\n  api_url: %s\n  token: ${CA_TEST_TOKEN}\n  project_id: [acme/app]\n", q(h.url()))
@@ -266,7 +269,8 @@ func (h *hostsEnv) check(t *testing.T) (twice, dup, notDone int) {
 // for one task, from discovery to done (the plain loop, one model request,
 // no workspace): the cost of a claim the forge arbitrates is in the
 // difference with the same run before TakeLabel, and of the forge lease in
-// the -forge-lease variants (see docs/design.md).
+// the -forge-lease variants (on, as by default; the others set
+// forge_lease_seconds: 0; see docs/design.md).
 func BenchmarkForgeRequestsPerTask(b *testing.B) {
 	for _, forge := range []string{task.GitHub, task.GitLab} {
 		for _, lease := range []int{0, 30} {
