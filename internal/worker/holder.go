@@ -26,7 +26,11 @@ import (
 // for the hosts to take as any request. The times are the hosts' clocks:
 // they must agree to well within ForgeLease (NTP). A host runs a task only
 // while the newest holder comment names it (holds), and a beat that finds
-// its comment deleted stops its run.
+// its comment deleted stops its run. The comment is deleted once the round
+// leaves processing (unhold), and follows a takeover in a store shared by
+// hosts of different names (moveHold). Hosts that share one store
+// (Options.SharedStore) need no comment: the store says who holds a task,
+// and one in processing that it does not hold is left.
 
 // errHoldLost is the cause a run is stopped with when its host no longer
 // holds the task on the forge.
