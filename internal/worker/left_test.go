@@ -346,3 +346,19 @@ func TestHolderCommentIsNotShownToTheModel(t *testing.T) {
 		t.Errorf("the run was shown %q, want alice's comment only", bodies)
 	}
 }
+
+// With neither a forge lease nor a shared store a host cannot tell a task
+// another host holds from a left one: resume leaves it, saying so, and
+// release (the operator's word) puts it up.
+func TestResumeCannotTellWithoutAForgeLease(t *testing.T) {
+	wd := newWorld(t, false)
+	wd.takenThenKilled()
+	wd.now = wd.now.Add(time.Hour)
+	said, put, err := wd.w.PutBack(t.Context(), wd.ref, false)
+	if err != nil || put || !strings.Contains(said, "cannot tell") {
+		t.Fatalf("resume: %q, %v, %v; want nothing done, saying it cannot tell", said, put, err)
+	}
+	if said, put, err := wd.w.PutBack(t.Context(), wd.ref, true); err != nil || !put {
+		t.Fatalf("release: %q, %v, %v; want it put up", said, put, err)
+	}
+}

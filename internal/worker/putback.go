@@ -16,7 +16,8 @@ import (
 // revoked whatever its last heartbeat (its run stops at its next one), as
 // `release` frees a task from its holder on any host. Without, a task that
 // a holder keeps, or that was taken less than a lease ago, is left, since
-// its taker may be between the take and the claim. It reports what it did,
+// its taker may be between the take and the claim; so is any task when
+// this host cannot tell (no forge lease, no shared store). It reports what it did,
 // or why it did nothing, in a sentence, and whether it put the task up.
 func (w *Worker) PutBack(ctx context.Context, ref task.Ref, force bool) (string, bool, error) {
 	ls := w.o.Labels
@@ -41,6 +42,10 @@ func (w *Worker) PutBack(ctx context.Context, ref task.Ref, force bool) (string,
 			"is pending, or its round ended without removing %q)", h.later, ls.Processing, ls.Processing), false, nil
 	case h.inHand:
 		return fmt.Sprintf("a process of this store holds it (%s, pid %d on %s)", h.row.Status, h.row.PID, h.row.Host), false, nil
+	case !force && h.lease <= 0:
+		return "no process of this store holds it, and this host cannot tell whether a host with a store of its own does " +
+			"(forge_lease_seconds is 0 and the store is not shared): `coding-agent release` puts it up again once you know " +
+			"its host is gone", false, nil
 	case !force && h.holder && w.o.Now().Sub(h.last) < h.lease:
 		return fmt.Sprintf("host %s holds it on the forge (last heartbeat %s); it is put up again only once that host "+
 			"stays silent for %s (`coding-agent release` revokes its hold now)", h.host, at(h.last), h.lease), false, nil
