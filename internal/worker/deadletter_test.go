@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -137,5 +138,43 @@ func TestDeadLetterSaysTheAttempts(t *testing.T) {
 	if c := wd.comments(); len(c) != 1 || !strings.Contains(c[0], "Given up after 2 attempts") ||
 		!strings.Contains(c[0], "delivered 3 times") {
 		t.Errorf("comments %q, want one saying the task was given up after 2 attempts, its job delivered 3 times", c)
+	}
+}
+
+// With stores of their own, a row whose round has begun its runs may be of
+// a task another host has taken up since: giving it up would fail that
+// host's task. The row is let go instead, and the task left to its holder.
+func TestTaskAnotherHostHoldsIsNotGivenUp(t *testing.T) {
+	wd := newWorld(t, false)
+	wd.w.o.ForgeLease, wd.w.o.MaxAttempts = testLease, 1
+	b, _ := wd.host(t, "b")
+	b.o.ForgeLease = testLease
+	wd.claim()
+	if _, err := wd.st.ClaimQueued(t.Context(), wd.ref, wd.w.o.Owner); err != nil { // its run begins; the host dies
+		t.Fatal(err)
+	}
+	for range 2 {
+		wd.now = wd.now.Add(testLease)
+		if _, err := b.Produce(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h := wd.holderHosts(); !slices.Equal(h, []string{"b"}) {
+		t.Fatalf("holder comments %q, want b to have taken the task up", h)
+	}
+	if _, err := wd.w.Backlog(t.Context()); err != nil { // the host is back
+		t.Fatal(err)
+	}
+	if err := wd.w.Process(t.Context(), wd.ref); err != nil {
+		t.Fatal(err)
+	}
+	if rec := wd.record(); rec.Status != task.Stopped {
+		t.Errorf("the returning host's row %+v, want let go", rec)
+	}
+	if l := wd.labels(); !slices.Equal(l, []string{"agent processing", "bug"}) {
+		t.Errorf("labels %q, want b's task left as it is", l)
+	}
+	if n := wd.count("Given up"); n != 0 {
+		t.Errorf("%d comments saying the task was given up", n)
 	}
 }

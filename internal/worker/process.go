@@ -92,14 +92,14 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 		}
 		return ack, nil
 	}
+	w.claimed(h) // the heartbeats keep its lease and its hold from now on
+	if how, ok, err := w.stillOurs(ctx, ref); !ok {
+		return how, failure(err)
+	}
 	if begun := rec.Attempts - 1; w.exhausted(begun) {
 		// Every run the round began ended with the task in hand: this
 		// one would too.
 		return ack, w.giveUp(ctx, ref, begun)
-	}
-	w.claimed(h) // the heartbeats keep its lease and its hold from now on
-	if how, ok, err := w.stillOurs(ctx, ref); !ok {
-		return how, failure(err)
 	}
 	in, skip, err := w.load(ctx, ref, post)
 	if skip {

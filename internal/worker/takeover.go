@@ -67,10 +67,14 @@ func (w *Worker) takeOver(ctx context.Context, ref task.Ref) (bool, error) {
 		log.Error("taking over a task", "error", err)
 		return false, err
 	}
+	w.moveHold(ctx, ref, prev)
 	if w.exhausted(prev.Attempts) {
 		// Its runs all ended in hand, its holder's too: given up here
-		// rather than queued (and said taken over) once more.
-		return false, w.giveUp(ctx, ref, prev.Attempts)
+		// rather than queued (and said taken over) once more, unless
+		// another host holds it on the forge (its run lets it go).
+		if ok, _, err := w.holds(ctx, ref); err == nil && ok {
+			return false, w.giveUp(ctx, ref, prev.Attempts)
+		}
 	}
 	released := prev.Instance == ""
 	log.Warn("took over a task its holder no longer holds", "holder_host", prev.Host, "holder_pid", prev.PID,
@@ -80,7 +84,6 @@ func (w *Worker) takeOver(ctx context.Context, ref task.Ref) (bool, error) {
 		// another host or an operator's release is said on the task.
 		w.tellTakeOver(ctx, ref, prev, released)
 	}
-	w.moveHold(ctx, ref, prev)
 	if err := w.o.Store.SetStatus(ctx, ref, task.Queued, ""); err != nil {
 		return false, fmt.Errorf("marking %s queued after taking it over: %w", ref, err)
 	}
