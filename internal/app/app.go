@@ -58,6 +58,10 @@ type Options struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Now replaces the clock of what planning mode writes (tests); nil → time.Now.
 	Now func() time.Time
+	// Clock replaces the worker's clock (tests): the holder comments' beats
+	// and how long a task in processing has been left, the conversations'
+	// timeouts; nil → time.Now.
+	Clock func() time.Time
 	// Terminal, when set, gets one human line per task event (claimed,
 	// working, each step, how it ended) and every error: stderr when it is
 	// a terminal, unless --quiet.
@@ -473,12 +477,18 @@ func (a *App) newWorker(q *jobs, shutdown <-chan struct{}) *worker.Worker {
 			Keywords: cv.CompletionKeywords, Timeout: cv.Timeout(), MaxRounds: cv.MaxRounds},
 		Owner: self, Ran: a.metrics.TaskRan,
 		BotName: bot, Workers: a.cfg.Continuous.Consumer.Workers, Shutdown: shutdown, Redact: a.redact, Logger: a.Log,
-		ForgeLease: a.cfg.ForgeLease(), CheckRounds: a.cfg.Workspace.CheckRounds}
+		ForgeLease: a.cfg.ForgeLease(), SharedStore: a.cfg.Database.URL != "", CheckRounds: a.cfg.Workspace.CheckRounds,
+		Now: a.o.Clock}
 	if q != nil {
 		// The in-process queue feeds this process's workers alone: a pass
 		// claims no more than they can start. A broker spreads the jobs
 		// over every host's workers (docs/design.md, "Fair claiming").
 		o.Queue, o.Redeliver, o.FairClaim = q, !q.backlog, q.backlog
+	}
+	if a.cfg.Queue.Type == config.QueueRabbitMQ {
+		// The broker's limit on a job's deliveries is the limit on a
+		// round's runs too, a takeover's new job counting as a delivery.
+		o.MaxAttempts = a.cfg.Queue.RabbitMQ.MaxDeliveries
 	}
 	return worker.New(o)
 }

@@ -298,14 +298,26 @@ func lease(r store.Record, now time.Time, zone *time.Location) string {
 // Release frees a task from the process holding it, from any host: its
 // lease lapses at once, the holder's run ends at its next renewal, and
 // the next pass of any process sharing the store takes the task over from
-// its last checkpoint.
+// its last checkpoint. A task in processing that the store does not hold
+// (taken on the forge by a process killed before its store claim, or held
+// by a host with a store of its own) is put up again on the forge instead,
+// its holder's hold there revoked (worker.PutBack).
 func (a *App) Release(ctx context.Context, ref task.Ref, out io.Writer) error {
 	prev, err := a.store.Release(ctx, ref)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return fmt.Errorf("releasing %s: the store has no such task", ref)
-	case errors.Is(err, store.ErrNotHeld):
-		return fmt.Errorf("%w; only a running or queued task is held by a process", err)
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrNotHeld):
+		said, put, perr := a.newWorker(nil, nil).PutBack(ctx, ref, true)
+		if perr != nil {
+			return fmt.Errorf("releasing %s: %w", ref, perr)
+		}
+		if put {
+			fmt.Fprintf(out, "%s: %s\n", ref, said)
+			return nil
+		}
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("releasing %s: the store has no such task, and on the forge %s", ref, said)
+		}
+		return fmt.Errorf("%w; only a running or queued task is held by a process, and on the forge %s", err, said)
 	case err != nil:
 		return err
 	}
@@ -351,7 +363,7 @@ func (a *App) Signal(ctx context.Context, action string, ref task.Ref, out io.Wr
 	case SignalPause:
 		err = a.forge.AddLabel(ctx, ref, l.Paused)
 	case SignalResume:
-		err = a.forge.RemoveLabel(ctx, ref, l.Paused)
+		return a.resume(ctx, ref, out)
 	case SignalStop:
 		err = a.forge.AddLabel(ctx, ref, l.Stopped)
 	default:
@@ -361,5 +373,33 @@ func (a *App) Signal(ctx context.Context, action string, ref task.Ref, out io.Wr
 		return fmt.Errorf("%s %s: %w", action, ref, err)
 	}
 	fmt.Fprintf(out, "%s: %s requested; the agent acts on it at its next checkpoint\n", ref, action)
+	return nil
+}
+
+// resume resumes a paused task (its paused label removed); a task that is
+// not paused but left in processing is put up again (worker.PutBack, once
+// no holder keeps it); anything else is refused, saying what the task is,
+// so that the command never says it did what it did not.
+func (a *App) resume(ctx context.Context, ref task.Ref, out io.Writer) error {
+	l := a.cfg.Labels()
+	t, err := a.forge.Get(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("resume %s: %w", ref, err)
+	}
+	if l.Paused != "" && t.HasLabel(l.Paused) {
+		if err := a.forge.RemoveLabel(ctx, ref, l.Paused); err != nil {
+			return fmt.Errorf("resume %s: %w", ref, err)
+		}
+		fmt.Fprintf(out, "%s: resume requested; the agent acts on it at its next checkpoint\n", ref)
+		return nil
+	}
+	said, put, err := a.newWorker(nil, nil).PutBack(ctx, ref, false)
+	if err != nil {
+		return fmt.Errorf("resume %s: %w", ref, err)
+	}
+	if !put {
+		return fmt.Errorf("resume %s: it is not paused (no %q label), and %s", ref, l.Paused, said)
+	}
+	fmt.Fprintf(out, "%s: not paused, but left in processing: %s\n", ref, said)
 	return nil
 }

@@ -197,6 +197,10 @@ delivery:
 	if c.Database.URL != "" {
 		yaml += "database:\n  url: " + q(c.Database.URL) + "\n"
 	}
+	if r := c.Queue.RabbitMQ; c.Queue.Type == config.QueueRabbitMQ {
+		yaml += fmt.Sprintf("queue:\n  type: rabbitmq\n  rabbitmq:\n    url: %s\n    name: %s\n    max_deliveries: %d\n",
+			q(r.URL), q(r.Name), r.MaxDeliveries)
+	}
 	p := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 
 // dryRun makes cfg a dry run's: the store, the workspaces and the planning
 // history go to a new temporary folder (a shared database or queue is never
-// touched), and nothing is delivered. It returns the folder, removed when
+// touched), nothing is delivered, and no task is held on the forge. It returns the folder, removed when
 // the app closes.
 func dryRun(cfg *config.Config) (string, error) {
 	dir, err := os.MkdirTemp("", "coding-agent-dry-run-")
@@ -28,6 +28,9 @@ func dryRun(cfg *config.Config) (string, error) {
 	c.StateDir = filepath.Join(dir, "data")
 	c.Database = config.Database{}
 	c.Queue.Type = config.QueueMemory
+	// It posts nothing, its holder comment included, and is the only taker
+	// it knows of (TakeLabel): no hold on the forge.
+	c.ForgeLeaseSeconds = new(0)
 	c.Workspace.Root = filepath.Join(dir, "workspaces")
 	c.Workspace.Keep = config.KeepNever
 	c.Delivery.Enabled = false

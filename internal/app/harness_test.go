@@ -19,6 +19,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/llm"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
+	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/store/postgres"
 	"github.com/coding-agent/coding-agent/internal/store/sqlite"
@@ -189,8 +190,33 @@ func (e *env) labels() []string {
 }
 
 // botComments are the bodies the bot posted, oldest first, without the
-// hidden line naming each (postonce.Mark: its key is the run's own).
+// hidden line naming each (postonce.Mark: its key is the run's own), and
+// without its holder comments (the forge lease's heartbeat, not something
+// said about the task: holderComments has them).
 func (e *env) botComments() []string {
+	var out []string
+	for _, b := range e.allBotComments() {
+		if _, ok := report.HolderOf(b); !ok {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// holderComments are the hosts the bot's holder comments name, oldest
+// first.
+func (e *env) holderComments() []string {
+	var out []string
+	for _, b := range e.allBotComments() {
+		if h, ok := report.HolderOf(b); ok {
+			out = append(out, h.Host)
+		}
+	}
+	return out
+}
+
+// allBotComments are the bodies the bot posted, oldest first.
+func (e *env) allBotComments() []string {
 	var out []string
 	if e.gh != nil {
 		for _, c := range e.gh.Comments(e.ref.Repo, e.ref.Number) {

@@ -121,8 +121,10 @@ type Config struct {
 	// own, how long a task a host took stays its own on the forge without
 	// a heartbeat (the host edits its holder comment every third of
 	// that); other hosts put a task whose holder stayed silent that long
-	// up again. 0 (default): off, no holder comment; else >= 30.
-	ForgeLeaseSeconds int `yaml:"forge_lease_seconds"`
+	// up again. nil (not set): DefaultForgeLeaseSeconds without
+	// database.url, off with it (see ForgeLease); 0: off, no holder
+	// comment; else >= 30, and not with database.url.
+	ForgeLeaseSeconds *int `yaml:"forge_lease_seconds"`
 }
 
 // Database is the database section: where the state store lives. With URL
@@ -710,10 +712,25 @@ func (c *Config) Lease() time.Duration {
 	return time.Duration(c.LeaseSeconds) * time.Second
 }
 
+// DefaultForgeLeaseSeconds is the forge lease of a host with a store of
+// its own when forge_lease_seconds is not set. Such a host cannot know
+// whether others with stores of their own watch the same repositories, so
+// it holds its tasks on the forge unless told it is alone (0): a task whose
+// host died, or died between taking it and recording it, is put up again
+// about five minutes later, for one edit of a comment per task every 100 s.
+const DefaultForgeLeaseSeconds = 300
+
 // ForgeLease is how long a task stays its host's on the forge without a
-// heartbeat; 0: off.
+// heartbeat; 0: off. Not set, it is DefaultForgeLeaseSeconds, but off with
+// database.url: there the shared store's lease (Lease) holds the tasks.
 func (c *Config) ForgeLease() time.Duration {
-	return time.Duration(c.ForgeLeaseSeconds) * time.Second
+	switch {
+	case c.ForgeLeaseSeconds != nil:
+		return time.Duration(*c.ForgeLeaseSeconds) * time.Second
+	case c.Database.URL != "":
+		return 0
+	}
+	return DefaultForgeLeaseSeconds * time.Second
 }
 
 // ShutdownGrace is how long a task in hand may take to reach a checkpoint

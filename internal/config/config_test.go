@@ -148,6 +148,7 @@ func TestGitHubOpenAIExample(t *testing.T) {
 		Trust:                config.Trust{LabelerNeedsWriteAccess: true, HearAuthorWithoutAccess: true},
 		ShutdownGraceSeconds: 5,
 		LeaseSeconds:         60,
+		ForgeLeaseSeconds:    new(300),
 		Workspace: config.Workspace{Root: "./workspaces", Keep: config.KeepFailed, BuiltinTools: new(false),
 			Checks: []string{}, CheckRounds: 2},
 		Sandbox: config.Sandbox{Require: config.SandboxNamespaces, Network: config.NetworkOff, Setup: []string{},
@@ -263,8 +264,17 @@ func TestShutdownGrace(t *testing.T) {
 }
 
 func TestForgeLease(t *testing.T) {
-	if c, _ := mustParse(t, minimalGitHub, nil); c.ForgeLease() != 0 {
-		t.Errorf("default forge lease %v, want 0 (off)", c.ForgeLease())
+	// A host with a store of its own holds its tasks on the forge unless
+	// told it is alone: other hosts may watch the same repositories.
+	if c, _ := mustParse(t, minimalGitHub, nil); c.ForgeLease() != 5*time.Minute {
+		t.Errorf("default forge lease %v, want 5m", c.ForgeLease())
+	}
+	if c, _ := mustParse(t, minimalGitHub+"forge_lease_seconds: 0\n", nil); c.ForgeLease() != 0 {
+		t.Errorf("forge lease %v, want 0 (off)", c.ForgeLease())
+	}
+	// A shared store's lease holds the tasks: no holder comment.
+	if c, _ := mustParse(t, minimalGitHub+"database: {url: \"postgres://db.example/agent\"}\n", nil); c.ForgeLease() != 0 {
+		t.Errorf("default forge lease with a shared database %v, want 0 (off)", c.ForgeLease())
 	}
 	if c, _ := mustParse(t, minimalGitHub+"forge_lease_seconds: 300\n", nil); c.ForgeLease() != 5*time.Minute {
 		t.Errorf("forge lease %v, want 5m", c.ForgeLease())

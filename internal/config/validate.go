@@ -50,10 +50,11 @@ func (c *Config) Validate() error {
 	k.within("continuous.consumer.workers", c.Continuous.Consumer.Workers, 1, MaxWorkers, "")
 	k.within("shutdown_grace_seconds", c.ShutdownGraceSeconds, 0, MaxShutdownGraceSeconds, "an hour")
 	k.within("lease_seconds", c.LeaseSeconds, 3, MaxTimeoutSeconds, "a day")
-	switch {
-	case c.ForgeLeaseSeconds != 0 && (c.ForgeLeaseSeconds < minForgeLease || c.ForgeLeaseSeconds > MaxTimeoutSeconds):
+	switch fl := c.ForgeLeaseSeconds; {
+	case fl == nil: // the default (ForgeLease)
+	case *fl != 0 && (*fl < minForgeLease || *fl > MaxTimeoutSeconds):
 		k.add("forge_lease_seconds", fmt.Sprintf("must be 0 (off) or from %d to %d (a day)", minForgeLease, MaxTimeoutSeconds))
-	case c.ForgeLeaseSeconds != 0 && c.Database.URL != "":
+	case *fl != 0 && c.Database.URL != "":
 		// A shared store holds the lease (lease_seconds); a holder comment
 		// on the forge would contradict its takeovers.
 		k.add("forge_lease_seconds", "is for hosts with stores of their own; with database.url the store's lease (lease_seconds) does its work: set it to 0")

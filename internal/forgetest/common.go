@@ -30,6 +30,11 @@ type Fault struct {
 	// its body, ending cleanly: a 200 cut short on the way, as a proxy may
 	// pass it on. Status, Body and Header are not used.
 	Truncate bool
+	// Arrived, when set, makes the fault serve the request (its side
+	// effects happen), close Arrived, and answer nothing until the client
+	// goes away (2 minutes at most): a client killed right after the
+	// forge acted. Status, Body and Header are not used; Times must be 1.
+	Arrived chan struct{}
 }
 
 // HTMLPage is the body of the fault HTMLFault returns.
@@ -281,6 +286,15 @@ func (b *base) serve(w http.ResponseWriter, r *http.Request, next http.Handler, 
 	}
 	if f.Truncate {
 		truncate(w, r, next)
+		return
+	}
+	if f.Arrived != nil {
+		next.ServeHTTP(&discardWriter{h: http.Header{}}, r)
+		close(f.Arrived)
+		select {
+		case <-r.Context().Done():
+		case <-time.After(2 * time.Minute): // a client never killed must not hang the server's Close
+		}
 		return
 	}
 	if f.AfterServe {

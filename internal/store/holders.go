@@ -71,6 +71,20 @@ const (
 	ClaimTakeOver
 )
 
+// Attempts is the Record.Attempts a claim in mode writes over a row that
+// had prev: a claim that starts a round (ClaimAny) sets 0, one that begins
+// a run (ClaimQueued) adds one, and a takeover, which only queues the task
+// again for the run that ClaimQueued counts, keeps it.
+func (m ClaimMode) Attempts(prev int) int {
+	switch m {
+	case ClaimAny:
+		return 0
+	case ClaimQueued:
+		return prev + 1
+	}
+	return prev
+}
+
 // Allows returns nil when a claim in mode may take cur (judged by h at
 // now): ErrClaimed when its holder holds it, ErrNotHeld when its status
 // is not one the mode claims from.

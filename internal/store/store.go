@@ -48,10 +48,16 @@ type Record struct {
 	LeaseUntil time.Time
 	Provider   string
 	Model      string
-	Counters   Counters
-	Error      string // last failure, empty unless Status is failed
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// Attempts is how many runs of the task this round has begun: every
+	// ClaimQueued adds one (a job delivered again, a takeover's job, a
+	// resume), and Claim, which starts a round, sets it to 0. A run that
+	// leaves the task in hand (its process died, was stopped or lost its
+	// lease) is thus counted once, however the task comes back.
+	Attempts  int
+	Counters  Counters
+	Error     string // last failure, empty unless Status is failed
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Checkpoint is the saved state of a task's conversation after a step. Data
@@ -92,13 +98,13 @@ type Owner struct {
 // use by several processes sharing one store.
 type Store interface {
 	// Claim marks the task running for owner, atomically, with a lease of
-	// owner.Lease. It fails with ErrClaimed when the task is running and
+	// owner.Lease, and starts a round (Record.Attempts 0). It fails with ErrClaimed when the task is running and
 	// its holder still holds it (Holders.Hold: its lease has not lapsed,
 	// and it is not a dead process of this host).
 	Claim(ctx context.Context, ref task.Ref, owner Owner) (Record, error)
 	// ClaimQueued is Claim for the task of a job: it claims only a task
 	// that is queued, or running under a holder that no longer holds it,
-	// atomically. It fails with ErrClaimed when the holder still holds it,
+	// atomically, and counts the run it begins (Record.Attempts). It fails with ErrClaimed when the holder still holds it,
 	// ErrNotHeld when the task is in any other status (another process
 	// worked on it and finished since the job was queued: a queued or
 	// finished task is claimable by Claim, so a check before Claim would

@@ -116,7 +116,8 @@ func (w *Worker) deadLettered(ctx context.Context, d queue.Delivery) error {
 		log.Info("dead-lettered job is stale; task is no longer queued", "status", rec.Status, "dead_letter_queue", d.Dead)
 		return nil
 	}
-	if _, err := w.o.Store.ClaimQueued(ctx, ref, w.o.Owner); err != nil {
+	claimed, err := w.o.Store.ClaimQueued(ctx, ref, w.o.Owner)
+	if err != nil {
 		if errors.Is(err, store.ErrClaimed) {
 			log.Info("dead-lettered job's task is held by another process", "dead_letter_queue", d.Dead)
 			return nil
@@ -134,9 +135,11 @@ func (w *Worker) deadLettered(ctx context.Context, d queue.Delivery) error {
 	if t, err := w.o.Forge.Get(fctx, ref); err == nil {
 		labels = t.Labels
 	}
-	reason := fmt.Sprintf("its job was delivered %d times, more than the queue's max_deliveries allows "+
+	// The runs begun are the store's count, as for a task given up after
+	// a takeover (giveUp); the broker counted the job's deliveries.
+	reason := fmt.Sprintf("%s: its job was delivered %d times, more than the queue's max_deliveries allows "+
 		"(each consumer it went to stopped before the task left its hands); the job was moved to the dead-letter queue %q, "+
-		"where it stays for the operator", d.Count, d.Dead)
+		"where it stays for the operator", givenUp(claimed.Attempts-1), d.Count, d.Dead)
 	_, err = w.move(fctx, ending{ref: ref, post: post, log: log, labels: labels, reason: reason}, runBroke)
 	return failure(err)
 }

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/report"
+	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -24,7 +26,11 @@ import (
 // for the hosts to take as any request. The times are the hosts' clocks:
 // they must agree to well within ForgeLease (NTP). A host runs a task only
 // while the newest holder comment names it (holds), and a beat that finds
-// its comment deleted stops its run.
+// its comment deleted stops its run. The comment is deleted once the round
+// leaves processing (unhold), and follows a takeover in a store shared by
+// hosts of different names (moveHold). Hosts that share one store
+// (Options.SharedStore) need no comment: the store says who holds a task,
+// and one in processing that it does not hold is left.
 
 // errHoldLost is the cause a run is stopped with when its host no longer
 // holds the task on the forge.
@@ -37,14 +43,41 @@ const beatsPerLease = 3
 
 // holding is what this process knows of holds on the forge.
 type holding struct {
-	mu  sync.Mutex
-	ids map[task.Ref]int64 // this host's holder comment of a task
+	mu sync.Mutex
+	m  map[task.Ref]held
 }
 
-func (h *holding) init() {
-	if h.ids == nil {
-		h.ids = map[task.Ref]int64{}
+// held is this host's hold on one task, as this process knows it.
+type held struct {
+	// id is this host's holder comment; 0: the task was taken and its
+	// comment could not be posted yet (the beats try again).
+	id int64
+	// at is when this process last posted or edited it (or took the task,
+	// with id 0), by its clock: until a lease after it, no watcher can
+	// have put the task up.
+	at time.Time
+}
+
+func (h *holding) get(ref task.Ref) (held, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	hd, ok := h.m[ref]
+	return hd, ok
+}
+
+func (h *holding) set(ref task.Ref, hd held) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = map[task.Ref]held{}
 	}
+	h.m[ref] = hd
+}
+
+func (h *holding) drop(ref task.Ref) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.m, ref)
 }
 
 // BeatInterval is how often Beat should run: ForgeLease/3; 0 when the
@@ -58,25 +91,28 @@ func (w *Worker) holderBody() (string, error) {
 	return report.Holder(w.o.Owner.Host, w.o.Now(), w.BeatInterval(), w.o.ForgeLease)
 }
 
-// postHolder posts this host's holder comment on a task it just took. A
-// failure is logged: the task then has no holder comment, holds says it is
-// not this host's, and watchers put it up again once ForgeLease passes.
+// postHolder posts this host's holder comment on a task it took. A
+// failure is logged, and the task stays this process's for a lease from
+// now (watchers see it taken that long ago, with no holder comment), in
+// which the beats try to post it again; a run that cannot post it for a
+// whole lease is let go (beat), as a watcher may then put it up.
 func (w *Worker) postHolder(ctx context.Context, ref task.Ref) {
 	if w.o.ForgeLease <= 0 {
 		return
 	}
+	now := w.o.Now()
 	body, err := w.holderBody()
 	if err == nil {
 		var c task.Comment
 		if c, err = w.o.Forge.PostComment(ctx, ref, body); err == nil {
-			w.hold.mu.Lock()
-			w.hold.init()
-			w.hold.ids[ref] = c.ID
-			w.hold.mu.Unlock()
+			w.hold.set(ref, held{id: c.ID, at: now})
 			return
 		}
 	}
-	w.log(ref).Error("posting the holder comment; the task is put up again once the forge lease passes", "error", err)
+	if _, known := w.hold.get(ref); !known {
+		w.hold.set(ref, held{at: now})
+	}
+	w.log(ref).Error("posting the holder comment; the next heartbeat tries again", "error", err)
 }
 
 // newestHolder is the newest holder comment the bot posted on ref, and
@@ -105,9 +141,15 @@ func (w *Worker) newestHolder(ctx context.Context, ref task.Ref) (task.Comment, 
 // holds reports whether this host holds ref on the forge: with the forge
 // lease on, the newest holder comment must name it. Without one, the task
 // is not this host's either: it took the task and died before posting,
-// or its comment was deleted by a watcher that put the task up again.
+// or its comment was deleted by a watcher that put the task up again. A
+// hold this process posted, edited or took less than a lease ago is its
+// own without asking the forge: no watcher puts a task up before that (so
+// a run just claimed does not depend on reading the comments).
 func (w *Worker) holds(ctx context.Context, ref task.Ref) (bool, string, error) {
 	if w.o.ForgeLease <= 0 {
+		return true, "", nil
+	}
+	if hd, ok := w.hold.get(ref); ok && w.o.Now().Sub(hd.at) < w.o.ForgeLease {
 		return true, "", nil
 	}
 	c, h, ok, err := w.newestHolder(ctx, ref)
@@ -120,10 +162,7 @@ func (w *Worker) holds(ctx context.Context, ref task.Ref) (bool, string, error) 
 	if h.Host != w.o.Owner.Host {
 		return false, fmt.Sprintf("host %s holds the task on the forge", h.Host), nil
 	}
-	w.hold.mu.Lock()
-	w.hold.init()
-	w.hold.ids[ref] = c.ID
-	w.hold.mu.Unlock()
+	w.hold.set(ref, held{id: c.ID, at: h.Beat})
 	return true, "", nil
 }
 
@@ -177,10 +216,15 @@ func (w *Worker) Beat(ctx context.Context) error {
 
 func (w *Worker) beat(ctx context.Context, ref task.Ref) error {
 	log := w.log(ref)
-	w.hold.mu.Lock()
-	w.hold.init()
-	id, known := w.hold.ids[ref]
-	w.hold.mu.Unlock()
+	hd, known := w.hold.get(ref)
+	if known && hd.id == 0 {
+		// Taken, its holder comment not posted yet.
+		if w.o.Now().Sub(hd.at) >= w.o.ForgeLease {
+			return w.lost(ctx, ref, "its holder comment could not be posted for a whole forge lease: another host may have put it up")
+		}
+		w.postHolder(ctx, ref)
+		return nil
+	}
 	if !known {
 		ok, why, err := w.holds(ctx, ref)
 		if err != nil {
@@ -190,13 +234,15 @@ func (w *Worker) beat(ctx context.Context, ref task.Ref) error {
 		if !ok {
 			return w.lost(ctx, ref, why)
 		}
-		w.hold.mu.Lock()
-		id = w.hold.ids[ref]
-		w.hold.mu.Unlock()
+		hd, _ = w.hold.get(ref)
 	}
+	now := w.o.Now()
 	body, err := w.holderBody()
 	if err == nil {
-		err = w.o.Forge.EditComment(ctx, ref, id, body)
+		err = w.o.Forge.EditComment(ctx, ref, hd.id, body)
+	}
+	if err == nil {
+		w.hold.set(ref, held{id: hd.id, at: now})
 	}
 	if errors.Is(err, forge.ErrNotFound) {
 		return w.lost(ctx, ref, "its holder comment was deleted: another host put it up again")
@@ -211,10 +257,7 @@ func (w *Worker) beat(ctx context.Context, ref task.Ref) error {
 // stops (and, interrupted, comes back to process, which finds it is not
 // this host's); otherwise its row says stopped, why in its error.
 func (w *Worker) lost(ctx context.Context, ref task.Ref, why string) error {
-	w.hold.mu.Lock()
-	w.hold.init()
-	delete(w.hold.ids, ref)
-	w.hold.mu.Unlock()
+	w.hold.drop(ref)
 	w.log(ref).Warn("this host no longer holds the task; letting it go", "reason", why)
 	if v, ok := w.active.Load(ref); ok {
 		v.(*inHand).cancel(fmt.Errorf("%w: %s", errHoldLost, why))
@@ -223,65 +266,210 @@ func (w *Worker) lost(ctx context.Context, ref task.Ref, why string) error {
 	return w.setStatus(ctx, ref, task.Stopped, "let go: "+why)
 }
 
-// reclaim watches the tasks in processing this host does not hold and puts
-// up again (the bot label) those whose holder went silent for ForgeLease.
-// Failures are logged; the next pass tries again.
-func (w *Worker) reclaim(ctx context.Context) {
-	if w.o.ForgeLease <= 0 || w.o.Labels.Processing == "" {
-		return
+// reclaim watches the tasks in processing this host does not hold, puts
+// up again (the bot label) those left by their holder (watchHolder), and
+// returns them, for the pass to claim as any request. Failures are logged;
+// the next pass tries again.
+func (w *Worker) reclaim(ctx context.Context) []task.Ref {
+	if (w.o.ForgeLease <= 0 && !w.o.SharedStore) || w.o.Labels.Processing == "" {
+		return nil
 	}
 	found, err := w.o.Forge.Discover(ctx, w.o.Labels.Processing)
 	if err != nil {
 		w.o.Logger.Error("discovering tasks in processing to watch their holders", "error", err)
-		return
-	}
-	for _, t := range found {
-		if ctx.Err() != nil {
-			return
-		}
-		if err := w.watchHolder(ctx, t); err != nil {
-			w.log(t.Ref).Error("watching the holder of a task", "error", err)
-		}
-	}
-}
-
-func (w *Worker) watchHolder(ctx context.Context, t task.Task) error {
-	ref := t.Ref
-	if rec, err := w.o.Store.Get(ctx, ref); err == nil && rec.Host == w.o.Owner.Host &&
-		(rec.Status == task.Queued || rec.Status == task.Running) {
-		return nil // this host's: its beat keeps it
-	}
-	c, h, ok, err := w.newestHolder(ctx, ref)
-	if err != nil {
-		return err
-	}
-	last := h.Beat
-	if !ok {
-		last = t.UpdatedAt // taken, and left before its holder comment
-	}
-	silent := w.o.Now().Sub(last)
-	if silent < w.o.ForgeLease {
 		return nil
 	}
-	// Left. Of the watchers seeing it so, the one that revokes the hold
-	// puts the task up: deleting the holder comment, or with none, taking
-	// the processing label.
-	if ok {
-		err = w.o.Forge.DeleteComment(ctx, ref, c.ID)
+	var up []task.Ref
+	for _, t := range found {
+		if ctx.Err() != nil {
+			return up
+		}
+		put, err := w.watchHolder(ctx, t)
+		if err != nil {
+			w.log(t.Ref).Error("watching the holder of a task", "error", err)
+		}
+		if put {
+			up = append(up, t.Ref)
+		}
+	}
+	return up
+}
+
+// watchHolder puts t, in processing, up again when its holder left it.
+// Who holds a task is known in one of two places: a store every host
+// shares (Options.SharedStore), which holds it while a row says queued or
+// running there (its lease and Backlog's takeovers decide between hosts),
+// or, with stores of their own, the forge (the holder comment, ForgeLease).
+// A task that the shared store does not hold in hand, or whose newest
+// holder comment is a lease old, or that has no holder comment and has not
+// changed for a lease, is left: its holder died, possibly between the
+// forge's take and the store's claim (which leaves no row anywhere and no
+// holder comment).
+func (w *Worker) watchHolder(ctx context.Context, t task.Task) (bool, error) {
+	h, err := w.seeHold(ctx, t)
+	if err != nil {
+		return false, err
+	}
+	if h.later != "" || h.inHand && (w.o.SharedStore || h.row.Host == w.o.Owner.Host) {
+		// Not left in processing; held in the store every host shares
+		// (its lease decides); or this host's (its beat keeps it).
+		return false, nil
+	}
+	silent := w.o.Now().Sub(h.last)
+	if h.lease <= 0 || silent < h.lease {
+		return false, nil
+	}
+	put, err := w.putUp(ctx, t.Ref, h)
+	if put {
+		w.log(t.Ref).Warn("the task's holder left it; put up again", "holder", cmp.Or(h.host, "none"), "silent_for", silent.String())
+	}
+	return put, err
+}
+
+// seen is what a host can see of who holds a task in processing.
+type seen struct {
+	// later is a label t carries that says it is not a task left in
+	// processing: the bot label (asked for again), or that of a later
+	// state (done, failed, paused, stopped, awaiting: a transition that
+	// could not remove processing, or a pause or stop asked for
+	// meanwhile). "" for none.
+	later string
+	// row is this store's row of the task (zero for none); inHand: it
+	// says queued or running.
+	row    store.Record
+	inHand bool
+	// comment is the newest holder comment when holder (ForgeLease),
+	// naming host.
+	comment task.Comment
+	holder  bool
+	host    string
+	// last is the last sign of a holder: the holder comment's beat, else
+	// the task's last change; lease is how long after it the task is
+	// left: ForgeLease, else the shared store's lease; 0 when this host
+	// cannot tell (neither).
+	last  time.Time
+	lease time.Duration
+}
+
+// seeHold reads what the store and the forge say of who holds t.
+func (w *Worker) seeHold(ctx context.Context, t task.Task) (seen, error) {
+	ls := w.o.Labels
+	var h seen
+	for _, l := range []string{ls.Bot, ls.Done, ls.Failed, ls.Paused, ls.Stopped, ls.Awaiting} {
+		if l != "" && t.HasLabel(l) {
+			h.later = l
+			return h, nil
+		}
+	}
+	rec, err := w.o.Store.Get(ctx, t.Ref)
+	if err := failure(err); err != nil {
+		return h, err
+	}
+	if err == nil {
+		h.row, h.inHand = rec, rec.Status == task.Queued || rec.Status == task.Running
+	}
+	h.last = t.UpdatedAt
+	switch {
+	case w.o.ForgeLease > 0:
+		h.lease = w.o.ForgeLease
+		var hd report.Holding
+		if h.comment, hd, h.holder, err = w.newestHolder(ctx, t.Ref); err != nil {
+			return h, err
+		}
+		if h.holder {
+			h.host, h.last = hd.Host, hd.Beat
+		}
+	case w.o.SharedStore:
+		// No row in hand there: nobody holds the task, unless its taker
+		// is between the forge's take and the store's claim, which the
+		// store's lease outlasts.
+		h.lease = w.o.Owner.Lease
+	}
+	return h, nil
+}
+
+// putUp puts a task in processing up again for any host to take, as h
+// saw it. Of the hosts doing so at once, the one that revokes the hold does:
+// deleting the holder comment, or with none, taking the processing label
+// (the bot label's take then adds it again). It reports false when another
+// revoked it first.
+func (w *Worker) putUp(ctx context.Context, ref task.Ref, h seen) (bool, error) {
+	var err error
+	if h.holder {
+		err = w.o.Forge.DeleteComment(ctx, ref, h.comment.ID)
 	} else {
 		err = w.o.Forge.TakeLabel(ctx, ref, w.o.Labels.Processing)
 	}
 	if errors.Is(err, forge.ErrNotFound) || errors.Is(err, forge.ErrLabelAbsent) {
-		return nil // another watcher revoked it
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("revoking the silent hold on %s: %w", ref, err)
+		return false, fmt.Errorf("revoking the hold on %s: %w", ref, err)
 	}
 	if err := w.o.Forge.AddLabel(ctx, ref, w.o.Labels.Bot); err != nil {
-		return fmt.Errorf("putting %s up again: %w", ref, err)
+		return false, fmt.Errorf("putting %s up again: %w", ref, err)
 	}
-	w.log(ref).Warn("the task's holder went silent; put up again", "holder", h.Host, "silent_for", silent.String())
-	return nil
+	return true, nil
+}
+
+// moveHold makes the hold on the forge follow a takeover in the store
+// (Backlog, a store shared by hosts of different names): the holder
+// comment of the holder taken over from, prev, is replaced by this host's.
+// A holder comment of a third host means the task was put up and taken
+// since: the run finds it is not this host's (stillOurs). Failures are
+// logged; the run then decides by what the forge says.
+func (w *Worker) moveHold(ctx context.Context, ref task.Ref, prev store.Record) {
+	if w.o.ForgeLease <= 0 || prev.Host == w.o.Owner.Host {
+		return
+	}
+	log := w.log(ref)
+	c, h, ok, err := w.newestHolder(ctx, ref)
+	if err != nil {
+		log.Warn("reading the holder comment of a task taken over", "error", err)
+		return
+	}
+	if !ok || h.Host != prev.Host {
+		return
+	}
+	if err := w.o.Forge.DeleteComment(ctx, ref, c.ID); err != nil {
+		if !errors.Is(err, forge.ErrNotFound) {
+			log.Warn("deleting the holder comment of the host taken over from", "error", err)
+		}
+		return
+	}
+	w.postHolder(ctx, ref)
+}
+
+// unhold deletes this host's holder comment on ref once its round left
+// processing (move): the task no longer needs holding, and a comment saying
+// a host works on it would say what is no longer true. A failure is
+// logged: the comment then stays, and says nothing a watcher acts on (it
+// only watches tasks in processing).
+func (w *Worker) unhold(ctx context.Context, ref task.Ref) {
+	if w.o.ForgeLease <= 0 {
+		return
+	}
+	log := w.log(ref)
+	hd, known := w.hold.get(ref)
+	w.hold.drop(ref)
+	id := hd.id
+	if known && id == 0 {
+		return // never posted
+	}
+	if !known {
+		c, h, ok, err := w.newestHolder(ctx, ref)
+		if err != nil {
+			log.Warn("reading the holder comment to delete it", "error", err)
+			return
+		}
+		if !ok || h.Host != w.o.Owner.Host {
+			return
+		}
+		id = c.ID
+	}
+	if err := w.o.Forge.DeleteComment(ctx, ref, id); err != nil && !errors.Is(err, forge.ErrNotFound) {
+		log.Warn("deleting the holder comment of a task that left processing", "error", err)
+	}
 }
 
 // stillOurs checks, before a run, that this host holds ref on the forge
@@ -292,13 +480,22 @@ func (w *Worker) watchHolder(ctx context.Context, t task.Task) error {
 // next pass and its job is left. Its error is the store's.
 func (w *Worker) stillOurs(ctx context.Context, ref task.Ref) (settlement, bool, error) {
 	ok, why, err := w.holds(ctx, ref)
+	if cause := context.Cause(ctx); errors.Is(cause, errHoldLost) {
+		// A beat found the hold gone meanwhile and ended the run (lost)
+		// while holds was reading: its answer is this one.
+		ok, why, err = false, cause.Error(), nil
+	}
+	// The row is written even when the run's context has ended: a beat
+	// that found the hold gone meanwhile ends it (lost), and a row left
+	// running would be taken over, and let go, again at every start.
+	sctx := context.WithoutCancel(ctx)
 	switch {
 	case err != nil:
 		w.log(ref).Error("reading who holds the task; it waits for the next pass", "error", err)
-		return leave, false, w.setStatus(ctx, ref, task.Queued, "")
+		return leave, false, w.setStatus(sctx, ref, task.Queued, "")
 	case !ok:
 		w.log(ref).Warn("this host no longer holds the task; letting it go", "reason", why)
-		return ack, false, w.setStatus(ctx, ref, task.Stopped, "let go: "+why)
+		return ack, false, w.setStatus(sctx, ref, task.Stopped, "let go: "+why)
 	}
 	return ack, true, nil
 }

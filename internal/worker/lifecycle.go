@@ -185,6 +185,9 @@ func (w *Worker) move(ctx context.Context, f ending, ev event) (bool, error) {
 		f.where = f.ws.Where()
 	}
 	w.settle(f, tr)
+	if tr.remove == processingLabel {
+		w.unhold(ctx, f.ref)
+	}
 	why := ""
 	if tr.to == task.Failed || tr.to == task.Stopped {
 		why = f.reason

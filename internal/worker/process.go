@@ -72,7 +72,14 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 	// another process may have run and finished it since the job was
 	// queued (two processes' backlogs queue the same task), and a finished
 	// task is claimable again by Claim.
-	if _, err := w.o.Store.ClaimQueued(ctx, ref, w.o.Owner); err != nil {
+	rec, err := w.o.Store.ClaimQueued(ctx, ref, w.o.Owner)
+	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, errHoldLost) {
+			// A beat found this host's hold gone and ended the run while
+			// it claimed: the task is another host's (as stillOurs says).
+			log.Warn("this host no longer holds the task; letting it go", "reason", cause.Error())
+			return ack, failure(w.setStatus(context.WithoutCancel(ctx), ref, task.Stopped, "let go: "+cause.Error()))
+		}
 		if errors.Is(err, store.ErrNotHeld) || errors.Is(err, store.ErrNotFound) {
 			log.Info("job is stale; task is no longer queued", "why", err.Error())
 			return ack, nil
@@ -89,6 +96,11 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 	w.claimed(h) // the heartbeats keep its lease and its hold from now on
 	if how, ok, err := w.stillOurs(ctx, ref); !ok {
 		return how, failure(err)
+	}
+	if begun := rec.Attempts - 1; w.exhausted(begun) {
+		// Every run the round began ended with the task in hand: this
+		// one would too.
+		return ack, w.giveUp(ctx, ref, begun)
 	}
 	in, skip, err := w.load(ctx, ref, post)
 	if skip {
@@ -229,7 +241,7 @@ func (w *Worker) load(ctx context.Context, ref task.Ref, post *report.Poster) (e
 	// One audience rule for the first prompt, the checkpoints and a later
 	// round's prompt: what others wrote is counted, never shown.
 	who := w.audience(t, bot, true)
-	shown, ignored, err := who.Shown(ctx, comments)
+	shown, ignored, err := who.Shown(ctx, withoutHolders(comments, bot))
 	if err != nil {
 		return engine.Input{}, false, fmt.Errorf("sorting the comments of %s: %w", ref, err)
 	}
@@ -243,4 +255,18 @@ func (w *Worker) load(ctx context.Context, ref task.Ref, post *report.Poster) (e
 		in.Watch = w.o.NewWatch(who, comments)
 	}
 	return in, false, nil
+}
+
+// withoutHolders is comments without the bot's holder comments: they are
+// the daemon's bookkeeping (the forge lease), not something said on the
+// task, and the model is not shown them.
+func withoutHolders(comments []task.Comment, bot string) []task.Comment {
+	var out []task.Comment
+	for _, c := range comments {
+		if _, ok := report.HolderOf(c.Body); ok && strings.EqualFold(c.Author, bot) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }

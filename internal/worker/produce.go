@@ -19,9 +19,9 @@ import (
 // between hosts; then the store) and queues it, after the new rounds of
 // conversations (Replies). It returns how many it queued. A task that
 // fails to be claimed is logged and left for the next pass; only a failed
-// discovery or queueing, or a failure of the store, is an error. First,
-// with the forge lease on, tasks whose holder went silent are put up again
-// (reclaim).
+// discovery or queueing, or a failure of the store, is an error. Tasks
+// left in processing by a holder that is gone are put up again (reclaim)
+// and claimed with them.
 func (w *Worker) Produce(ctx context.Context) (int, error) {
 	p, err := w.Pass(ctx)
 	return p.Queued, err
@@ -42,7 +42,6 @@ type PassResult struct {
 // worker.
 func (w *Worker) Pass(ctx context.Context) (PassResult, error) {
 	var p PassResult
-	w.reclaim(ctx)
 	found, err := w.o.Forge.Discover(ctx, w.o.Labels.Bot)
 	if err != nil {
 		return p, fmt.Errorf("discovering tasks labelled %q: %w", w.o.Labels.Bot, err)
@@ -50,6 +49,13 @@ func (w *Worker) Pass(ctx context.Context) (PassResult, error) {
 	refs := make([]task.Ref, 0, len(found))
 	for _, t := range found {
 		refs = append(refs, t.Ref)
+	}
+	// Tasks left in processing come back with the bot label: claimed in
+	// this pass, after those found asking.
+	for _, ref := range w.reclaim(ctx) {
+		if !slices.Contains(refs, ref) {
+			refs = append(refs, ref)
+		}
 	}
 	refs = append(refs, w.unpaused(ctx)...)
 	if p.Queued, err = w.Replies(ctx); err != nil {

@@ -18,7 +18,8 @@ import (
 //     operator released it, or it is a dead process of this host) are taken
 //     over, atomically across processes and hosts, and resume from their
 //     checkpoint; a holder on another host, or a released task, is told
-//     in a comment on the task;
+//     in a comment on the task; a task whose round has begun MaxAttempts
+//     runs is given up instead (giveUp);
 //   - without Redeliver (the store is the queue), queued tasks: claimed by
 //     a producer in another process, or left by a shutdown. A broker
 //     keeps their jobs itself.
@@ -67,6 +68,15 @@ func (w *Worker) takeOver(ctx context.Context, ref task.Ref) (bool, error) {
 		log.Error("taking over a task", "error", err)
 		return false, err
 	}
+	w.moveHold(ctx, ref, prev)
+	if w.exhausted(prev.Attempts) {
+		// Its runs all ended in hand, its holder's too: given up here
+		// rather than queued (and said taken over) once more, unless
+		// another host holds it on the forge (its run lets it go).
+		if ok, _, err := w.holds(ctx, ref); err == nil && ok {
+			return false, w.giveUp(ctx, ref, prev.Attempts)
+		}
+	}
 	released := prev.Instance == ""
 	log.Warn("took over a task its holder no longer holds", "holder_host", prev.Host, "holder_pid", prev.PID,
 		"holder_instance", prev.Instance, "lease_until", prev.LeaseUntil, "released", released)
@@ -98,4 +108,44 @@ func (w *Worker) tellTakeOver(ctx context.Context, ref task.Ref, prev store.Reco
 	if err != nil {
 		log.Error("posting that the task was taken over", "error", err)
 	}
+}
+
+// exhausted reports whether a round that has begun begun runs of its task
+// may begin no more (MaxAttempts). A run begun is one that a job delivered
+// again, a takeover's new job or a resume started: each ended with the
+// task still in hand, or it would not be asked to run again.
+func (w *Worker) exhausted(begun int) bool {
+	return w.o.MaxAttempts > 0 && begun >= w.o.MaxAttempts
+}
+
+// giveUp fails ref, which this process holds, after begun runs: the
+// dead-letter rule with leases. The failure comment says so once (the
+// process that claimed the task is the only one to say it); the checkpoint
+// is kept, as for any system error, so that asking again resumes from it.
+// It returns a failure of the store.
+func (w *Worker) giveUp(ctx context.Context, ref task.Ref, begun int) error {
+	log := w.log(ref)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	post := report.NewPoster(report.PosterOptions{Commenter: w.o.Forge, Ref: ref, Redact: w.o.Redact, Logger: log})
+	var labels []string
+	if t, err := w.o.Forge.Get(fctx, ref); err == nil {
+		labels = t.Labels
+	}
+	reason := givenUp(begun) + fmt.Sprintf(": each run ended with the task still in hand (the process running it died, "+
+		"was killed or shut down, or lost the task's lease), and the queue's max_deliveries allows %d", w.o.MaxAttempts)
+	log.Error("giving the task up: its runs keep ending in hand", "attempts", begun, "max_deliveries", w.o.MaxAttempts)
+	_, err := w.move(fctx, ending{ref: ref, post: post, log: log, labels: labels, reason: reason}, runBroke)
+	return failure(err)
+}
+
+// givenUp says how many runs a task was given up after.
+func givenUp(begun int) string {
+	switch begun {
+	case 0:
+		return "Given up before its first run"
+	case 1:
+		return "Given up after 1 attempt"
+	}
+	return fmt.Sprintf("Given up after %d attempts", begun)
 }

@@ -67,6 +67,12 @@ type Options struct {
 	// next pass or another host. With a broker every host's consumers take
 	// from one queue, each up to its prefetch, and no limit applies.
 	FairClaim bool
+	// MaxAttempts is how many runs a round of a task may begin before the
+	// task is given up, failed saying so: the queue's max_deliveries, so
+	// that the dead-letter rule counts a job delivered again and a
+	// takeover's new job alike (store.Record.Attempts, one count for
+	// both). 0: no limit.
+	MaxAttempts int
 	// Redact removes secrets from comment bodies.
 	Redact func(string) string
 	Logger *slog.Logger
@@ -81,6 +87,13 @@ type Options struct {
 	// forge without a heartbeat (see holder.go); 0: no holder comment,
 	// no heartbeat, no watching other hosts' tasks.
 	ForgeLease time.Duration
+	// SharedStore: every host that may take a task uses this store (a
+	// database every host shares), so a task in processing that it does not
+	// hold in hand (queued or running) is held by nobody, and is put up
+	// again once it has not changed on the forge for Owner.Lease (see
+	// watchHolder). Without it and without ForgeLease, such a task is
+	// left alone: another host's own store may hold it.
+	SharedStore bool
 	// Ran, when set, is told how each run of the agent ended (its
 	// engine.End, or "error") and how long it took (metrics).
 	Ran func(end string, took time.Duration)

@@ -169,6 +169,9 @@ var migrations = []string{
 	`ALTER TABLE tasks ADD COLUMN instance TEXT NOT NULL DEFAULT '';
 	ALTER TABLE tasks ADD COLUMN lease_until TEXT COLLATE "C" NOT NULL DEFAULT '';
 	CREATE INDEX tasks_by_instance ON tasks (instance);`,
+	// Version 3: the runs a round of the task has begun, for the
+	// dead-letter rule (store.Record.Attempts).
+	`ALTER TABLE tasks ADD COLUMN attempts BIGINT NOT NULL DEFAULT 0;`,
 }
 
 // migrate applies the missing ones of schema in one transaction that first

@@ -13,7 +13,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
-const recordColumns = `forge, repo, kind, number, status, host, pid, instance, lease_until, provider, model,
+const recordColumns = `forge, repo, kind, number, status, host, pid, instance, lease_until, provider, model, attempts,
 	llm_calls, tool_calls, tokens_in, tokens_out, error, created_at, updated_at`
 
 func scanRecord(row pgx.Row) (store.Record, error) {
@@ -24,7 +24,7 @@ func scanRecord(row pgx.Row) (store.Record, error) {
 		lease            string
 	)
 	err := row.Scan(&r.Ref.Forge, &r.Ref.Repo, &kind, &r.Ref.Number, &status,
-		&r.Host, &r.PID, &r.Instance, &lease, &r.Provider, &r.Model,
+		&r.Host, &r.PID, &r.Instance, &lease, &r.Provider, &r.Model, &r.Attempts,
 		&r.Counters.LLMCalls, &r.Counters.ToolCalls, &r.Counters.TokensIn, &r.Counters.TokensOut,
 		&r.Error, &created, &updated)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -134,8 +134,9 @@ func (s *Store) claim(ctx context.Context, ref task.Ref, owner store.Owner, mode
 			"host", prev.Host, "pid", prev.PID, "instance", prev.Instance)
 	}
 	rec, err = scanRecord(tx.QueryRow(ctx, `UPDATE tasks SET status = $1, host = $2, pid = $3, instance = $4,
-		lease_until = $5, provider = $6, model = $7, error = '', updated_at = $8 WHERE ref = $9 RETURNING `+recordColumns,
-		string(task.Running), owner.Host, owner.PID, owner.Instance, lease, owner.Provider, owner.Model, now, ref.String()))
+		lease_until = $5, provider = $6, model = $7, attempts = $8, error = '', updated_at = $9 WHERE ref = $10 RETURNING `+recordColumns,
+		string(task.Running), owner.Host, owner.PID, owner.Instance, lease, owner.Provider, owner.Model,
+		mode.Attempts(prev.Attempts), now, ref.String()))
 	if err != nil {
 		return rec, prev, fmt.Errorf("writing task: %w", err)
 	}

@@ -246,6 +246,9 @@ var migrations = []string{
 	`ALTER TABLE tasks ADD COLUMN instance TEXT NOT NULL DEFAULT '';
 	ALTER TABLE tasks ADD COLUMN lease_until TEXT NOT NULL DEFAULT '';
 	CREATE INDEX tasks_by_instance ON tasks (instance);`,
+	// Version 4: the runs a round of the task has begun, for the
+	// dead-letter rule (store.Record.Attempts).
+	`ALTER TABLE tasks ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // migrate applies the missing ones of schema in one IMMEDIATE transaction, so

@@ -10,7 +10,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
-const recordColumns = `forge, repo, kind, number, status, host, pid, instance, lease_until, provider, model,
+const recordColumns = `forge, repo, kind, number, status, host, pid, instance, lease_until, provider, model, attempts,
 	llm_calls, tool_calls, tokens_in, tokens_out, error, created_at, updated_at`
 
 type scanner interface {
@@ -25,7 +25,7 @@ func scanRecord(row scanner) (store.Record, error) {
 		lease            string
 	)
 	err := row.Scan(&r.Ref.Forge, &r.Ref.Repo, &kind, &r.Ref.Number, &status,
-		&r.Host, &r.PID, &r.Instance, &lease, &r.Provider, &r.Model,
+		&r.Host, &r.PID, &r.Instance, &lease, &r.Provider, &r.Model, &r.Attempts,
 		&r.Counters.LLMCalls, &r.Counters.ToolCalls, &r.Counters.TokensIn, &r.Counters.TokensOut,
 		&r.Error, &created, &updated)
 	if err != nil {
@@ -127,8 +127,9 @@ func (s *Store) claim(ctx context.Context, ref task.Ref, owner store.Owner, mode
 				"host", prev.Host, "pid", prev.PID, "instance", prev.Instance)
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE tasks SET status = ?, host = ?, pid = ?, instance = ?, lease_until = ?,
-			provider = ?, model = ?, error = '', updated_at = ? WHERE ref = ?`,
-			string(task.Running), owner.Host, owner.PID, owner.Instance, lease, owner.Provider, owner.Model, now, ref.String())
+			provider = ?, model = ?, attempts = ?, error = '', updated_at = ? WHERE ref = ?`,
+			string(task.Running), owner.Host, owner.PID, owner.Instance, lease, owner.Provider, owner.Model,
+			mode.Attempts(prev.Attempts), now, ref.String())
 	}
 	if err != nil {
 		return rec, prev, fmt.Errorf("writing task: %w", err)

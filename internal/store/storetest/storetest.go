@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"LeaseLapses", testLeaseLapses},
 		{"TakeOver", testTakeOver},
 		{"ClaimQueued", testClaimQueued},
+		{"Attempts", testAttempts},
 		{"Renew", testRenew},
 		{"Release", testRelease},
 		{"FencedCheckpoint", testFencedCheckpoint},
@@ -465,6 +466,51 @@ func testClaimQueued(t *testing.T, s store.Store) {
 	lapse(time.Millisecond)
 	if rec, err := s.ClaimQueued(ctx, Ref(53), otherHost(t, "b", time.Hour)); err != nil || rec.Instance != "b" {
 		t.Errorf("ClaimQueued of a running task whose lease lapsed: %+v, %v; want it running under b", rec, err)
+	}
+}
+
+// Attempts counts the runs a round began: each ClaimQueued, whether of a
+// queued task or of one whose holder died, adds one; a takeover adds none
+// (the run it queues is counted when it is claimed); a refused claim
+// changes nothing; Claim starts a new round at 0.
+func testAttempts(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	ref := Ref(80)
+	attempts := func() int { t.Helper(); return mustGet(t, s, ref).Attempts }
+	if rec := mustClaim(t, s, ref, otherHost(t, "a", time.Hour)); rec.Attempts != 0 {
+		t.Fatalf("a new round's attempts: %d, want 0", rec.Attempts)
+	}
+	if err := s.SetStatus(ctx, ref, task.Queued, ""); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := s.ClaimQueued(ctx, ref, otherHost(t, "a", time.Millisecond)); err != nil || rec.Attempts != 1 {
+		t.Fatalf("first run: %+v, %v; want attempt 1", rec, err)
+	}
+	lapse(time.Millisecond) // the run's process died
+	if rec, err := s.ClaimQueued(ctx, ref, otherHost(t, "b", time.Hour)); err != nil || rec.Attempts != 2 {
+		t.Fatalf("the job delivered again: %+v, %v; want attempt 2", rec, err)
+	}
+	if _, err := s.ClaimQueued(ctx, ref, otherHost(t, "c", time.Hour)); !errors.Is(err, store.ErrClaimed) || attempts() != 2 {
+		t.Fatalf("a refused ClaimQueued: %v, attempts %d; want ErrClaimed and 2", err, attempts())
+	}
+	if _, err := s.Release(ctx, ref); err != nil { // b's run is released, to be taken over
+		t.Fatal(err)
+	}
+	prev, err := s.TakeOver(ctx, ref, otherHost(t, "d", time.Hour))
+	if err != nil || prev.Attempts != 2 || attempts() != 2 {
+		t.Fatalf("TakeOver: %+v, %v, attempts %d; want the record before at 2, and 2 after", prev, err, attempts())
+	}
+	if err := s.SetStatus(ctx, ref, task.Queued, ""); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := s.ClaimQueued(ctx, ref, otherHost(t, "d", time.Hour)); err != nil || rec.Attempts != 3 {
+		t.Fatalf("the run the takeover queued: %+v, %v; want attempt 3", rec, err)
+	}
+	if err := s.SetStatus(ctx, ref, task.Failed, "given up"); err != nil {
+		t.Fatal(err)
+	}
+	if rec := mustClaim(t, s, ref, otherHost(t, "e", time.Hour)); rec.Attempts != 0 {
+		t.Errorf("the next round's attempts: %d, want 0", rec.Attempts)
 	}
 }
 
