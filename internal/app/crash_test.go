@@ -194,6 +194,9 @@ delivery:
 	if c.LeaseSeconds != 0 {
 		yaml += fmt.Sprintf("lease_seconds: %d\n", c.LeaseSeconds)
 	}
+	if c.ForgeLeaseSeconds != nil {
+		yaml += fmt.Sprintf("forge_lease_seconds: %d\n", *c.ForgeLeaseSeconds)
+	}
 	if c.Database.URL != "" {
 		yaml += "database:\n  url: " + q(c.Database.URL) + "\n"
 	}

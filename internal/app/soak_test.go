@@ -71,6 +71,7 @@ func TestRandomKillSoak(t *testing.T) {
 		once      int
 		failures  []string
 		notKilled int
+		putUp     int // trials whose task was put up after the forge lease
 	)
 	for trial := 0; trial <= trials; trial++ {
 		w := &soakWalk{}
@@ -103,6 +104,22 @@ func TestRandomKillSoak(t *testing.T) {
 				if again := startSoakRun(t, bin, e, w); again.err != nil {
 					t.Errorf("run after the kill at %s: %v\n%s", w.point, again.err, again.stderr)
 				}
+				// A kill between the forge's take and the holder comment
+				// (the store's claim, the comment itself) leaves the task in
+				// processing with no holder: a run puts it up once the forge
+				// lease has passed since, and the run after takes it.
+				if slices.ContainsFunc(nums, func(n int) bool { return soakLeft(e, n) }) {
+					putUp++
+					w.mu.Lock()
+					w.events = append(w.events, fmt.Sprintf("---- left in processing: runs again after the forge lease (%ds) ----", soakForgeLease))
+					w.mu.Unlock()
+					time.Sleep(soakForgeLease*time.Second + time.Second)
+					for range 2 {
+						if again := startSoakRun(t, bin, e, w); again.err != nil {
+							t.Errorf("run after the forge lease: %v\n%s", again.err, again.stderr)
+						}
+					}
+				}
 			}
 			for i, n := range nums {
 				problems := soakCheck(t, e, n, soakTasks[i].file)
@@ -133,8 +150,9 @@ func TestRandomKillSoak(t *testing.T) {
 		by = append(by, fmt.Sprintf("%s %d", k, killedAt[k]))
 	}
 	t.Logf("random-kill soak: seed %d, %d trials, %d tasks, %d exactly once, %d not; %d points to pick from "+
-		"(the events of the trial never killed, before it); kills: %s; %d trials ended before their point; %s in all",
-		seed, trials, tasks, once, tasks-once, points, strings.Join(by, ", "), notKilled, time.Since(started).Round(time.Second))
+		"(the events of the trial never killed, before it); kills: %s; %d trials ended before their point; "+
+		"%d trials left a task in processing that a run after the forge lease put up; %s in all",
+		seed, trials, tasks, once, tasks-once, points, strings.Join(by, ", "), notKilled, putUp, time.Since(started).Round(time.Second))
 	for _, f := range failures {
 		t.Log(f)
 	}
@@ -213,6 +231,8 @@ func soakEnv(t *testing.T, w *soakWalk) (*env, []int) {
 		}})
 	quickstart(t, e)
 	e.cfg.Conversation.Enabled = false
+	lease := soakForgeLease
+	e.cfg.ForgeLeaseSeconds = &lease
 	n := e.gh.AddIssue("acme/app", forgetest.IssueSeed{Title: soakTasks[1].title, Body: "Create " + soakTasks[1].file + ".",
 		Author: "alice", Labels: []string{"coding agent", "bug"}})
 	e.gh.Watch(func(c forgetest.Call) bool { return w.forge(c) })
@@ -362,6 +382,17 @@ func startSoakRun(t *testing.T, bin string, e *env, w *soakWalk) soakRun {
 
 // soakCheck says how task n (writing file) did not end exactly once; none
 // when it did.
+// soakForgeLease is the soak's forge_lease_seconds, the shortest allowed:
+// a task killed between the forge's take and the store's claim waits that
+// long to be put up.
+const soakForgeLease = 30
+
+// soakLeft reports whether task n is still in processing on the forge
+// once a run ended.
+func soakLeft(e *env, n int) bool {
+	return slices.Contains(e.gh.Labels("acme/app", n), "coding agent processing")
+}
+
 func soakCheck(t *testing.T, e *env, n int, file string) []string {
 	t.Helper()
 	var problems []string

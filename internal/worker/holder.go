@@ -494,8 +494,36 @@ func (w *Worker) stillOurs(ctx context.Context, ref task.Ref) (settlement, bool,
 		w.log(ref).Error("reading who holds the task; it waits for the next pass", "error", err)
 		return leave, false, w.setStatus(sctx, ref, task.Queued, "")
 	case !ok:
+		if st, ended := w.endedOnForge(sctx, ref); ended {
+			// The round ended (its final label set, its holder comment
+			// deleted) and the process stopped before its store said so.
+			w.log(ref).Info("the task's round had ended on the forge; recording it", "status", st)
+			if err := w.o.Store.ClearCheckpoint(sctx, ref); err != nil {
+				return ack, false, fmt.Errorf("clearing the checkpoint of %s: %w", ref, err)
+			}
+			return ack, false, w.setStatus(sctx, ref, st, "")
+		}
 		w.log(ref).Warn("this host no longer holds the task; letting it go", "reason", why)
 		return ack, false, w.setStatus(sctx, ref, task.Stopped, "let go: "+why)
 	}
 	return ack, true, nil
+}
+
+// endedOnForge reports whether ref's round has ended on the forge: it is
+// out of processing with the done or failed label, which only the end of a
+// round sets (before it deletes its holder comment and records the end in
+// the store); st is that end. A task the forge cannot be asked about has
+// not ended.
+func (w *Worker) endedOnForge(ctx context.Context, ref task.Ref) (st task.Status, ended bool) {
+	t, err := w.o.Forge.Get(ctx, ref)
+	ls := w.o.Labels
+	switch {
+	case err != nil || t.HasLabel(ls.Processing):
+		return "", false
+	case ls.Done != "" && t.HasLabel(ls.Done):
+		return task.Done, true
+	case ls.Failed != "" && t.HasLabel(ls.Failed):
+		return task.Failed, true
+	}
+	return "", false
 }
