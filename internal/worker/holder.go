@@ -412,8 +412,10 @@ func (w *Worker) putUp(ctx context.Context, ref task.Ref, h seen) (bool, error) 
 	return true, nil
 }
 
-// moveHold makes the hold on the forge follow a takeover in the store
-// (Backlog, a store shared by hosts of different names): the holder
+// moveHold makes the hold on the forge follow a takeover or a claim in the
+// store (Backlog, process: a store shared by hosts of different names, where
+// one host takes the task on the forge and another's consumer claims its
+// job): the holder
 // comment of the holder taken over from, prev, is replaced by this host's.
 // A holder comment of a third host means the task was put up and taken
 // since: the run finds it is not this host's (stillOurs). Failures are

@@ -72,6 +72,10 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 	// another process may have run and finished it since the job was
 	// queued (two processes' backlogs queue the same task), and a finished
 	// task is claimable again by Claim.
+	// Who queued it: with a store shared by hosts of different names, the
+	// host that took the task on the forge (and holds it there) may not be
+	// the one whose claim the store grants; the hold follows the claim.
+	prev, _ := w.o.Store.Get(ctx, ref)
 	rec, err := w.o.Store.ClaimQueued(ctx, ref, w.o.Owner)
 	if err != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, errHoldLost) {
@@ -94,6 +98,9 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 		return ack, nil
 	}
 	w.claimed(h) // the heartbeats keep its lease and its hold from now on
+	if prev.Host != "" {
+		w.moveHold(ctx, ref, prev)
+	}
 	if how, ok, err := w.stillOurs(ctx, ref); !ok {
 		return how, failure(err)
 	}
