@@ -128,3 +128,16 @@ func resumable(data []byte, mode string) (*checkpoint, string) {
 	}
 	return &st, ""
 }
+
+// Ended reads a checkpoint's data: the outcome its run ended with (done or
+// failed), saved before the run's end is reported anywhere; false for a run
+// that had not ended.
+func Ended(data []byte) (Outcome, bool) {
+	var cp struct {
+		Final *Outcome `json:"final"`
+	}
+	if json.Unmarshal(data, &cp) != nil || cp.Final == nil || !cp.Final.Final() {
+		return Outcome{}, false
+	}
+	return *cp.Final, true
+}

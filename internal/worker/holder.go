@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/store"
@@ -511,20 +512,30 @@ func (w *Worker) stillOurs(ctx context.Context, ref task.Ref) (settlement, bool,
 	return ack, true, nil
 }
 
-// endedOnForge reports whether ref's round has ended on the forge: it is
-// out of processing with the done or failed label, which only the end of a
+// endedOnForge reports whether ref's round was ended by this host's run on
+// the forge: the run's checkpoint holds its end (done or failed), and the
+// task is out of processing with that end's label, which only the end of a
 // round sets (before it deletes its holder comment and records the end in
-// the store); st is that end. A task the forge cannot be asked about has
-// not ended.
+// the store); st is that end. A round another host ended (this host's run
+// died before its end), or a task the forge or the store cannot be asked
+// about, has not.
 func (w *Worker) endedOnForge(ctx context.Context, ref task.Ref) (st task.Status, ended bool) {
+	cp, ok, err := w.o.Store.LoadCheckpoint(ctx, ref)
+	if err != nil || !ok {
+		return "", false
+	}
+	out, ok := engine.Ended(cp.Data)
+	if !ok {
+		return "", false
+	}
 	t, err := w.o.Forge.Get(ctx, ref)
 	ls := w.o.Labels
 	switch {
 	case err != nil || t.HasLabel(ls.Processing):
 		return "", false
-	case ls.Done != "" && t.HasLabel(ls.Done):
+	case out.End == engine.Done && ls.Done != "" && t.HasLabel(ls.Done):
 		return task.Done, true
-	case ls.Failed != "" && t.HasLabel(ls.Failed):
+	case out.End == engine.Failed && ls.Failed != "" && t.HasLabel(ls.Failed):
 		return task.Failed, true
 	}
 	return "", false
