@@ -7,14 +7,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/coding-agent/coding-agent/internal/agent"
 	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/llm"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/plan"
-	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/coding-agent/coding-agent/internal/toolhost"
 )
@@ -60,27 +57,11 @@ var constrainedScripts = map[string][]string{
 // constrainedRun runs the task on w in loop with engine options o.
 func constrainedRun(t *testing.T, loop string, w *world, o engine.Options) (engine.Outcome, error) {
 	t.Helper()
-	o.State, o.Now = w, func() time.Time { return clock }
-	e, err := engine.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
 	in := engine.Input{Task: task.Task{Ref: ref, Title: "Echo things", Body: "Please echo.", Author: "alice"}, Post: w}
-	if loop == "plain" {
-		l, err := agent.New(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l.Run(t.Context(), in)
-	}
-	c, err := plan.New(plan.Options{Engine: e, Forge: w, Lang: report.English, Settings: plan.Settings{
+	return loopRun(t, loop, w, o, in, plan.Settings{
 		MaxSubtasks: 10, DecompositionLevel: "moderate", PrePlanning: true, MaxGatherCalls: 5, MaxCallsPerAction: 20,
 		MaxAttempts: 2, Reflection: true, ReflectOnError: true, ReflectEvery: 3, MaxRevisions: 3, Verification: true,
-		MaxVerifyRounds: 2, MaxReplans: 1, CallComments: true, HistoryDir: w.history}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c.Run(t.Context(), in)
+		MaxVerifyRounds: 2, MaxReplans: 1, CallComments: true})
 }
 
 // corrected reports whether a request tells the model its last reply could

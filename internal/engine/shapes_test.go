@@ -10,16 +10,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/coding-agent/coding-agent/internal/agent"
 	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/llm"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/llm/ollama"
 	"github.com/coding-agent/coding-agent/internal/llm/openai"
-	"github.com/coding-agent/coding-agent/internal/plan"
-	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
@@ -458,26 +454,7 @@ func shapeScript(loop string) (before, after []string) {
 // shapeRun runs the task on w in loop, with native tool calls or not.
 func shapeRun(t *testing.T, loop string, w *world, m llm.Client, ts engine.Tools, native bool) (engine.Outcome, error) {
 	t.Helper()
-	e, err := engine.New(engine.Options{LLM: m, Tools: ts, State: w, FunctionCalling: native, Now: func() time.Time { return clock }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := engine.Input{Task: task.Task{Ref: ref, Title: "Echo hi", Body: "Please echo hi.", Author: "alice"}, Post: w}
-	ctx := context.Background()
-	if loop == "plain" {
-		l, err := agent.New(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l.Run(ctx, in)
-	}
-	c, err := plan.New(plan.Options{Engine: e, Forge: w, Lang: report.English, Settings: plan.Settings{
-		MaxSubtasks: 10, DecompositionLevel: "moderate", MaxCallsPerAction: 10, MaxAttempts: 2,
-		MaxRevisions: 1, Verification: true, MaxVerifyRounds: 1, MaxReplans: 1, CallComments: true, HistoryDir: w.history}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c.Run(ctx, in)
+	return wireRun(t, loop, w, m, ts, engine.Options{FunctionCalling: native})
 }
 
 // scripted answers with replies in order, recording each request; the

@@ -30,29 +30,39 @@ var (
 )
 
 // wireRun runs the task on w in loop with the engine options o (the model,
-// tools and state filled in), as shapeRun does.
+// tools and state filled in).
 func wireRun(t *testing.T, loop string, w *world, m llm.Client, ts engine.Tools, o engine.Options) (engine.Outcome, error) {
 	t.Helper()
-	o.LLM, o.Tools, o.State, o.Now = m, ts, w, func() time.Time { return clock }
+	o.LLM, o.Tools = m, ts
+	in := engine.Input{Task: task.Task{Ref: ref, Title: "Echo hi", Body: "Please echo hi.", Author: "alice"}, Post: w}
+	return loopRun(t, loop, w, o, in, plan.Settings{
+		MaxSubtasks: 10, DecompositionLevel: "moderate", MaxCallsPerAction: 10, MaxAttempts: 2,
+		MaxRevisions: 1, Verification: true, MaxVerifyRounds: 1, MaxReplans: 1, CallComments: true})
+}
+
+// loopRun runs in on w through loop ("plain" or "planning", with settings
+// and w's history folder) with the engine options o, the state and the
+// clock filled in.
+func loopRun(t *testing.T, loop string, w *world, o engine.Options, in engine.Input, settings plan.Settings) (engine.Outcome, error) {
+	t.Helper()
+	o.State, o.Now = w, func() time.Time { return clock }
 	e, err := engine.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := engine.Input{Task: task.Task{Ref: ref, Title: "Echo hi", Body: "Please echo hi.", Author: "alice"}, Post: w}
 	if loop == "plain" {
 		l, err := agent.New(e)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return l.Run(context.Background(), in)
+		return l.Run(t.Context(), in)
 	}
-	c, err := plan.New(plan.Options{Engine: e, Forge: w, Lang: report.English, Settings: plan.Settings{
-		MaxSubtasks: 10, DecompositionLevel: "moderate", MaxCallsPerAction: 10, MaxAttempts: 2,
-		MaxRevisions: 1, Verification: true, MaxVerifyRounds: 1, MaxReplans: 1, CallComments: true, HistoryDir: w.history}})
+	settings.HistoryDir = w.history
+	c, err := plan.New(plan.Options{Engine: e, Forge: w, Lang: report.English, Settings: settings})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c.Run(context.Background(), in)
+	return c.Run(t.Context(), in)
 }
 
 // script puts the loop's replies before and after steps on srv (the plan
