@@ -106,19 +106,11 @@ func (ollamaWire) decode(body []byte, rec *Received) error {
 }
 
 func (ollamaWire) reply(w http.ResponseWriter, rec Received, r Reply) error {
-	msg := olMessage{Role: llm.Assistant, Content: r.Content, Thinking: r.Reasoning}
-	for i, c := range r.ToolCalls {
-		args, err := argsJSON(c.Args)
-		if err != nil {
-			return err
-		}
-		var tc olToolCall
-		tc.ID = c.ID
-		tc.Function.Index = i
-		tc.Function.Name = c.Name
-		tc.Function.Arguments = args
-		msg.ToolCalls = append(msg.ToolCalls, tc)
+	calls, err := olToolCalls(r.ToolCalls)
+	if err != nil {
+		return err
 	}
+	msg := olMessage{Role: llm.Assistant, Content: r.Content, Thinking: r.Reasoning, ToolCalls: calls}
 	reason := "stop"
 	if r.FinishReason != "" {
 		reason = r.FinishReason
@@ -161,4 +153,22 @@ func (ollamaWire) errorBody(msg string) string {
 
 func (ollamaWire) garbage() string {
 	return `{"model": "test-model", "message": {"role": "assist`
+}
+
+// olToolCalls are a Reply's calls as Ollama sends them.
+func olToolCalls(calls []Call) ([]olToolCall, error) {
+	var out []olToolCall
+	for i, c := range calls {
+		args, err := argsJSON(c.Args)
+		if err != nil {
+			return nil, err
+		}
+		var tc olToolCall
+		tc.ID = c.ID
+		tc.Function.Index = i
+		tc.Function.Name = c.Name
+		tc.Function.Arguments = args
+		out = append(out, tc)
+	}
+	return out, nil
 }

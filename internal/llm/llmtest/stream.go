@@ -126,20 +126,11 @@ func (ollamaWire) stream(w http.ResponseWriter, rec Received, st Streamed) error
 		add(olMessage{Role: llm.Assistant, Content: p})
 	}
 	if len(r.ToolCalls) > 0 {
-		msg := olMessage{Role: llm.Assistant}
-		for i, c := range r.ToolCalls {
-			args, err := argsJSON(c.Args)
-			if err != nil {
-				return err
-			}
-			var tc olToolCall
-			tc.ID = c.ID
-			tc.Function.Index = i
-			tc.Function.Name = c.Name
-			tc.Function.Arguments = args
-			msg.ToolCalls = append(msg.ToolCalls, tc)
+		calls, err := olToolCalls(r.ToolCalls)
+		if err != nil {
+			return err
 		}
-		add(msg)
+		add(olMessage{Role: llm.Assistant, ToolCalls: calls})
 	}
 	if !st.Cut {
 		reason := "stop"
