@@ -22,13 +22,11 @@ import (
 	"github.com/coding-agent/coding-agent/internal/config"
 	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/golden"
-	"github.com/coding-agent/coding-agent/internal/httpx"
 	"github.com/coding-agent/coding-agent/internal/llm"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/llm/ollama"
 	"github.com/coding-agent/coding-agent/internal/llm/openai"
 	"github.com/coding-agent/coding-agent/internal/llm/record"
-	llmwire "github.com/coding-agent/coding-agent/internal/llm/wire"
 	"github.com/coding-agent/coding-agent/internal/plan"
 	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -48,8 +46,7 @@ func daemonClient(t *testing.T, wire string, srv *llmtest.Server, rec *record.Re
 	if rec != nil {
 		base = rec.Transport(nil)
 	}
-	hc := httpx.NewClient(httpx.Options{RetryUnsafe: true, JSON: true, Base: llmwire.AnswerTransport{Next: base},
-		Sleep: func(context.Context, time.Duration) error { return nil }})
+	hc := llmtest.Retrying(base)
 	var c llm.Client
 	var err error
 	if wire == llmtest.WireOpenAI {

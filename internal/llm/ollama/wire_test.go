@@ -1,32 +1,22 @@
 package ollama_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/coding-agent/coding-agent/internal/httpx"
 	"github.com/coding-agent/coding-agent/internal/llm"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/llm/ollama"
-	"github.com/coding-agent/coding-agent/internal/llm/wire"
 )
 
 // The wire as Ollama really speaks it, through the client the daemon
 // builds: the retry layer over wire.AnswerTransport.
 
-// retrying is the daemon's model HTTP client, without the waits.
-func retrying() *http.Client {
-	return httpx.NewClient(httpx.Options{RetryUnsafe: true, JSON: true, Base: wire.AnswerTransport{},
-		Sleep: func(context.Context, time.Duration) error { return nil }})
-}
-
-func withRetries(o *ollama.Options) { o.HTTPClient = retrying() }
+func withRetries(o *ollama.Options) { o.HTTPClient = llmtest.Retrying(nil) }
 
 // /api/chat's error answer sent with status 200, alone or after a first
 // chunk, is retried like a 5xx, and the error quotes the server's message.

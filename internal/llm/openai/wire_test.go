@@ -1,34 +1,24 @@
 package openai_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/coding-agent/coding-agent/internal/httpx"
 	"github.com/coding-agent/coding-agent/internal/llm"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/llm/openai"
-	"github.com/coding-agent/coding-agent/internal/llm/wire"
 )
 
 // The wire as servers really speak it, through the client the daemon
 // builds: the retry layer over wire.AnswerTransport.
 
-// retrying is the daemon's model HTTP client, without the waits.
-func retrying() *http.Client {
-	return httpx.NewClient(httpx.Options{RetryUnsafe: true, JSON: true, Base: wire.AnswerTransport{},
-		Sleep: func(context.Context, time.Duration) error { return nil }})
-}
-
-func withRetries(o *openai.Options) { o.HTTPClient = retrying() }
+func withRetries(o *openai.Options) { o.HTTPClient = llmtest.Retrying(nil) }
 
 // An error a server sends with status 200 (an OpenAI-style error object, a
 // proxy's string, vLLM's error object) is retried like a 5xx, and when the
