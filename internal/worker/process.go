@@ -75,7 +75,10 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 	// Who queued it: with a store shared by hosts of different names, the
 	// host that took the task on the forge (and holds it there) may not be
 	// the one whose claim the store grants; the hold follows the claim.
-	prev, _ := w.o.Store.Get(ctx, ref)
+	var prev store.Record
+	if w.o.ForgeLease > 0 { // no hold on the forge to move otherwise
+		prev, _ = w.o.Store.Get(ctx, ref)
+	}
 	rec, err := w.o.Store.ClaimQueued(ctx, ref, w.o.Owner)
 	if err != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, errHoldLost) {
@@ -98,7 +101,7 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 		return ack, nil
 	}
 	w.claimed(h) // the heartbeats keep its lease and its hold from now on
-	if prev.Host != "" {
+	if prev.Host != "" && prev.Host != w.o.Owner.Host {
 		w.moveHold(ctx, ref, prev)
 	}
 	if how, ok, err := w.stillOurs(ctx, ref); !ok {
