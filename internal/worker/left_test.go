@@ -216,6 +216,29 @@ func TestTakeoverInASharedStoreMovesTheHold(t *testing.T) {
 	}
 }
 
+// In a store shared by hosts of different names, the host whose consumer
+// wins the store's claim of a task another host took on the forge moves
+// that host's hold to itself and runs it; it does not find the other's
+// hold and stop the task for good (two serve processes on one state_dir).
+func TestClaimInASharedStoreMovesTheHold(t *testing.T) {
+	wd := newWorld(t, false)
+	wd.w.o.ForgeLease = testLease
+	wd.claim() // host-a takes it on the forge and queues it
+	if h := wd.holderHosts(); !slices.Equal(h, []string{wd.w.o.Owner.Host}) {
+		t.Fatalf("holder comments %q after the take, want host-a's", h)
+	}
+	b, _ := wd.other("b")
+	b.o.ForgeLease = testLease
+	b.o.Agent = &fakeRunner{st: wd.st, out: engine.Outcome{End: engine.Done, Summary: "did it", Comment: "Done."}}
+	if err := b.Process(t.Context(), wd.ref); err != nil { // host-b's consumer got the job
+		t.Fatal(err)
+	}
+	if r := b.o.Agent.(*fakeRunner); r.runs != 1 {
+		t.Errorf("host-b ran the task %d times, want 1", r.runs)
+	}
+	wd.want(task.Done, "bug", testLabels.Done)
+}
+
 // An operator's resume of a task left between the take and the claim puts
 // it up again once no holder can still be on its way (a lease after its
 // last change), saying when before that; release does it at once; and
