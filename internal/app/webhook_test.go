@@ -260,20 +260,26 @@ func TestMetricsMatchARun(t *testing.T) {
 	s := e.serveHTTP(t)
 	waitFor(t, "the task to be done", func() bool { return slices.Contains(e.labels(), "coding agent done") })
 	var f map[string]*dto.MetricFamily
-	// The labels are set before the store says done.
-	waitFor(t, "the run's duration and its end to be recorded", func() bool {
+	var billed, unbilled float64
+	// The labels are set before the store says done; and serve goes on
+	// (its passes, the forge lease's heartbeats): the scrape is compared
+	// with the forge's log of the same moment, once no request is in
+	// flight between the two.
+	waitFor(t, "the run's duration and its end to be recorded, and the forge's requests counted", func() bool {
+		billed, unbilled = 0, 0
+		for _, r := range e.gh.Requests() {
+			if r.Status == http.StatusNotModified {
+				unbilled++
+			} else {
+				billed++
+			}
+		}
 		f = s.scrape()
 		return metric(f, "coding_agent_task_run_duration_seconds", "end", "done") == 1 &&
-			metric(f, "coding_agent_tasks", "status", "done") == 1
+			metric(f, "coding_agent_tasks", "status", "done") == 1 &&
+			metric(f, "coding_agent_forge_requests_total", "billed", "true") == billed &&
+			metric(f, "coding_agent_forge_requests_total", "billed", "false") == unbilled
 	})
-	var billed, unbilled float64
-	for _, r := range e.gh.Requests() {
-		if r.Status == http.StatusNotModified {
-			unbilled++
-		} else {
-			billed++
-		}
-	}
 	for _, c := range []struct {
 		name, label, value string
 		want               float64
