@@ -45,8 +45,12 @@ type escape struct {
 // on both forges: each attempt is the scripted model's run_command, each is
 // refused or contained while the task goes on, and the task ends done.
 func TestModelCommandsStayInTheirSandbox(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, fg := range []string{task.GitHub, task.GitLab} {
-		t.Run(fg, func(t *testing.T) { escapeSuite(t, fg, "workspace/run_command") })
+		t.Run(fg, func(t *testing.T) {
+			t.Parallel()
+			escapeSuite(t, fg, "workspace/run_command")
+		})
 	}
 }
 
@@ -55,17 +59,41 @@ func TestModelCommandsStayInTheirSandbox(t *testing.T) {
 // shell command) started with sandbox: true: it gets no more than the
 // model's own commands.
 func TestSandboxedServerStaysInItsSandbox(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	escapeSuite(t, task.GitHub, "boxed/run")
 }
+
+// The secret TestMain puts in the daemon's environment.
+const daemonSecretVar = "CODING_AGENT_TEST_SECRET"
+
+var daemonSecret = "daemon-env-secret-" + strconv.Itoa(os.Getpid())
 
 // escapeSuite runs every escape through tool (workspace/run_command, or a
 // sandboxed server's run) in a task on forge fg.
 func escapeSuite(t *testing.T, fg, tool string) {
-	server := mcptest.Build(t) // before HOME moves: the binary is in the real user's cache
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	secret := "daemon-env-secret-" + strconv.Itoa(os.Getpid())
-	t.Setenv("CODING_AGENT_TEST_SECRET", secret)
+	// The server's binary, out of the home the sandbox hides (it is built
+	// into the user's cache).
+	server := filepath.Join(t.TempDir(), "testserver")
+	built, err := os.ReadFile(mcptest.Build(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(server, built, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A key in the daemon user's home, which the sandbox hides whole: a
+	// folder of the test's own in the real home (HOME is the process's, and
+	// the tests run side by side).
+	userHome, err := os.UserHomeDir()
+	if err != nil || userHome == "/" {
+		t.Fatalf("the escape suite needs the user's home folder (HOME=%q): %v", userHome, err)
+	}
+	home, err := os.MkdirTemp(userHome, ".coding-agent-test-home-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	secret := daemonSecret
 	writeFile(t, filepath.Join(home, ".ssh", "id_ed25519"), "ssh-key-marker-771")
 
 	port, accepted := hostPort(t)
@@ -126,7 +154,7 @@ func escapeSuite(t *testing.T, fg, tool string) {
 		return func(s string) string { return a(s) + b(s) }
 	}
 	token := e.cfg.GitHub.Token + e.cfg.GitLab.Token
-	orphan := "sandbox-orphan-marker-" + strconv.Itoa(os.Getpid())
+	orphan := "sandbox-orphan-marker-" + strconv.Itoa(os.Getpid()) + "-" + fg + "-" + strings.ReplaceAll(tool, "/", "-")
 	escapes = []escape{
 		{"the config file", "cat " + configFile, contains(token)},
 		{"the state store", "head -c 64 " + filepath.Join(e.cfg.StateDir, "coding-agent.db"), contains("SQLite")},

@@ -197,8 +197,8 @@ func (g *GitHub) checkJWT(r *http.Request) (string, bool) {
 // getApp answers GET /app: the authenticated app.
 func (g *GitHub) getApp(w http.ResponseWriter, r *http.Request) {
 	g.st.Lock()
+	defer g.st.Unlock()
 	app := g.app
-	g.st.Unlock()
 	g.reply(w, r, http.StatusOK, map[string]any{"id": app.id, "slug": app.slug, "name": app.slug,
 		"node_id": "A_kw" + strconv.FormatInt(app.id, 10), "owner": map[string]any{"login": "acme", "type": "Organization"},
 		"html_url": "https://github.com/apps/" + app.slug, "permissions": ghAppPermissions,
@@ -227,11 +227,12 @@ func (g *GitHub) getAccountInstallation(w http.ResponseWriter, r *http.Request) 
 	g.st.Lock()
 	app := g.app
 	id, ok := app.installs[strings.ToLower(owner)]
-	g.st.Unlock()
 	if !ok {
+		g.st.Unlock()
 		g.fail(w, http.StatusNotFound, "Not Found")
 		return
 	}
+	defer g.st.Unlock()
 	g.reply(w, r, http.StatusOK, map[string]any{"id": id, "app_id": app.id, "app_slug": app.slug,
 		"target_type": "Organization", "account": map[string]any{"login": owner}, "permissions": ghAppPermissions,
 		"repository_selection": "all"})
@@ -257,7 +258,7 @@ func (g *GitHub) createInstallationToken(w http.ResponseWriter, r *http.Request)
 	exp := g.nowLocked().Add(app.ttl).UTC().Truncate(time.Second)
 	app.tokens[tok] = ghInstToken{installation: id, expires: exp}
 	app.issued++
-	g.st.Unlock()
+	defer g.st.Unlock()
 	g.reply(w, r, http.StatusCreated, map[string]any{"token": tok, "expires_at": exp.Format(time.RFC3339),
 		"permissions": ghAppPermissions, "repository_selection": "all"})
 }
