@@ -112,13 +112,14 @@ type App struct {
 // the agent also start the MCP servers and the model client (startAgent).
 func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	a := &App{cfg: cfg, o: o, redact: sanitize.NewRedactor(cfg.Secrets()).Redact, wake: newWakeups()}
+	dryDir := ""
 	if o.DryRun != nil {
 		dry := *cfg
 		dir, err := dryRun(&dry)
 		if err != nil {
 			return nil, err
 		}
-		a.cfg = &dry
+		a.cfg, dryDir = &dry, dir
 		a.closers = append(a.closers, removeDir(dir))
 	}
 	self, err := newSelf(cfg)
@@ -136,6 +137,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	// Several processes may write one log file: each line says whose.
 	a.Log = logger.With("host", self.Host, "pid", self.PID)
 	a.closers = append(a.closers, closer)
+	if dryDir != "" {
+		a.Log.Info("dry run: the store and the workspaces are in a folder removed at the end", "folder", dryDir)
+	}
 	st, err := a.openStore(ctx)
 	if err != nil {
 		a.Close()

@@ -27,19 +27,23 @@ import (
 // done at once), gets one closing comment, and ends done. Before the forge
 // arbitrated, a host whose removal of the bot label found it gone went on
 // and ran the task a second time.
+//
+// Ten repetitions per forge, as issue 12 asks, with CODING_AGENT_TEST_FULL
+// set; two in the test command (each is 150 runs of the binary against one
+// emulator: ten took two minutes of CPU).
 func TestHostsWithOwnStoresRunEachTaskOnce(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
 	const (
 		tasks = 50
 		hosts = 3
-		reps  = 10 // per forge, as issue 12 asks; see docs/design.md for the wall time
 	)
+	reps := stress(2, 10)
 	bin := buildBinary(t)
 	for _, c := range []struct {
 		forge string
 		lease int // forge_lease_seconds; 0: not set (the default, 300)
 		reps  int
-	}{{task.GitHub, 0, reps}, {task.GitLab, 0, reps}, {task.GitHub, 30, reps / 2}, {task.GitLab, 30, reps / 2}} {
+	}{{task.GitHub, 0, reps}, {task.GitLab, 0, reps}, {task.GitHub, 30, max(reps/2, 1)}, {task.GitLab, 30, max(reps/2, 1)}} {
 		name := c.forge
 		if c.lease > 0 {
 			name += "-forge-lease"

@@ -16,6 +16,7 @@ import (
 // with native calls every request asks for tool_choice "required" (on the
 // OpenAI wire) and offers the finish tool, whose call ends the task done.
 func TestConstrainedConfigHoldsTheReplies(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, provider := range []string{config.ProviderOpenAI, config.ProviderOllama} {
 		for _, native := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/native=%v", provider, native), func(t *testing.T) {

@@ -85,6 +85,7 @@ func TestConversationRounds(t *testing.T) {
 
 // No reply within the timeout: the task is done.
 func TestConversationTimeout(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.PullRequest, provider: config.ProviderOpenAI, conversation: true})
 	e.runOK(t)
 	e.wantLabels(t, "bug", "coding agent awaiting response")
@@ -98,6 +99,7 @@ func TestConversationTimeout(t *testing.T) {
 
 // Two processes judging the same reply at once start one round.
 func TestReplyJudgedOnceByTwoProcesses(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, conversation: true})
 	e.runOK(t)
 	round1 := len(e.model.Requests())
@@ -129,6 +131,7 @@ func TestReplyJudgedOnceByTwoProcesses(t *testing.T) {
 // under way reaches no checkpoint of that round; it is judged as a reply
 // and starts round 2, never lost.
 func TestReplyDuringTheLastRequestStartsARound(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, forge := range []string{task.GitHub, task.GitLab} {
 		t.Run(forge, func(t *testing.T) {
 			added := false
@@ -170,6 +173,7 @@ func TestReplyDuringTheLastRequestStartsARound(t *testing.T) {
 // the conversation on the next pass: the reply is marked judged only once
 // the task is labelled done.
 func TestConversationEndRetriedAfterALabelFailure(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, conversation: true})
 	e.runOK(t)
 	requests := len(e.model.Requests())
@@ -192,6 +196,7 @@ func TestConversationEndRetriedAfterALabelFailure(t *testing.T) {
 // The bot label added again to a task awaiting a reply starts a round
 // at once; the awaiting label goes while it works, and comes back after.
 func TestBotLabelOnAnAwaitingTask(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	var during []string
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, conversation: true,
 		respond: func(e *env, r llmtest.Received) llmtest.Step {
@@ -218,6 +223,7 @@ func TestBotLabelOnAnAwaitingTask(t *testing.T) {
 // done, and a reply after that is not worked on. Before, max_rounds 2 worked
 // on one reply and max_rounds 1 on none.
 func TestConversationEndsAfterMaxRounds(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, max := range []int{1, 2} {
 		t.Run(fmt.Sprint("max_rounds=", max), func(t *testing.T) {
 			e := newEnv(t, setup{forge: task.GitLab, kind: task.Issue, provider: config.ProviderOpenAI, conversation: true})

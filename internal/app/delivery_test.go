@@ -118,6 +118,7 @@ func (e *env) git() forgeGit {
 // branch and change. The token is in no file of the workspaces and not in
 // the log.
 func TestQuickstartDeliversADraftChange(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, fg := range []string{task.GitHub, task.GitLab} {
 		t.Run(fg, func(t *testing.T) {
 			round := 1
@@ -209,6 +210,7 @@ func checkNoTokenUnder(t *testing.T, e *env, dir string) {
 // A pull or merge request task gets its commit on its own head branch, and
 // no new change is opened.
 func TestChangeTaskPushesToItsHeadBranch(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, c := range []struct {
 		forge string
 		kind  task.Kind
@@ -237,6 +239,7 @@ func TestChangeTaskPushesToItsHeadBranch(t *testing.T) {
 // A task that fails pushes nothing and opens nothing; its failure comment
 // says where its workspace is kept, and the file it wrote is there.
 func TestFailedTaskPushesNothing(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, fg := range []string{task.GitHub, task.GitLab} {
 		t.Run(fg, func(t *testing.T) {
 			e := newEnv(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
@@ -271,6 +274,7 @@ func TestFailedTaskPushesNothing(t *testing.T) {
 // Two tasks at once (two workers) work in two workspaces through two
 // instances of the filesystem server: neither reaches the other's files.
 func TestTwoTasksAtOnceNeverShareAWorkspace(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	var (
 		mu    sync.Mutex
 		refs  = map[int]task.Ref{}
@@ -372,6 +376,7 @@ func TestKilledTaskReusesItsWorkspace(t *testing.T) {
 // checked out from the forge's own ref for it, nothing is pushed anywhere,
 // and the change is offered as a patch in the last comment.
 func TestForkChangeGetsAPatch(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, c := range []struct {
 		forge string
 		kind  task.Kind

@@ -189,6 +189,7 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 // (the CI machines give every layer) and that the model's commands run with
 // what sandbox.require asks, with the built-in tools.
 func TestDoctorReportsTheSandbox(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
 		respond: modelThat(true, true)})
 	builtinOnly(t, e)

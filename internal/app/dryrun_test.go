@@ -5,7 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +22,7 @@ import (
 // request but reads) and leaves no state behind: what it would post is
 // printed, and a real run afterwards does the task from the start.
 func TestDryRunChangesNothingOnTheForge(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, fg := range []string{task.GitHub, task.GitLab} {
 		t.Run(fg, func(t *testing.T) {
 			e := newEnv(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
@@ -54,9 +55,7 @@ func TestDryRunChangesNothingOnTheForge(t *testing.T) {
 					t.Errorf("the dry run left %s: %v", dir, err)
 				}
 			}
-			if leftovers, _ := filepath.Glob(filepath.Join(os.TempDir(), "coding-agent-dry-run-*")); len(leftovers) != 0 {
-				t.Errorf("the dry run's folder is left: %v", leftovers)
-			}
+			dryFolderRemoved(t, e)
 
 			e.runOK(t)
 			e.wantLabels(t, "bug", "coding agent done")
@@ -85,6 +84,7 @@ func onlyReads(t *testing.T, e *env) {
 // place, with the author commenting while the agent works (the comment is
 // acknowledged with a reaction): every write is printed, none is made.
 func TestPlannedDryRunChangesNothingOnTheForge(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, fg := range []string{task.GitHub, task.GitLab} {
 		t.Run(fg, func(t *testing.T) {
 			e := planned(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI,
@@ -115,5 +115,22 @@ func TestPlannedDryRunChangesNothingOnTheForge(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// dryFolderRemoved fails the test unless the dry run said where its folder
+// was (in the log) and the folder is gone.
+func dryFolderRemoved(t *testing.T, e *env) {
+	t.Helper()
+	log, err := os.ReadFile(e.cfg.Logging.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`"msg":"dry run: [^"]*"[^\n]*"folder":"([^"]+)"`).FindSubmatch(log)
+	if m == nil {
+		t.Fatalf("the log does not say where the dry run's folder is:\n%s", log)
+	}
+	if _, err := os.Stat(string(m[1])); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the dry run's folder %s is left: %v", m[1], err)
 	}
 }

@@ -24,6 +24,7 @@ import (
 // written through the real filesystem MCP server, the comments appear, and
 // the final labels are right.
 func TestEndToEnd(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	items := []struct {
 		forge string
 		kind  task.Kind
@@ -138,6 +139,7 @@ func checkFailed(t *testing.T, e *env, wantInComment string) {
 }
 
 func TestModelDownFailsAfterFourAttempts(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitLab, kind: task.Issue, provider: config.ProviderOllama,
 		respond: func(*env, llmtest.Received) llmtest.Step { return llmtest.Fault{Status: 503} }})
 	if err := e.run(context.Background()); err != nil {
@@ -150,6 +152,7 @@ func TestModelDownFailsAfterFourAttempts(t *testing.T) {
 }
 
 func TestForgeTransient5xxIsRetried(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: true})
 	e.gh.Inject(forgetest.Fault{Method: "GET", Path: "/repos/acme/app/issues/1", Status: 502, Times: 3})
 	e.gh.Inject(forgetest.Fault{Method: "POST", Path: "/comments", Status: 502, Times: 1, AfterServe: true})
@@ -160,6 +163,7 @@ func TestForgeTransient5xxIsRetried(t *testing.T) {
 }
 
 func TestForgePersistent5xxFailsVisibly(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitLab, kind: task.MergeRequest, provider: config.ProviderOpenAI})
 	e.gl.Inject(forgetest.Fault{Method: "POST", Path: "/notes", Status: 500, Times: -1})
 	if err := e.run(context.Background()); err != nil {
@@ -177,6 +181,7 @@ func TestForgePersistent5xxFailsVisibly(t *testing.T) {
 }
 
 func TestUnreachableForgeAtStartIsAnError(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 	e.gh.Inject(forgetest.Fault{Method: "GET", Path: "/repos/acme/app/issues", Status: 500, Times: -1})
 	if err := e.run(context.Background()); err == nil || !strings.Contains(err.Error(), "discovering tasks") {
@@ -191,6 +196,7 @@ func TestUnreachableForgeAtStartIsAnError(t *testing.T) {
 // task is claimed (the task keeps its bot label for a later run), on
 // either wire.
 func TestUnreachableModelAtStartIsAnError(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, provider := range []string{config.ProviderOpenAI, config.ProviderOllama, config.ProviderLMStudio} {
 		t.Run(provider, func(t *testing.T) {
 			e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: provider})
@@ -210,6 +216,7 @@ func TestUnreachableModelAtStartIsAnError(t *testing.T) {
 // An MCP server that dies mid-call: the model is told, the server is
 // restarted, and the task goes on.
 func TestMCPServerCrashIsSurvived(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
 		respond: func(e *env, r llmtest.Received) llmtest.Step {
 			switch toolResults(r) {
@@ -245,6 +252,7 @@ func TestMCPServerCrashIsSurvived(t *testing.T) {
 // the model is told the server was restarted, and the next task of the same
 // process reaches the fresh server instead of timing out too.
 func TestHungMCPServerIsReplacedForTheNextTask(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	const second = "Echo something"
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
 		respond: func(e *env, r llmtest.Received) llmtest.Step {
@@ -290,6 +298,7 @@ func TestHungMCPServerIsReplacedForTheNextTask(t *testing.T) {
 // it is in neither the catalog nor the tools field, and a call to it is
 // answered as for an unknown tool, on both reply protocols.
 func TestDeniedToolIsNeitherOfferedNorRun(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, native := range []bool{false, true} {
 		t.Run(fmt.Sprintf("native=%v", native), func(t *testing.T) {
 			e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: native,
@@ -339,6 +348,7 @@ func TestDeniedToolIsNeitherOfferedNorRun(t *testing.T) {
 }
 
 func TestMCPServerThatCannotStartIsAStartupError(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 	e.cfg.MCPServers = append(e.cfg.MCPServers, config.MCPServer{Name: "broken", Command: []string{"/nonexistent/mcp-server"}})
 	err := e.run(context.Background())
@@ -353,6 +363,7 @@ func TestMCPServerThatCannotStartIsAStartupError(t *testing.T) {
 // Two runs started at the same moment on one state directory: the task is
 // processed once.
 func TestConcurrentRunsProcessOnce(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
@@ -376,6 +387,7 @@ func TestConcurrentRunsProcessOnce(t *testing.T) {
 
 // A second run finds nothing to do: a finished task is never processed twice.
 func TestFinishedTaskIsNotProcessedAgain(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitLab, kind: task.Issue, provider: config.ProviderOllama})
 	for range 2 {
 		if err := e.run(context.Background()); err != nil {
@@ -395,6 +407,7 @@ func TestFinishedTaskIsNotProcessedAgain(t *testing.T) {
 
 // LM Studio speaks the OpenAI wire format with its own base URL.
 func TestLMStudio(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderLMStudio})
 	if err := e.run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -408,6 +421,7 @@ func TestLMStudio(t *testing.T) {
 // not left without a final label; the next run sets it without asking the
 // model again or posting again.
 func TestFinalLabelFailureIsFinishedByTheNextRun(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
 		respond: func(e *env, r llmtest.Received) llmtest.Step {
 			if toolResults(r) == 0 {
@@ -435,6 +449,7 @@ func TestFinalLabelFailureIsFinishedByTheNextRun(t *testing.T) {
 // A task done in an earlier round and asked for again: when this round
 // fails, the old done label goes.
 func TestOldDoneLabelIsRemovedWhenTheNewRoundFails(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
 		respond: func(*env, llmtest.Received) llmtest.Step { return llmtest.Reply{Content: "?"} }})
 	e.gh.AddLabelDirect(e.ref.Repo, e.ref.Number, "coding agent done")

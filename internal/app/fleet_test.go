@@ -200,10 +200,12 @@ func (f *fleet) fleetPG(t *testing.T) store.Store {
 }
 
 // Two hosts (`serve`, host_name alpha and beta) sharing PostgreSQL and
-// RabbitMQ, ten rounds of fifty labelled tasks: every task is done, asked
+// RabbitMQ, rounds of fifty labelled tasks (three; ten with
+// CODING_AGENT_TEST_FULL): every task is done, asked
 // the model once and commented on once, and both hosts work.
 func TestTwoHostsShareTasksOverPostgresAndRabbitMQ(t *testing.T) {
-	const rounds, tasks = 10, 50
+	const tasks = 50
+	rounds := stress(3, 10)
 	f := newFleet(t, fleetSetup{postgres: true, rabbitmq: true})
 	st := f.fleetPG(t)
 	o := hostOptions{workers: 4, interval: time.Second}

@@ -22,6 +22,7 @@ import (
 // its push over git and its draft pull request are the bot's, and the
 // installation it found on the repository is the one used.
 func TestGitHubAppActsAsItsBot(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
 		respond: writeFiles("hello.txt")})
 	quickstart(t, e)
@@ -80,6 +81,7 @@ func asApp(t *testing.T, e *env) {
 // replaced at the first 401: the run goes on as the app's bot and ends
 // done, with one new token for the whole burst of refused requests.
 func TestGitHubAppRevokedTokenIsReplaced(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
 		respond: func(e *env, r llmtest.Received) llmtest.Step {
 			if r.N == 1 {
@@ -106,6 +108,7 @@ func TestGitHubAppRevokedTokenIsReplaced(t *testing.T) {
 // store (nor failed: it was not the task's fault) but queued, so that once
 // the app is installed again the next run resumes it and finishes it.
 func TestGitHubAppUninstalledStopsTheRun(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
 		respond: func(e *env, r llmtest.Received) llmtest.Step {
 			if r.N == 1 {
@@ -137,6 +140,7 @@ func TestGitHubAppUninstalledStopsTheRun(t *testing.T) {
 // sees one refused request and one refused token request, not one of each
 // per pass.
 func TestServeBacksOffWhenTheAppIsRefused(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, seed: unlabelled})
 	asApp(t, e)
 	s := e.serveHTTP(t)
@@ -173,6 +177,7 @@ func TestServeBacksOffWhenTheAppIsRefused(t *testing.T) {
 // posts the step's comment, and git asks for the token at each command:
 // the push that follows is made with the new one and lands.
 func TestGitHubAppRevokedTokenIsReplacedBeforeThePush(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	write := writeFiles("hello.txt")
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
 		respond: func(e *env, r llmtest.Received) llmtest.Step {

@@ -25,6 +25,7 @@ const (
 // itself again as "reader", as the agent starts an MCP server; the reader
 // reads the parent's /proc/<pid>/environ and prints what came of it.
 func TestHardenHelper(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	switch os.Getenv(hardenHelperEnv) {
 	case "":
 		t.Skip("helper process for TestHardenedProcessHidesItsEnvironment")
@@ -61,6 +62,7 @@ func TestHardenHelper(t *testing.T) {
 // parent and the reader run as nobody, from a copy of the test binary they
 // may execute.
 func TestHardenedProcessHidesItsEnvironment(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	if os.Getenv(hardenHelperEnv) != "" {
 		t.Skip("inside a helper")
 	}

@@ -22,6 +22,7 @@ import (
 // comments on the task say what failed (the method, the path, the status)
 // but not the host; the log keeps the whole error.
 func TestFailureCommentsNameNoHost(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	t.Run("forge", func(t *testing.T) {
 		e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 		e.cfg.GitHub.APIURL = e.gh.URL() + "/api/v3" // GitHub Enterprise's REST root

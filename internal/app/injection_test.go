@@ -176,6 +176,7 @@ func TestInjectionNeverReachesTheModel(t *testing.T) {
 // author without write access is not heard, on any path; the task itself
 // (labelled by someone with write access) is still worked on.
 func TestAuthorWithoutAccessIsNotHeardWhenConfigured(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, fg := range []string{task.GitHub, task.GitLab} {
 		t.Run(fg, func(t *testing.T) {
 			e := newEnv(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI,

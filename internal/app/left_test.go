@@ -73,6 +73,7 @@ func later(d time.Duration) func() time.Time { return func() time.Time { return 
 // default 300 s: hosts with stores of their own may watch the repository);
 // with PostgreSQL, which every host shares, the store's (lease_seconds).
 func TestTaskKilledBetweenTakeAndClaimIsPutUpAfterTheLease(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
@@ -118,6 +119,7 @@ func TestTaskKilledBetweenTakeAndClaimIsPutUpAfterTheLease(t *testing.T) {
 // `release` (it said "the store has no such task" before) and done by the
 // next run.
 func TestReleasePutsBackATaskNoStoreKnows(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 	killedBetweenTakeAndClaim(t, e)
 	if out := e.release(t); !strings.Contains(out, "put up again") {
@@ -140,6 +142,7 @@ func TestReleasePutsBackATaskNoStoreKnows(t *testing.T) {
 // nothing. Before, the task stayed in processing until someone ran
 // `release` with host-a's configuration.
 func TestDeadHostsTaskIsTakenUpByAHostWithItsOwnStore(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 	arrived := make(chan struct{})
 	e.model.Script(llmtest.Slow{Arrived: arrived})

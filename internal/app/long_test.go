@@ -196,6 +196,7 @@ func cpuTime() time.Duration {
 // is claimed: the error names the server and the fix, and the task keeps
 // its bot label.
 func TestRunRefusesACatalogThatCannotFit(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 	e.cfg.LLM.OpenAI.ContextLength, e.cfg.LLM.OpenAI.MaxToken = 4096, 1024
 	e.cfg.MCPServers[0].SystemPrompt = strings.Repeat("Describe every file you touch, with its size, owner and purpose. ", 80)

@@ -27,6 +27,7 @@ import (
 // being closed as if its state were kept, and no step after it runs. It used to finish the task, exit 0 and say nothing,
 // its state written into the unlinked file.
 func TestRemovedDatabaseStopsRun(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	var db string
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
 		respond: func(e *env, r llmtest.Received) llmtest.Step {
@@ -59,6 +60,7 @@ func TestRemovedDatabaseStopsRun(t *testing.T) {
 // its next pass: it returns the store's loss (exit 1) instead of logging a
 // failed pass at every tick for ever.
 func TestRemovedDatabaseStopsServe(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: true})
 	e.gh.RemoveLabelDirect(e.ref.Repo, e.ref.Number, "coding agent") // nothing to do: serve waits
 	a, err := app.New(t.Context(), e.cfg, app.Options{Sleep: noWait})
@@ -83,6 +85,7 @@ func TestRemovedDatabaseStopsServe(t *testing.T) {
 // With the store in PostgreSQL, a schema dropped while `run` works fails
 // it the same way: an error that says the tables are gone.
 func TestDroppedSchemaStopsRun(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	dbURL := pgtest.Schema(t)
 	schema := schemaOf(t, dbURL)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: true,

@@ -32,6 +32,7 @@ const exitBound = 30 * time.Second
 // each, then good ones, make a run that finishes the task as if nothing
 // had happened.
 func TestBadForgeAnswerIsRetried(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, tc := range []struct {
 		name   string
 		forge  string
@@ -69,6 +70,7 @@ func TestBadForgeAnswerIsRetried(t *testing.T) {
 // Four bad answers in a row to the discovery spend its retries: run fails
 // (exit 1) saying what was wrong, and nothing is claimed.
 func TestFourBadAnswersToTheDiscoveryFailTheRun(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 	e.gh.Inject(forgetest.HTMLFault("GET", "/repos/acme/app/issues", 4))
 	err := e.run(context.Background())
@@ -94,6 +96,7 @@ func TestFourBadAnswersToTheDiscoveryFailTheRun(t *testing.T) {
 // Four cut answers in a row to a task's comments fail that task with a
 // reason that says so; the run itself went fine.
 func TestFourBadAnswersToATaskReadFailTheTask(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitLab, kind: task.Issue, provider: config.ProviderOpenAI})
 	e.gl.Inject(forgetest.Fault{Method: "GET", Path: "/issues/1/notes", Truncate: true, Times: 4})
 	if err := e.run(context.Background()); err != nil {
@@ -109,6 +112,7 @@ func TestFourBadAnswersToATaskReadFailTheTask(t *testing.T) {
 // asked again, as a 5xx is: the retry is the same turn (the same request,
 // counted once), and the task finishes.
 func TestStalledModelAnswerIsRetried(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, provider := range []string{config.ProviderOpenAI, config.ProviderOllama} {
 		t.Run(provider, func(t *testing.T) {
 			e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: provider, native: true,
@@ -252,6 +256,7 @@ func (e *env) askedAgain(path string) bool {
 // daemon's own model client, and the task fails with a comment quoting the
 // server's message, not "the reply was empty".
 func TestModelErrorIn200IsQuotedInTheFailure(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, tc := range []struct{ provider, body, message string }{
 		{config.ProviderOpenAI, `{"error":{"message":"Upstream error: the model is overloaded","type":"server_error"}}`,
 			"the server answered status 200 with an error: Upstream error: the model is overloaded"},
@@ -276,6 +281,7 @@ func TestModelErrorIn200IsQuotedInTheFailure(t *testing.T) {
 // the daemon's own model client on the first attempt, and the task
 // finishes.
 func TestUnaskedModelStreamIsRead(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, provider := range []string{config.ProviderOpenAI, config.ProviderOllama} {
 		t.Run(provider, func(t *testing.T) {
 			e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: provider, native: true,

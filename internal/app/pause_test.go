@@ -30,6 +30,7 @@ func (e *env) signal(action string) {
 // task stops at the next checkpoint with its state saved and says so;
 // resumed, it continues at the same step without planning again.
 func TestPauseMidRunThenResume(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	paused := false
 	e := planned(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
 		respond: func(e *env, r llmtest.Received) llmtest.Step {
@@ -71,6 +72,7 @@ func TestPauseMidRunThenResume(t *testing.T) {
 // Stopped mid-run: the task ends at the next checkpoint with the stopped
 // label and a comment, never done; the model is not asked again.
 func TestStopMidRun(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitLab, kind: task.MergeRequest, provider: config.ProviderOllama,
 		respond: func(e *env, r llmtest.Received) llmtest.Step {
 			if r.N == 1 {

@@ -228,6 +228,7 @@ func actionIDs(p *plan.Plan) []string {
 // llm_call_comments.enabled: false leaves only the progress report and the
 // closing comment.
 func TestPlannedTaskInEnglishWithoutCallComments(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := planned(t, setup{forge: task.GitLab, kind: task.Issue, provider: config.ProviderOllama, respond: fullPlan})
 	e.cfg.Language = config.LanguageEnglish
 	e.cfg.Planning.LLMCallComments.Enabled = false

@@ -36,6 +36,7 @@ func runCommands(comment string, commands ...string) func(e *env, r llmtest.Rece
 // server hears nothing, the work is delivered without the planted
 // repositories, and the delivery comment says they were left out.
 func TestPlantedGitConfigNeverSteersDelivery(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, fg := range []string{task.GitHub, task.GitLab} {
 		t.Run(fg, func(t *testing.T) {
 			t.Parallel()
@@ -94,6 +95,7 @@ func TestPlantedGitConfigNeverSteersDelivery(t *testing.T) {
 // line and never the token, the forge gets no branch, and the workspace is
 // kept.
 func TestTokenWrittenIntoAFileIsNotPushed(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, fg := range []string{task.GitHub, task.GitLab} {
 		for _, form := range []string{"raw", "base64", "spaced"} {
 			t.Run(fg+"/"+form, func(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 // database, `status` reads it from there, and the embedded store is never
 // created.
 func TestRunOnPostgres(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	url := pgtest.Schema(t)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: true})
 	e.cfg.Database.URL = url

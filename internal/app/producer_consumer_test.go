@@ -23,6 +23,7 @@ func (e *env) app(t *testing.T) *app.App {
 // produce and consume as two processes sharing a state directory: the
 // producer claims and queues, the consumer works.
 func TestProduceThenConsume(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitLab, kind: task.MergeRequest, provider: config.ProviderOllama, native: true})
 	if err := e.app(t).Produce(context.Background(), true); err != nil {
 		t.Fatal(err)
@@ -45,6 +46,7 @@ func TestProduceThenConsume(t *testing.T) {
 // A task closed after it was claimed is not worked on: it is stopped and
 // its processing label removed.
 func TestTaskClosedBeforeWorkIsStopped(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 	if err := e.app(t).Produce(context.Background(), true); err != nil {
 		t.Fatal(err)
@@ -66,6 +68,7 @@ func TestTaskClosedBeforeWorkIsStopped(t *testing.T) {
 
 // A closed item carrying the label is never claimed.
 func TestClosedItemsAreLeftAlone(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 	e.gh.SetState(e.ref.Repo, e.ref.Number, "closed")
 	if err := e.run(context.Background()); err != nil {

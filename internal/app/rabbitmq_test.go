@@ -37,6 +37,7 @@ func useRabbitMQ(t *testing.T, e *env) {
 // goes through the broker (the consumer does not read the store's backlog
 // with it), and the queue is empty afterwards.
 func TestProduceThenConsumeOverRabbitMQ(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 	useRabbitMQ(t, e)
 	if err := e.app(t).Produce(context.Background(), true); err != nil {
@@ -56,6 +57,7 @@ func TestProduceThenConsumeOverRabbitMQ(t *testing.T) {
 // again (the store's backlog is not read), and the next run resumes the
 // task from the checkpoint without asking the model again.
 func TestServeShutdownOverRabbitMQRedeliversAndResumes(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 	useRabbitMQ(t, e)
 	serveStoppedMidAnswer(t, e)
@@ -86,6 +88,7 @@ func TestServeShutdownOverRabbitMQRedeliversAndResumes(t *testing.T) {
 // nothing is left in processing, and the model was asked twice. Before, it
 // ran again after every takeover and never failed.
 func TestPoisonTaskIsGivenUpOverRabbitMQ(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 	useRabbitMQ(t, e)
 	e.cfg.Queue.RabbitMQ.MaxDeliveries = 2

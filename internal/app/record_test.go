@@ -20,6 +20,7 @@ import (
 // echoes them, so the requests carry them back; neither is in the file,
 // in any form, and the file is the user's alone.
 func TestRecordHoldsTheTaskRedacted(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
 		respond: func(e *env, r llmtest.Received) llmtest.Step {
 			leak := "the token is " + e.gh.Token + " and the key " + apiKey

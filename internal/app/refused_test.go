@@ -17,6 +17,7 @@ import (
 // failed, not in processing in the store) for a run with working ones, as
 // an App whose installation went away leaves it.
 func TestRevokedTokenLeavesTheTaskQueued(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, fg := range []string{task.GitHub, task.GitLab} {
 		t.Run(fg, func(t *testing.T) {
 			e := newEnv(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI,

@@ -241,6 +241,7 @@ func writeFile(t *testing.T, path, content string) {
 // network: the same connection to a port on the host succeeds in the setup
 // and fails in run_command.
 func TestSetupHasTheNetworkTheModelsCommandsDoNot(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	port, accepted := hostPort(t)
 	connect := fmt.Sprintf("python3 -c \"import socket; socket.create_connection(('127.0.0.1', %d), 3); print('connected')\"",
 		port)

@@ -10,6 +10,7 @@ import (
 // The scenario format is strict: whatever the runner would not understand
 // fails the file with a message that says what is wrong, never ignored.
 func TestScenarioFormatIsStrict(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	const (
 		plain    = "-- setup --\nforge: github\nkind: issue\nprovider: openai\n"
 		planning = plain + "planning: true\n"

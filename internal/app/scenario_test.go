@@ -53,6 +53,7 @@ const scenarioDir = "testdata/scenarios"
 // mode), or a reply left unused fails the test. Unknown sections and keys
 // fail it too.
 func TestScenarios(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	paths, err := scenarioFiles()
 	if err != nil {
 		t.Fatal(err)

@@ -62,6 +62,7 @@ func runStep(command string) step {
 // and the closing comment list the checks and the commands that ran with
 // their exit statuses (nothing else is called run).
 func TestThreeScenariosWithTheBuiltinTools(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, fg := range []string{task.GitHub, task.GitLab} {
 		t.Run(fg+"/hello-world", func(t *testing.T) {
 			t.Parallel()

@@ -18,6 +18,7 @@ import (
 // at the next checkpoint, keeps the task queued; the next run resumes it
 // without asking the model again for what it already answered.
 func TestServeShutdownCheckpointsAndRunResumes(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 	serveStoppedMidAnswer(t, e)
 
@@ -55,6 +56,7 @@ func TestServeShutdownCheckpointsAndRunResumes(t *testing.T) {
 // stops before its first action, and the next run starts at action a1
 // without planning again.
 func TestPlannedServeShutdownResumesAtTheFirstAction(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	arrived, release := make(chan struct{}), make(chan struct{})
 	var slowed bool
 	e := planned(t, setup{forge: task.GitLab, kind: task.Issue, provider: config.ProviderOpenAI, native: true,

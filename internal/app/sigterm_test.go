@@ -27,6 +27,7 @@ import (
 // the checkpoint and finishes. The cancelled request is no model call of
 // the task.
 func TestSIGTERMCutsAHangingModelRequest(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	arrived := make(chan struct{})
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
 		respond: func(e *env, r llmtest.Received) llmtest.Step {
@@ -58,6 +59,7 @@ func TestSIGTERMCutsAHangingModelRequest(t *testing.T) {
 // the next run does the call again (from the checkpoint holding the reply,
 // without asking the model again) and finishes.
 func TestSIGTERMCutsAHangingToolCall(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	started := filepath.Join(t.TempDir(), "started")
 	if err := syscall.Mkfifo(started, 0o600); err != nil {
 		t.Fatal(err)

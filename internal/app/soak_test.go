@@ -60,7 +60,7 @@ var soakTasks = []struct{ title, file string }{
 
 func TestRandomKillSoak(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	trials, seed := soakEnvInt(t, soakTrialsEnv, soakTrials), soakEnvInt(t, soakSeedEnv, 1)
+	trials, seed := envCount(t, soakTrialsEnv, soakTrials), envCount(t, soakSeedEnv, 1)
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x50a4))
 	bin := buildBinary(t)
 	started := time.Now()
@@ -158,7 +158,8 @@ func TestRandomKillSoak(t *testing.T) {
 	}
 }
 
-func soakEnvInt(t *testing.T, name string, def int) int {
+// envCount is the count environment variable name gives, def when unset.
+func envCount(t *testing.T, name string, def int) int {
 	v := os.Getenv(name)
 	if v == "" {
 		return def
@@ -456,4 +457,16 @@ func soakCheck(t *testing.T, e *env, n int, file string) []string {
 		problems = append(problems, "its comments:\n"+strings.Join(bodies, "\n-----\n"))
 	}
 	return problems
+}
+
+// fullEnv set to anything runs the stress tests at the counts their issues
+// ask for (see README, Development), where the test command runs fewer.
+const fullEnv = "CODING_AGENT_TEST_FULL"
+
+// stress is ci, or full with fullEnv set.
+func stress(ci, full int) int {
+	if os.Getenv(fullEnv) != "" {
+		return full
+	}
+	return ci
 }

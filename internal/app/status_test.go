@@ -66,6 +66,7 @@ func statusStore(t *testing.T) (*config.Config, map[int]store.Record) {
 }
 
 func TestStatusShowsAGoneHolder(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	cfg, recs := statusStore(t)
 	zone := time.FixedZone("JST", 9*3600)
 	now := recs[2].LeaseUntil.Add(time.Second) // the 1 ms lease has lapsed, the hour ones have not
@@ -144,6 +145,7 @@ func TestStatusShowsAGoneHolder(t *testing.T) {
 // status agrees with the claim rule: a holder it shows as gone is one a
 // claim may take the task from, and the other way round.
 func TestStatusAgreesWithTheClaimRule(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	cfg, recs := statusStore(t)
 	alive := func(pid int) bool { return pid != 999 }
 	h, err := store.NewHolders("host-a", alive)
@@ -173,6 +175,7 @@ func TestStatusAgreesWithTheClaimRule(t *testing.T) {
 
 // In a folder with no store, status says so and creates nothing.
 func TestStatusWithoutAStoreCreatesNothing(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	dir := t.TempDir()
 	cfg := config.Default()
 	cfg.StateDir = filepath.Join(dir, "data")

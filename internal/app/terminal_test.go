@@ -14,6 +14,7 @@ import (
 // On a terminal, `run` tells the operator what it does, one line per event
 // of the task, ending with the task's link; the log keeps the rest.
 func TestTerminalFollowsARun(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 	var term strings.Builder
 	if err := e.runWith(context.Background(), app.Options{Terminal: &term}); err != nil {
@@ -36,6 +37,7 @@ func TestTerminalFollowsARun(t *testing.T) {
 // Someone trying the agent with their own token labels their own issue:
 // they are told, on the terminal, that what they write there is not heard.
 func TestOwnAccountIsWarnedAbout(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
 		seed: func(s *forgetest.IssueSeed) { s.Author = "coding-agent-bot" }})
 	var term strings.Builder

@@ -31,6 +31,7 @@ func seen(r llmtest.Received, text string) bool {
 // outsider's and the bot's own never do, and the closing comment counts the
 // outsider's.
 func TestCommentsWhileWorkingReachTheModel(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, c := range []struct {
 		name     string
 		forge    string
@@ -110,6 +111,7 @@ func last(r llmtest.Received) string { return r.Messages[len(r.Messages)-1].Cont
 // The bot's own comments never reach the model as new, and an unchanged
 // thread costs one conditional request per checkpoint.
 func TestUnchangedThreadCostsOneConditionalRequest(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
 		respond: func(e *env, r llmtest.Received) llmtest.Step {
 			if n := toolResults(r); n < 5 {
@@ -174,6 +176,7 @@ func (e *env) reactions(id int64) []string {
 // too (the emulator answers conditional requests like GitHub; real GitLab
 // may not, see docs/design.md).
 func TestUnchangedGitLabThreadCostsOneRequestPerCheckpoint(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitLab, kind: task.Issue, provider: config.ProviderOpenAI,
 		respond: func(e *env, r llmtest.Received) llmtest.Step {
 			if n := toolResults(r); n < 5 {
@@ -203,6 +206,7 @@ func TestUnchangedGitLabThreadCostsOneRequestPerCheckpoint(t *testing.T) {
 // A check that fails (the forge answers 500 to every read of the task once
 // work has started) is logged and skipped: the task still finishes.
 func TestFailingChecksNeverStopTheTask(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
 		respond: func(e *env, r llmtest.Received) llmtest.Step {
 			if r.N == 1 {
@@ -230,6 +234,7 @@ func TestFailingChecksNeverStopTheTask(t *testing.T) {
 // watcher knows them: a run reads the comments once, at its start, however
 // many it posts.
 func TestOwnCommentsCostNoCommentRead(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, c := range []struct {
 		name     string
 		forge    string

@@ -145,6 +145,7 @@ func unlabelled(s *forgetest.IssueSeed) { s.Labels = []string{"bug"} }
 // A label added after serve's discovery is picked up through the webhook,
 // long before the next poll; a forged delivery of it changes nothing.
 func TestLabelledTaskPickedUpThroughTheWebhook(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	for _, c := range []struct {
 		name  string
 		forge string
@@ -193,6 +194,7 @@ func TestLabelledTaskPickedUpThroughTheWebhook(t *testing.T) {
 // A comment's webhook makes the run's next checkpoint check the thread,
 // although check_interval would skip it.
 func TestCommentWebhookWakesTheCheckpointCheck(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	var s *served
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
 		respond: func(e *env, r llmtest.Received) llmtest.Step {
@@ -215,6 +217,7 @@ func TestCommentWebhookWakesTheCheckpointCheck(t *testing.T) {
 // A reply's webhook wakes the judge of the tasks awaiting one: the next
 // round starts without waiting for conversation.poll_seconds.
 func TestReplyWebhookWakesTheJudge(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitLab, kind: task.Issue, provider: config.ProviderOpenAI, conversation: true})
 	s := e.serveHTTP(t)
 	// The label is set before the store says awaiting; a reply that comes
@@ -233,6 +236,7 @@ func TestReplyWebhookWakesTheJudge(t *testing.T) {
 }
 
 func TestHealthAndReadiness(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, seed: unlabelled})
 	s := e.serveHTTP(t)
 	if status, body := s.get("/healthz"); status != http.StatusOK || body != "ok\n" {
@@ -256,6 +260,7 @@ func TestHealthAndReadiness(t *testing.T) {
 
 // The scrape, parsed as Prometheus parses it, counts what the run did.
 func TestMetricsMatchARun(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 	s := e.serveHTTP(t)
 	waitFor(t, "the task to be done", func() bool { return slices.Contains(e.labels(), "coding agent done") })
@@ -349,6 +354,7 @@ func metric(f map[string]*dto.MetricFamily, name, label, value string) float64 {
 // Removing the paused label (the operator's resume) is a webhook too: the
 // paused task resumes at once, not at the next poll.
 func TestResumeThroughTheWebhook(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
 	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
 		respond: func(e *env, r llmtest.Received) llmtest.Step {
 			if r.N == 1 {
