@@ -113,7 +113,7 @@ func escapeSuite(t *testing.T, fg, tool string) {
 			if n < len(escapes) {
 				args := map[string]any{"command": escapes[n].command}
 				if !viaServer {
-					args["timeout_seconds"] = 5
+					args["timeout_seconds"] = 2 // the endless loop burns a core until then
 				}
 				return e.call(r, "Trying "+escapes[n].name+".", tool, args)
 			}
@@ -124,7 +124,7 @@ func escapeSuite(t *testing.T, fg, tool string) {
 		e.cfg.MCPServers = []config.MCPServer{{Name: "boxed", Scope: config.ScopeTask, Sandbox: true, Command: []string{server},
 			Env: map[string]string{"SERVER_ONLY": "yes"}}}
 		e.cfg.Sandbox.ReadOnlyPaths = []string{filepath.Dir(server)}
-		e.cfg.Tools.CallTimeoutSeconds = 5 // the endless loop ends with the call, and its server
+		e.cfg.Tools.CallTimeoutSeconds = 2 // the endless loop ends with the call, and its server
 	}
 	// The model recording, in a folder the commands may read: the file
 	// itself stays hidden.
