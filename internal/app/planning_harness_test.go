@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -178,6 +179,17 @@ func (e *env) runOK(t *testing.T) {
 func (e *env) wantLabels(t *testing.T, want ...string) {
 	t.Helper()
 	if l := e.labels(); !slices.Equal(l, want) {
-		t.Errorf("labels %v, want %v", l, want)
+		t.Errorf("labels %v, want %v; the log's last lines:\n%s", l, want, logTail(e, 30))
 	}
+}
+
+// logTail is the last n lines of e's log, to say why a test's task ended
+// where it did.
+func logTail(e *env, n int) string {
+	b, err := os.ReadFile(e.cfg.Logging.File)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
