@@ -3,10 +3,10 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"os"
 	"strings"
 	"testing"
 	"time"
