@@ -94,3 +94,32 @@ func TestJudgeReplyWithoutKeywords(t *testing.T) {
 		}
 	}
 }
+
+// The model's answer is read strictly: exactly one of the two verdicts, or
+// not understood (and the reply then continues).
+func TestParseVerdict(t *testing.T) {
+	for _, c := range []struct {
+		content string
+		end, ok bool
+	}{
+		{`{"verdict": "end"}`, true, true},
+		{" {\"verdict\":\"continue\"}\n", false, true},
+		{`{"verdict": "END"}`, false, false},
+		{`end`, false, false},
+		{`END`, false, false},
+		{`{"verdict": "end", "why": "thanks"}`, false, false},
+		{`{"verdict": "end"} {"verdict": "continue"}`, false, false},
+		{"```json\n{\"verdict\": \"end\"}\n```", false, false},
+		{`The reply only thanks. {"verdict": "end"}`, false, false},
+		{`{"verdict": true}`, false, false},
+		{`{}`, false, false},
+		{`null`, false, false},
+		{`"end"`, false, false},
+		{``, false, false},
+		{`{"verdict": "end"`, false, false},
+	} {
+		if end, ok := ParseVerdict(c.content); end != c.end || ok != c.ok {
+			t.Errorf("ParseVerdict(%q) = %v, %v; want %v, %v", c.content, end, ok, c.end, c.ok)
+		}
+	}
+}
