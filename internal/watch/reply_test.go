@@ -123,3 +123,24 @@ func TestParseVerdict(t *testing.T) {
 		}
 	}
 }
+
+// No reply makes the judge panic, and a verdict is one of the three; the
+// strict reader takes only what it writes back the same.
+func FuzzJudgeReply(f *testing.F) {
+	for _, s := range []string{"Thanks!", "Thanks, that looks right. One more thing: please keep `slugify`.", "> quoted\n\nok",
+		"ありがとうございます。もう一つ、残してください。", "未完了です", "<!-- x --> LGTM", "On x wrote:\n> y", "\xff\xfe"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		v := JudgeReply(body, config.DefaultCompletionKeywords(), botSaid)
+		if v != Continue && v != End && v != Unsure {
+			t.Fatalf("JudgeReply(%q) = %d", body, v)
+		}
+		if end, ok := ParseVerdict(body); ok && body != "" {
+			again, ok2 := ParseVerdict(`{"verdict": "` + map[bool]string{true: "end", false: "continue"}[end] + `"}`)
+			if !ok2 || again != end {
+				t.Fatalf("ParseVerdict(%q) = %v but its verdict does not read back", body, end)
+			}
+		}
+	})
+}
