@@ -106,6 +106,9 @@ type App struct {
 	// recorder writes the model's traffic to llm.record; nil until the
 	// first model client is built, and when it is off.
 	recorder *record.Recorder
+	// model is the model client (startAgent); the reply judge asks it
+	// about a reply it is unsure of. nil: not built.
+	llm llm.Client
 }
 
 // New builds the logger, the store and the forge adapter. Commands that run
@@ -278,6 +281,7 @@ func (a *App) startAgent(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.llm = model
 	maxTools := 0
 	if c.LLM.Provider == config.ProviderOpenAI {
 		maxTools = openAIMaxTools
@@ -478,7 +482,8 @@ func (a *App) newWorker(q *jobs, shutdown <-chan struct{}) *worker.Worker {
 		Trust: watch.Trust{Allowed: cd.AllowedUsers, HearAuthor: tr.HearAuthorWithoutAccess,
 			LabelerNeedsWrite: tr.LabelerNeedsWriteAccess},
 		Conversation: worker.Conversation{Enabled: cv.Enabled, AllowCollaborators: cv.AllowCollaborators,
-			Keywords: cv.CompletionKeywords, Timeout: cv.Timeout(), MaxRounds: cv.MaxRounds},
+			Keywords: cv.CompletionKeywords, Timeout: cv.Timeout(), MaxRounds: cv.MaxRounds,
+			Ask: a.llm, Constrained: a.cfg.LLM.Constrained == config.ConstrainedAuto, Lang: report.ParseLang(a.cfg.Language)},
 		Owner: self, Ran: a.metrics.TaskRan,
 		BotName: bot, Workers: a.cfg.Continuous.Consumer.Workers, Shutdown: shutdown, Redact: a.redact, Logger: a.Log,
 		ForgeLease: a.cfg.ForgeLease(), SharedStore: a.cfg.Database.URL != "", CheckRounds: a.cfg.Workspace.CheckRounds,

@@ -169,6 +169,14 @@ func lostOr(ctx context.Context, err error) error {
 // a consumer sharing the state directory, and, with queue.type rabbitmq,
 // putting their jobs on the broker. With once it makes one pass.
 func (a *App) Produce(ctx context.Context, once bool) error {
+	if a.cfg.Conversation.Enabled {
+		// The reply judge asks the model about a reply it is unsure of.
+		m, err := a.newLLM(a.budget(ctx))
+		if err != nil {
+			return err
+		}
+		a.llm = m
+	}
 	var w *worker.Worker
 	if a.cfg.Queue.Type == config.QueueRabbitMQ {
 		q, err := a.newQueue(ctx)
@@ -365,6 +373,16 @@ func (a *App) Signal(ctx context.Context, action string, ref task.Ref, out io.Wr
 	case SignalResume:
 		return a.resume(ctx, ref, out)
 	case SignalStop:
+		// A task awaiting a reply has no run to reach a checkpoint: it
+		// stops now, on the forge and in the store.
+		stopped, said, serr := a.newWorker(nil, nil).StopAwaiting(ctx, ref)
+		if serr != nil {
+			return fmt.Errorf("stop %s: %w", ref, serr)
+		}
+		if stopped {
+			fmt.Fprintf(out, "%s: %s\n", ref, said)
+			return nil
+		}
 		err = a.forge.AddLabel(ctx, ref, l.Stopped)
 	default:
 		return fmt.Errorf("unknown action %q: want pause, resume or stop", action)

@@ -391,7 +391,7 @@ type CommentDetection struct {
 type Conversation struct {
 	Enabled            bool     `yaml:"enabled"`             // default true: finished tasks await a reply
 	AllowCollaborators bool     `yaml:"allow_collaborators"` // default true: people with write access may reply too, not only the author
-	CompletionKeywords []string `yaml:"completion_keywords"` // whole-word matches end the conversation; default DefaultCompletionKeywords(); [] for none
+	CompletionKeywords []string `yaml:"completion_keywords"` // thanks and approval words (watch.JudgeReply): a reply of these and little else ends the conversation; default DefaultCompletionKeywords(); [] for none
 	TimeoutHours       float64  `yaml:"timeout_hours"`       // default 24, > 0
 	MaxRounds          int      `yaml:"max_rounds"`          // default 10, >= 1
 	PollSeconds        int      `yaml:"poll_seconds"`        // how often serve checks awaiting tasks; default 30, >= 5

@@ -12,40 +12,6 @@ var negations = []string{"not", "don't", "dont", "isn't", "isnt", "aren't", "no"
 // negationsAfter follow a Japanese keyword and turn it around (完了していない).
 var negationsAfter = []string{"していない", "してない", "ではない", "じゃない", "できていない", "できてない", "しない", "ではありません", "じゃありません", "していません"}
 
-// IsCompletion reports whether a reply ends the conversation: it holds a
-// completion keyword as a whole word (for keywords in scripts written with
-// spaces; Japanese keywords match inside text), not negated ("not done",
-// "未完了", "完了していない"), and the reply asks nothing (no question mark):
-// "thanks, but could you also…?" goes on.
-func IsCompletion(body string, keywords []string) bool {
-	text := strings.ToLower(strings.TrimSpace(body))
-	if text == "" || strings.ContainsAny(text, "?？") {
-		return false
-	}
-	for _, k := range keywords {
-		k = strings.ToLower(strings.TrimSpace(k))
-		if k == "" {
-			continue
-		}
-		for from := 0; ; {
-			i := strings.Index(text[from:], k)
-			if i < 0 {
-				break
-			}
-			start, end := from+i, from+i+len(k)
-			from = start + 1
-			if wordy(k) && !(boundary(text, start, true) && boundary(text, end, false)) {
-				continue
-			}
-			if negated(text[:start], text[end:]) {
-				continue
-			}
-			return true
-		}
-	}
-	return false
-}
-
 // wordy reports whether k is written with letters of a script that
 // separates words with spaces (Latin and the like).
 func wordy(k string) bool {

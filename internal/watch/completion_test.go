@@ -1,11 +1,16 @@
 package watch
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 var keywords = []string{"ありがとう", "ありがとうございます", "ありがとうございました", "完了", "OK", "了解", "承知",
 	"thank you", "thanks", "done", "complete"}
 
-func TestIsCompletion(t *testing.T) {
+// maskPhrases finds keywords as whole words (inside Japanese text), and
+// tells a negated one ("not done", "未完了") from one that stands.
+func TestMaskPhrases(t *testing.T) {
 	for _, c := range []struct {
 		body string
 		want bool
@@ -24,15 +29,20 @@ func TestIsCompletion(t *testing.T) {
 		{"It isn't complete.", false},
 		{"未完了です", false},
 		{"完了していません", false},
-		{"Thanks! Could you also add a test?", false},
-		{"ありがとう、でもテストも追加できますか？", false},
+		{"Thanks! Could you also add a test?", true}, // found: the question is JudgeReply's to weigh
+		{"ありがとう、でもテストも追加できますか？", true},
 		{"book a meeting", false}, // "ok" inside a word
 		{"undone", false},         // "done" inside a word
 		{"Please add a README too.", false},
 		{"", false},
 	} {
-		if got := IsCompletion(c.body, keywords); got != c.want {
-			t.Errorf("IsCompletion(%q) = %v, want %v", c.body, got, c.want)
+		_, found, denied := maskPhrases(strings.ToLower(c.body), keywords)
+		if found != c.want {
+			t.Errorf("maskPhrases(%q) found %v, want %v", c.body, found, c.want)
+		}
+		if neg := strings.Contains(c.body, "not") || strings.Contains(c.body, "n't") || strings.Contains(c.body, "未") ||
+			strings.Contains(c.body, "していません"); denied != neg {
+			t.Errorf("maskPhrases(%q) denied %v, want %v", c.body, denied, neg)
 		}
 	}
 }

@@ -22,6 +22,8 @@ type event string
 const (
 	claimed           event = "claimed"            // the producer takes a labelled (or unpaused) task
 	replied           event = "replied"            // a reply to an awaiting task starts a new round
+	reopened          event = "reopened"           // a reply within the window after an announced end starts a new round
+	stopAwaiting      event = "stopped awaiting"   // stop (the command, or the stopped label) on a task awaiting a reply
 	closedEarly       event = "closed before work" // the item was closed before its run began
 	runDone           event = "done"               // the run ended done; no reply is awaited
 	roundDone         event = "round done"         // the run ended done; a reply may continue it
@@ -106,7 +108,12 @@ var unclaimed = []task.Status{"", task.Done, task.Failed, task.Paused, task.Stop
 var lifecycle = map[event]transition{
 	claimed: {from: unclaimed, to: task.Queued, add: processingLabel, remove: botLabel, take: true,
 		stale: []label{doneLabel, failedLabel, pausedLabel, stoppedLabel, awaitingLabel}},
-	replied:     {from: []task.Status{task.Awaiting}, to: task.Queued, add: processingLabel, remove: awaitingLabel, take: true},
+	replied:  {from: []task.Status{task.Awaiting}, to: task.Queued, add: processingLabel, remove: awaitingLabel, take: true},
+	reopened: {from: []task.Status{task.Done}, to: task.Queued, add: processingLabel, remove: doneLabel, take: true},
+	// The stopped label stays: it says why the task rests; the bot label
+	// starts it again (claimed).
+	stopAwaiting: {from: []task.Status{task.Awaiting}, to: task.Stopped, add: stoppedLabel, remove: awaitingLabel, take: true,
+		stale: []label{botLabel}, ws: wsFailed},
 	closedEarly: {from: []task.Status{task.Running}, to: task.Stopped, remove: processingLabel, ws: wsDone},
 	runDone: {from: []task.Status{task.Running}, to: task.Done, add: doneLabel, remove: processingLabel,
 		stale: []label{botLabel, failedLabel, awaitingLabel}, clear: true, retry: task.Queued, ws: wsDone},

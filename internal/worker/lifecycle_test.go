@@ -132,6 +132,7 @@ var walked = map[event]string{
 	runPaused: "TestRunEnds", runStopped: "TestRunEnds", runInterrupted: "TestRunEnds",
 	conversationEnded: "TestConversationTransitions", storeFailed: "TestStoreFailureStopsTheTask",
 	authRefused: "TestRefusedCredentialsLeaveTheTaskQueued",
+	reopened:    "TestRepliesJudgedAsAPersonWould", stopAwaiting: "TestStoppedLabelOnAnAwaitingTask",
 }
 
 func TestEveryEventIsWalked(t *testing.T) {
