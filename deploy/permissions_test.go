@@ -75,10 +75,6 @@ func as(uid, gid int, dir string, env []string, name string, args ...string) *ex
 	return cmd
 }
 
-// recipeStep is one shell line of a recipe, after the substitutions that
-// point it at the test's folders.
-type recipeStep struct{ line, run string }
-
 // runRecipe runs the recipe's lines that set up files (not those that
 // create users, install the binary or start a service) as uid:gid in dir,
 // each line through sh after replace.
