@@ -2,8 +2,9 @@
 #
 # coding-agent images. Two targets:
 #   full (the default): the static binary on Debian with git (the task
-#         workspaces need it), Node.js and npm (npx runs npm MCP servers such as
-#         @modelcontextprotocol/server-filesystem) and tini as PID 1;
+#         workspaces need it), Node.js and npm, the npm MCP servers of
+#         deploy/mcp installed at their locked versions (mcp-server-filesystem
+#         on PATH) and tini as PID 1;
 #   static: the binary alone on a distroless base, for configurations with
 #         no task-scoped MCP server (no workspace, so no git) and no npm server.
 #
@@ -53,6 +54,12 @@ USER 10001:10001
 WORKDIR /var/lib/coding-agent
 ENV HOME=/var/lib/coding-agent
 VOLUME ["/var/lib/coding-agent"]
+# serve's listener for a config from init (server.listen: ${SERVER_LISTEN}):
+# /healthz, /readyz, /metrics and the webhooks; the health check probes it.
+ENV SERVER_LISTEN=0.0.0.0:8080
+EXPOSE 8080
+HEALTHCHECK --interval=30s --timeout=10s --start-period=30s --retries=3 \
+  CMD ["/usr/local/bin/coding-agent", "health", "--config", "/etc/coding-agent/config.yaml"]
 ENTRYPOINT ["/usr/local/bin/coding-agent"]
 CMD ["serve", "--config", "/etc/coding-agent/config.yaml"]
 
@@ -63,6 +70,13 @@ RUN apt-get update \
  && groupadd --system --gid 10001 coding-agent \
  && useradd --system --uid 10001 --gid coding-agent --home-dir /var/lib/coding-agent --shell /usr/sbin/nologin coding-agent \
  && node --version && npm --version && git --version
+# The npm MCP servers, at the versions the lock pins (the ones the tests run),
+# installed now: a config names their commands (mcp-server-filesystem …) and
+# nothing is fetched when a task starts.
+COPY deploy/mcp/package.json deploy/mcp/package-lock.json /opt/coding-agent/mcp/
+RUN npm ci --prefix /opt/coding-agent/mcp --omit=dev --ignore-scripts --no-audit --no-fund \
+ && npm cache clean --force \
+ && ln -s /opt/coding-agent/mcp/node_modules/.bin/mcp-server-filesystem /usr/local/bin/mcp-server-filesystem
 COPY --from=build /out/coding-agent /usr/local/bin/coding-agent
 COPY --from=build --chown=10001:10001 /out/root/var/lib/coding-agent /var/lib/coding-agent
 USER coding-agent
@@ -71,6 +85,12 @@ ENV HOME=/var/lib/coding-agent \
     NPM_CONFIG_UPDATE_NOTIFIER=false \
     NPM_CONFIG_FUND=false
 VOLUME ["/var/lib/coding-agent"]
+# serve's listener for a config from init (server.listen: ${SERVER_LISTEN}):
+# /healthz, /readyz, /metrics and the webhooks; the health check probes it.
+ENV SERVER_LISTEN=0.0.0.0:8080
+EXPOSE 8080
+HEALTHCHECK --interval=30s --timeout=10s --start-period=30s --retries=3 \
+  CMD ["/usr/local/bin/coding-agent", "health", "--config", "/etc/coding-agent/config.yaml"]
 # tini reaps the MCP servers' orphaned children and passes SIGTERM on: the task
 # in hand then stops at its next checkpoint (shutdown_grace_seconds, default 5,
 # under Docker's 10 s; compose.yaml gives 30 s).

@@ -6,10 +6,14 @@
 package deploy_test
 
 import (
+	"fmt"
+	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -190,4 +194,87 @@ func TestComposeValidationCanFail(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "set POSTGRES_PASSWORD in .env") {
 		t.Errorf("without POSTGRES_PASSWORD: %v", err)
 	}
+}
+
+// The agent's listener (server.listen of a config from init, with the
+// environment compose gives it) is published, and the agent's health check
+// probes it with coding-agent health and the config the agent serves with.
+func TestComposePublishesAndChecksTheListener(t *testing.T) {
+	p, err := loadCompose(t, readRepoFile(t, "compose.yaml"), composeEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := listenerProblems(t, p); len(ps) != 0 {
+		t.Errorf("compose.yaml:\n%s", strings.Join(ps, "\n"))
+	}
+	for _, tc := range [][2]string{
+		{"      - ${AGENT_PUBLISH:-127.0.0.1:8080}:8080\n", ""},
+		{"${AGENT_PUBLISH:-127.0.0.1:8080}:8080", "${AGENT_PUBLISH:-127.0.0.1:8080}:9090"},
+		{`"health", "--config"`, `"version", "--config"`},
+		{"SERVER_LISTEN: 0.0.0.0:8080", "SERVER_LISTEN: 127.0.0.1:8080"},
+	} {
+		bad := strings.Replace(readRepoFile(t, "compose.yaml"), tc[0], tc[1], 1)
+		if bad == readRepoFile(t, "compose.yaml") {
+			t.Fatalf("the mutation %q did not apply", tc[0])
+		}
+		p, err := loadCompose(t, bad, composeEnv)
+		if err == nil && len(listenerProblems(t, p)) == 0 {
+			t.Errorf("%q → %q: not found", tc[0], tc[1])
+		}
+	}
+}
+
+// listenerProblems checks the agent's ports and healthcheck against the
+// listener of the starter configs.
+func listenerProblems(t *testing.T, p *types.Project) []string {
+	t.Helper()
+	agent := p.Services["agent"]
+	env := map[string]string{}
+	for k, v := range agent.Environment {
+		if v != nil {
+			env[k] = *v
+		}
+	}
+	var ps []string
+	configPath := ""
+	if i := slices.Index(agent.Command, "--config"); i >= 0 && i+1 < len(agent.Command) {
+		configPath = agent.Command[i+1]
+	}
+	hc := agent.HealthCheck
+	if want := []string{"CMD", "coding-agent", "health", "--config", configPath}; hc == nil || hc.Disable || !slices.Equal(hc.Test, want) {
+		ps = append(ps, fmt.Sprintf("agent healthcheck %+v, want test %q", hc, want))
+	}
+	for _, forge := range config.Forges {
+		for _, provider := range config.Providers {
+			data, err := config.Starter(forge, provider, "config.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			vars := maps.Clone(env)
+			for _, v := range config.StarterVariables(forge, provider) {
+				vars[v] = "secret-" + v
+			}
+			c, _, err := config.Parse(data, func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
+			if err != nil {
+				t.Fatalf("%s/%s: %v", forge, provider, err)
+			}
+			host, port, err := net.SplitHostPort(c.Server.Listen)
+			if err != nil {
+				ps = append(ps, fmt.Sprintf("%s/%s: server.listen %q: %v", forge, provider, c.Server.Listen, err))
+				continue
+			}
+			if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+				ps = append(ps, fmt.Sprintf("%s/%s: server.listen %q: the container listens on loopback only, which no published port reaches", forge, provider, c.Server.Listen))
+			}
+			if !slices.ContainsFunc(agent.Ports, func(pc types.ServicePortConfig) bool {
+				return strconv.Itoa(int(pc.Target)) == port && pc.Published != ""
+			}) {
+				ps = append(ps, fmt.Sprintf("%s/%s: the listener's port %s is not published (ports %+v)", forge, provider, port, agent.Ports))
+			}
+		}
+	}
+	if !slices.ContainsFunc(agent.Volumes, func(v types.ServiceVolumeConfig) bool { return v.Target == configPath && v.ReadOnly }) {
+		ps = append(ps, "the config "+configPath+" is not mounted read-only")
+	}
+	return ps
 }

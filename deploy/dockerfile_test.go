@@ -246,3 +246,128 @@ func TestDockerfileStructureCanFail(t *testing.T) {
 		}
 	}
 }
+
+// imageProblems checks what the image needs to start and be watched: each
+// image stage (static, full) has a HEALTHCHECK in exec form that runs
+// coding-agent health with the config CMD serves, sets SERVER_LISTEN (the
+// starter config's listener) on a port it EXPOSEs; full installs the npm
+// MCP servers of deploy/mcp at build time with npm ci (the lock pinned) and
+// nothing in it fetches a package with npx at run time.
+func imageProblems(text string) []string {
+	var ps []string
+	byName := map[string]stage{}
+	for _, s := range stages(parseDockerfile(text)) {
+		byName[s.name] = s
+	}
+	for _, name := range []string{"static", "full"} {
+		s := byName[name]
+		var health, cmd, listen, expose string
+		for _, in := range s.ins {
+			switch in.cmd {
+			case "HEALTHCHECK":
+				health = in.args
+			case "CMD":
+				cmd = in.args
+			case "EXPOSE":
+				expose = in.args
+			case "ENV":
+				if m := regexp.MustCompile(`\bSERVER_LISTEN=(\S+)`).FindStringSubmatch(in.args); m != nil {
+					listen = m[1]
+				}
+			}
+		}
+		var serve []string
+		_ = json.Unmarshal([]byte(cmd), &serve)
+		config := ""
+		if i := slices.Index(serve, "--config"); i >= 0 && i+1 < len(serve) {
+			config = serve[i+1]
+		}
+		_, probe, _ := strings.Cut(health, "CMD ")
+		var argv []string
+		if err := json.Unmarshal([]byte(probe), &argv); err != nil || len(argv) < 4 ||
+			!strings.HasSuffix(argv[0], "coding-agent") || argv[1] != "health" || !slices.Equal(argv[2:], []string{"--config", config}) {
+			ps = append(ps, fmt.Sprintf("stage %s: HEALTHCHECK %q, want CMD [coding-agent, health, --config, %s] in exec form", name, health, config))
+		}
+		if _, port, ok := strings.Cut(listen, ":"); !ok || !strings.HasPrefix(listen, "0.0.0.0:") || port != expose {
+			ps = append(ps, fmt.Sprintf("stage %s: SERVER_LISTEN=%q, EXPOSE %q: want 0.0.0.0:PORT and that port exposed", name, listen, expose))
+		}
+	}
+	var runs []string
+	for _, in := range byName["full"].ins {
+		if in.cmd == "RUN" || in.cmd == "COPY" || in.cmd == "CMD" || in.cmd == "ENTRYPOINT" {
+			runs = append(runs, in.args)
+		}
+	}
+	all := strings.Join(runs, "\n")
+	if !strings.Contains(all, "deploy/mcp/package.json deploy/mcp/package-lock.json") || !regexp.MustCompile(`\bnpm ci\b`).MatchString(all) {
+		ps = append(ps, "stage full: the npm MCP servers of deploy/mcp are not installed with npm ci from their lock file")
+	}
+	if regexp.MustCompile(`\bnpx\b|npm (install|i) `).MatchString(all) {
+		ps = append(ps, "stage full: npx or npm install fetches what the lock does not pin")
+	}
+	return ps
+}
+
+func TestDockerfileHealthAndPinnedServers(t *testing.T) {
+	good := readRepoFile(t, "Dockerfile")
+	if ps := imageProblems(good); len(ps) != 0 {
+		t.Errorf("Dockerfile:\n%s", strings.Join(ps, "\n"))
+	}
+	for _, tc := range [][2]string{
+		{"HEALTHCHECK", "# HEALTHCHECK"},
+		{"EXPOSE 8080", "EXPOSE 9090"},
+		{"npm ci", "npm install"},
+	} {
+		if bad := strings.Replace(good, tc[0], tc[1], 1); bad == good || len(imageProblems(bad)) == 0 {
+			t.Errorf("%q → %q: not found", tc[0], tc[1])
+		}
+	}
+}
+
+// The servers the image installs are the ones the tests run: each package
+// deploy/mcp's lock pins has the version and integrity the repository's
+// lock (npm ci for the tests) has, and deploy/mcp asks for the version the
+// repository's package.json names.
+func TestImageServersAreTheTestedOnes(t *testing.T) {
+	type lock struct {
+		Packages map[string]struct {
+			Version      string            `json:"version"`
+			Integrity    string            `json:"integrity"`
+			Dependencies map[string]string `json:"dependencies"`
+		} `json:"packages"`
+	}
+	type pkg struct {
+		Dependencies, DevDependencies map[string]string
+	}
+	read := func(name string, v any) {
+		if err := json.Unmarshal([]byte(readRepoFile(t, name)), v); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	var mine, tested lock
+	var minePkg, testedPkg pkg
+	read("deploy/mcp/package-lock.json", &mine)
+	read("package-lock.json", &tested)
+	read("deploy/mcp/package.json", &minePkg)
+	read("package.json", &testedPkg)
+	if len(minePkg.Dependencies) == 0 {
+		t.Fatal("deploy/mcp/package.json names no server")
+	}
+	for name, v := range minePkg.Dependencies {
+		if testedPkg.DevDependencies[name] != v {
+			t.Errorf("%s %s in the image, %q in the tests", name, v, testedPkg.DevDependencies[name])
+		}
+		if got := mine.Packages[""].Dependencies[name]; got != v {
+			t.Errorf("deploy/mcp's lock asks for %s %q, its package.json %s: run npm install --package-lock-only there", name, got, v)
+		}
+	}
+	for path, p := range mine.Packages {
+		if path == "" {
+			continue
+		}
+		q, ok := tested.Packages[path]
+		if !ok || q.Version != p.Version || q.Integrity != p.Integrity || p.Integrity == "" {
+			t.Errorf("%s: %s %s in the image's lock, %s %s in the tests'", path, p.Version, p.Integrity, q.Version, q.Integrity)
+		}
+	}
+}

@@ -41,7 +41,8 @@ commands:
   config check [FILE]
                  validate the config file and list every problem
   init           write a starter config: --forge github|gitlab --provider openai|ollama|lmstudio
-  version        print the version and commit
+  health         probe the running serve's GET /healthz at server.listen (exit 0 when it answers 200)
+  version        print the version and commit (also --version)
 
 Every command but init and version reads --config FILE (default config.yaml).
 coding-agent <command> --help lists the command's own flags.
@@ -116,6 +117,8 @@ var commands = []command{
 			fs.StringVar(&f.output, "output", "config.yaml", "the file to write")
 			fs.BoolVar(&f.force, "force", false, "overwrite the file if it exists")
 		}},
+	{name: "health", summary: "Ask the running serve's listener (server.listen) for GET /healthz: exit 0 when it answers 200, else 1. " +
+		"Needs no token: only the server section of the config is read.", define: configFlag},
 	{name: "version", summary: "Print the version and the commit it was built from.", define: func(*flag.FlagSet, *flags) {}},
 }
 
@@ -128,6 +131,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stdout, usage) // asked for: on stdout, so it pipes
 		return exitOK
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = append([]string{"version"}, args[1:]...)
 	}
 	name, rest := args[0], args[1:]
 	if name == "config" {
@@ -161,6 +167,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return initConfig(f, stdout, stderr)
 	case "config check":
 		return checkConfig(cmd, f, pos, stdout, stderr)
+	case "health":
+		cfg, code, ok := loadConfig(f.config, config.LoadServer, stderr)
+		if !ok {
+			return code
+		}
+		return health(ctx, cfg, stdout, stderr)
 	case "status":
 		cfg, code, ok := loadConfig(f.config, config.LoadStore, stderr)
 		if !ok {

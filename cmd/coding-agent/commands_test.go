@@ -23,7 +23,7 @@ func TestEachCommandHasItsOwnHelp(t *testing.T) {
 		"consume": {"config", "once", "quiet"}, "doctor": {"config", "fix"},
 		"status": {"config", "json"}, "pause": {"config"}, "resume": {"config"}, "stop": {"config"},
 		"release": {"config"}, "config check": {"config"}, "init": {"force", "forge", "output", "provider"},
-		"version": nil,
+		"version": nil, "health": {"config"},
 	}
 	for _, c := range commands {
 		for _, help := range []string{"--help", "-h"} {

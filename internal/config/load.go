@@ -76,6 +76,26 @@ func LoadStore(path string) (*Config, []Warning, error) {
 	return c, warnings, nil
 }
 
+// LoadServer is Load for `health`, which only probes the listener: it needs
+// no token, key or service in the environment. Problems are reported only in
+// the server section and in the file as a whole (its YAML).
+func LoadServer(path string) (*Config, []Warning, error) {
+	data, err := readConfig(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading config file: %w", err)
+	}
+	c, warnings, err := parse(data, os.LookupEnv, serverKey, false)
+	if err != nil {
+		return nil, warnings, fmt.Errorf("loading config file %s:\n%w", path, err)
+	}
+	return c, warnings, nil
+}
+
+// serverKey reports whether a problem at path stops LoadServer.
+func serverKey(path string) bool {
+	return path == "" || path == "server" || strings.HasPrefix(path, "server.")
+}
+
 // storeKey reports whether a problem at path stops LoadStore.
 func storeKey(path string) bool {
 	for _, k := range []string{"", "state_dir", "database", "host_name", "lease_seconds"} {
