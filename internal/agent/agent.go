@@ -291,4 +291,4 @@ func (p *plain) State() any {
 	}
 	return p.st
 }
-func (p *plain) Pinned() string                          { return "" }
+func (p *plain) Pinned() string { return "" }

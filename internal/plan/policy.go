@@ -52,7 +52,7 @@ type Options struct {
 	// section per model call, instead of the round's one living comment
 	// (report.Live) with the progress and a step per model call.
 	Separate bool
-	Redact func(string) string
+	Redact   func(string) string
 }
 
 // Coordinator runs tasks in planning mode. It is safe for concurrent use.

@@ -98,7 +98,7 @@ type Live struct {
 	// Progress is planning mode's rendered progress checklist ("" in the
 	// plain loop: the steps are the progress).
 	Progress string
-	Steps []Step
+	Steps    []Step
 	// Earlier counts older steps no longer kept: said to be in the
 	// comment's edit history.
 	Earlier  int

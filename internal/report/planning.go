@@ -93,7 +93,9 @@ func (l Lang) defaultMessage(p string, actionID string) (string, error) {
 
 // Default is what a step of phase p says when the model wrote no comment
 // (spec 000 §4.2), the action named during execution.
-func (l Lang) Default(p, actionID string) (string, error) { return l.defaultMessage(p, oneLine(actionID)) }
+func (l Lang) Default(p, actionID string) (string, error) {
+	return l.defaultMessage(p, oneLine(actionID))
+}
 
 // Call is the section written after one LLM call (spec 000 §4.1.1):
 //
