@@ -143,7 +143,9 @@ func (p *plain) Refuse(engine.ToolCall, *engine.Act) (string, bool) { return "",
 func (p *plain) Post(ctx context.Context, a *engine.Act) error {
 	if p.board != nil {
 		p.step(a)
-		p.live(ctx, false)
+		if err := p.live(ctx, false); err != nil { // a task that cannot report stops, as with separate comments
+			return fmt.Errorf("posting step comment on %s: %w", p.r.Input().Task.Ref, err)
+		}
 		return nil
 	}
 	if a.Done {
@@ -184,20 +186,19 @@ func (p *plain) step(a *engine.Act) {
 }
 
 // live shows the steps in the living comment; final is its last edit.
-// Reporting never stops the task: a failure is logged by the Board.
-func (p *plain) live(ctx context.Context, final bool) {
+// A failure is logged by the Board, and returned.
+func (p *plain) live(ctx context.Context, final bool) error {
 	o := p.l.o
 	body, err := o.Lang.Living(report.Live{Steps: p.st.Steps, Earlier: p.st.Earlier, Finished: final,
 		UpdatedAt: p.l.e.Now()}, report.MaxComment(p.r.Input().Task.Ref.Forge)-200)
 	if err != nil {
 		p.r.Log().Error("rendering the living comment", "error", err)
-		return
+		return nil
 	}
 	if final {
-		_ = p.board.Flush(ctx, body)
-		return
+		return p.board.Flush(ctx, body)
 	}
-	_ = p.board.SetProgress(ctx, body)
+	return p.board.SetProgress(ctx, body)
 }
 
 // questioned reports whether a is an end that comes right after failed
@@ -251,7 +252,7 @@ func (p *plain) Correction(reason string) (string, error) {
 // one last time first, whatever the end.
 func (p *plain) Announce(ctx context.Context, out engine.Outcome) {
 	if p.board != nil {
-		p.live(ctx, true)
+		_ = p.live(ctx, true) // logged by the Board
 	}
 	if out.End != engine.Done {
 		return
@@ -263,11 +264,7 @@ func (p *plain) Announce(ctx context.Context, out engine.Outcome) {
 		log.Error("rendering the closing comment", "error", err)
 		return
 	}
-	if p.board != nil {
-		_ = p.board.Post(ctx, body) // logged there
-		return
-	}
-	if err := p.r.Post(ctx, "closing", body); err != nil {
+	if err := p.r.Post(ctx, "closing", body); err != nil { // one comment, cut to fit: a 2 MB reply is not 33
 		log.Error("posting the closing comment", "error", err)
 	}
 }

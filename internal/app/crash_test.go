@@ -59,7 +59,7 @@ func TestKilledRunIsResumedByTheNextRun(t *testing.T) {
 	if l := e.labels(); !slices.Equal(l, []string{"bug", "coding agent done"}) {
 		t.Fatalf("final labels %v", l)
 	}
-	if c := e.botComments(); !slices.Equal(c, []string{"Writing hello.txt.", closingHello}) {
+	if c := e.botComments(); !helloDone(c) {
 		t.Fatalf("bot comments %q", c)
 	}
 }
@@ -190,6 +190,12 @@ delivery:
 		q(c.Workspace.Root), c.Workspace.Keep, c.Delivery.Enabled, c.Delivery.Draft, q(c.Delivery.BranchPrefix))
 	if c.HostName != "" {
 		yaml += "host_name: " + q(c.HostName) + "\n"
+	}
+	if c.Language != "" {
+		yaml += "language: " + c.Language + "\n"
+	}
+	if c.Comments.Mode != "" {
+		yaml += "comments:\n  mode: " + c.Comments.Mode + "\n"
 	}
 	if c.LeaseSeconds != 0 {
 		yaml += fmt.Sprintf("lease_seconds: %d\n", c.LeaseSeconds)

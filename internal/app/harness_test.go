@@ -319,3 +319,18 @@ func writeThenDone(e *env, r llmtest.Received) llmtest.Step {
 	}
 	return done("Created hello.txt with a greeting.")
 }
+
+// helloDone reports whether comments are writeThenDone's round as the
+// issue shows it by default: the living comment, holding the step's
+// comment, and the closing comment.
+func helloDone(c []string) bool {
+	return len(c) == 2 && strings.HasPrefix(c[0], "## 🤖 coding-agent worked on this") &&
+		strings.Count(c[0], "Writing hello.txt.") == 1 && c[1] == closingHello
+}
+
+// separate has e's task report a comment per model call (comments.mode:
+// separate), for the tests about what those comments say one by one.
+func separate(e *env) *env {
+	e.cfg.Comments.Mode = config.CommentsSeparate
+	return e
+}

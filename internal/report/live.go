@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/coding-agent/coding-agent/internal/sanitize"
 )
 
 // The living comment: what a round shows on the task by default
@@ -41,7 +43,8 @@ var targetKeys = []string{"command", "cmd", "path", "file", "file_path", "filena
 	"query", "pattern", "url"}
 
 // CallOf describes a tool call from its arguments (a JSON object): the
-// first of its arguments that names a file or a command.
+// first of its arguments that names a file or a command, without the
+// hosts it may name (sanitize.Hosts: a URL shows its path).
 func CallOf(tool string, args json.RawMessage) StepCall {
 	c := StepCall{Tool: oneLine(tool)}
 	var m map[string]any
@@ -52,7 +55,7 @@ func CallOf(tool string, args json.RawMessage) StepCall {
 		switch v := m[k].(type) {
 		case string:
 			if strings.TrimSpace(v) != "" {
-				c.Target = shorten(oneLine(v), 200)
+				c.Target = shorten(oneLine(sanitize.Hosts(v)), 200)
 				return c
 			}
 		case []any:
@@ -63,7 +66,7 @@ func CallOf(tool string, args json.RawMessage) StepCall {
 				}
 			}
 			if len(parts) > 0 {
-				c.Target = shorten(oneLine(strings.Join(parts, " ")), 200)
+				c.Target = shorten(oneLine(sanitize.Hosts(strings.Join(parts, " "))), 200)
 				return c
 			}
 		}
