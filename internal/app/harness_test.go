@@ -324,8 +324,13 @@ func writeThenDone(e *env, r llmtest.Received) llmtest.Step {
 // issue shows it by default: the living comment, holding the step's
 // comment, and the closing comment.
 func helloDone(c []string) bool {
-	return len(c) == 2 && strings.HasPrefix(c[0], "## 🤖 coding-agent worked on this") &&
-		strings.Count(c[0], "Writing hello.txt.") == 1 && c[1] == closingHello
+	return len(c) == 2 && living(c[0], "Writing hello.txt.") && c[1] == closingHello
+}
+
+// living reports whether c is a finished living comment showing step's
+// comment once.
+func living(c, step string) bool {
+	return strings.HasPrefix(c, "## 🤖 coding-agent worked on this") && strings.Count(c, step) == 1
 }
 
 // separate has e's task report a comment per model call (comments.mode:
