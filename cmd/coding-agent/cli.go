@@ -54,6 +54,7 @@ type flags struct {
 	once, json, force       bool
 	dryRun, quiet, fix      bool
 	forge, provider, output string
+	language                string
 	set                     map[string]bool // the flags given on the command line
 }
 
@@ -116,6 +117,7 @@ var commands = []command{
 			fs.StringVar(&f.provider, "provider", "", "openai, ollama or lmstudio (required)")
 			fs.StringVar(&f.output, "output", "config.yaml", "the file to write")
 			fs.BoolVar(&f.force, "force", false, "overwrite the file if it exists")
+			fs.StringVar(&f.language, "language", config.LanguageEnglish, "en or ja: the language of the agent's comments")
 		}},
 	{name: "health", summary: "Ask the running serve's listener (server.listen) for GET /healthz: exit 0 when it answers 200, else 1. " +
 		"Needs no token: only the server section of the config is read.", define: configFlag},
@@ -298,10 +300,10 @@ func checkConfig(cmd command, f flags, pos []string, stdout, stderr io.Writer) i
 // unless --force.
 func initConfig(f flags, stdout, stderr io.Writer) int {
 	if f.forge == "" || f.provider == "" {
-		fmt.Fprintln(stderr, "usage: coding-agent init --forge github|gitlab --provider openai|ollama|lmstudio [--output FILE] [--force]")
+		fmt.Fprintln(stderr, "usage: coding-agent init --forge github|gitlab --provider openai|ollama|lmstudio [--language en|ja] [--output FILE] [--force]")
 		return exitUsage
 	}
-	data, err := config.Starter(f.forge, f.provider, f.output)
+	data, err := config.StarterIn(f.forge, f.provider, f.output, f.language)
 	if err != nil {
 		fmt.Fprintf(stderr, "coding-agent init: %v\n", err)
 		return exitUsage

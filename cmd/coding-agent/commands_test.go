@@ -22,7 +22,7 @@ func TestEachCommandHasItsOwnHelp(t *testing.T) {
 		"run": {"config", "dry-run", "quiet"}, "serve": {"config", "quiet"}, "produce": {"config", "once", "quiet"},
 		"consume": {"config", "once", "quiet"}, "doctor": {"config", "fix"},
 		"status": {"config", "json"}, "pause": {"config"}, "resume": {"config"}, "stop": {"config"},
-		"release": {"config"}, "config check": {"config"}, "init": {"force", "forge", "output", "provider"},
+		"release": {"config"}, "config check": {"config"}, "init": {"force", "forge", "language", "output", "provider"},
 		"version": nil, "health": {"config"},
 	}
 	for _, c := range commands {
@@ -219,6 +219,32 @@ func TestInitOutputPassesConfigCheck(t *testing.T) {
 		if code, _, stderr := cli(t, args...); code != exitUsage || stderr == "" {
 			t.Errorf("%q: exit code %d, stderr %q", args, code, stderr)
 		}
+	}
+}
+
+// init writes English comments by default and Japanese ones with
+// --language ja, a config that config check accepts and loads as such; an
+// unknown language is a usage error.
+func TestInitLanguage(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("GITHUB_TOKEN", "placeholder")
+	t.Setenv("OPENAI_API_KEY", "placeholder")
+	for lang, args := range map[string][]string{"en": nil, "ja": {"--language", "ja"}} {
+		path := filepath.Join(dir, lang+".yaml")
+		if code, _, stderr := cli(t, append([]string{"init", "--forge", "github", "--provider", "openai", "--output", path}, args...)...); code != exitOK {
+			t.Fatalf("init %v: exit code %d, %s", args, code, stderr)
+		}
+		c, _, err := config.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Language != lang || c.Comments.Mode != config.CommentsLiving {
+			t.Errorf("init %v: language %q, comments.mode %q; want %s and living", args, c.Language, c.Comments.Mode, lang)
+		}
+	}
+	if code, _, stderr := cli(t, "init", "--forge", "github", "--provider", "openai", "--output", filepath.Join(dir, "x.yaml"),
+		"--language", "fr"); code != exitUsage || !strings.Contains(stderr, "unknown language") {
+		t.Errorf("init --language fr: exit code %d, stderr %q", code, stderr)
 	}
 }
 

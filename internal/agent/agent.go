@@ -21,11 +21,28 @@ const mode = "plain"
 // Loop runs tasks in the plain loop. It is safe for concurrent use.
 type Loop struct {
 	e      *engine.Engine
+	o      Options
 	system string
 }
 
+// Options say how the plain loop reports on the task.
+type Options struct {
+	// Forge, when set, is where the round's living comment goes: one
+	// comment edited in place with every step (report.Live), then one
+	// closing comment. nil, or Separate: each step's comment is a comment
+	// of its own, posted through the run's Poster (engine.Input.Post).
+	Forge    report.BoardForge
+	Separate bool
+	// Lang is the language of the comments; "" → English.
+	Lang   report.Lang
+	Redact func(string) string // nil → identity
+}
+
 // New prepares the plain loop's system prompt.
-func New(e *engine.Engine) (*Loop, error) {
+func New(e *engine.Engine, o Options) (*Loop, error) {
+	if o.Lang == "" {
+		o.Lang = report.English
+	}
 	sys, err := systemPrompt(e.Toolset(), e.MaxCalls(), e.FinishFn())
 	if err != nil {
 		return nil, err
@@ -33,7 +50,7 @@ func New(e *engine.Engine) (*Loop, error) {
 	if err := e.Fits(sys); err != nil {
 		return nil, err
 	}
-	return &Loop{e: e, system: sys}, nil
+	return &Loop{e: e, o: o, system: sys}, nil
 }
 
 // Run works on the task until the model says done, a limit is hit, the run
@@ -44,10 +61,15 @@ func (l *Loop) Run(ctx context.Context, in engine.Input) (engine.Outcome, error)
 
 // plain is the policy of one run.
 type plain struct {
-	l  *Loop
-	r  *engine.Run
-	st state
+	l     *Loop
+	r     *engine.Run
+	st    state
+	board *report.Board // the living comment; nil in separate mode
 }
+
+// maxSteps bounds the steps the checkpoint keeps for the living comment:
+// older ones are counted (Earlier), and stay in its edit history.
+const maxSteps = 300
 
 // state is the plain loop's part of the checkpoint.
 type state struct {
@@ -60,6 +82,11 @@ type state struct {
 	// Posted identifies the last step comment posted (a hash of it): the
 	// same comment again is not posted twice in a row.
 	Posted string `json:"posted,omitempty"`
+	// Steps are the living comment's steps (the newest maxSteps), Earlier
+	// how many older ones it no longer shows, Board its comment.
+	Steps   []report.Step     `json:"steps,omitempty"`
+	Earlier int               `json:"earlier,omitempty"`
+	Board   report.BoardState `json:"board,omitzero"`
 }
 
 func (p *plain) Mode() string   { return mode }
@@ -73,6 +100,10 @@ func (p *plain) Begin(_ context.Context, r *engine.Run, saved json.RawMessage) e
 		if err := json.Unmarshal(saved, &p.st); err != nil {
 			return fmt.Errorf("reading the plain loop's state: %v: %w", err, engine.ErrUnresumable)
 		}
+	}
+	if o := p.l.o; o.Forge != nil && !o.Separate {
+		p.board = report.NewBoard(report.BoardOptions{Forge: o.Forge, Ref: r.Input().Task.Ref, Redact: o.Redact, Logger: r.Log(),
+			Key: r.Key, EditEvery: report.LiveEditEvery}, p.st.Board)
 	}
 	return nil
 }
@@ -105,8 +136,18 @@ func (p *plain) Refuse(engine.ToolCall, *engine.Act) (string, bool) { return "",
 
 // Post posts the step's comment, unless it is the same as the last one
 // posted, or it ends the task: the closing comment waits for the outcome
-// (Announce), which the repository's checks may still refuse.
+// (Announce), which the repository's checks may still refuse. With a
+// living comment, the step joins it instead (its comment, the same as the
+// last one left out, and its tool calls with the files and commands they
+// name), and the comment is edited at most every report.LiveEditEvery.
 func (p *plain) Post(ctx context.Context, a *engine.Act) error {
+	if p.board != nil {
+		p.step(a)
+		if err := p.live(ctx, false); err != nil { // a task that cannot report stops, as with separate comments
+			return fmt.Errorf("posting step comment on %s: %w", p.r.Input().Task.Ref, err)
+		}
+		return nil
+	}
 	if a.Done {
 		return nil
 	}
@@ -126,14 +167,59 @@ func (p *plain) Post(ctx context.Context, a *engine.Act) error {
 	return nil
 }
 
+// step adds a's step to the living comment's steps.
+func (p *plain) step(a *engine.Act) {
+	s := report.Step{N: p.r.Counts().Calls, Done: a.Done}
+	if body := strings.TrimSpace(a.Comment); body != "" && !a.Done { // a done's comment is the closing one
+		if id := engine.Digest(body); id != p.st.Posted {
+			s.Comment, p.st.Posted = body, id
+		}
+	}
+	for _, c := range a.Calls {
+		s.Calls = append(s.Calls, report.CallOf(c.Tool, c.Args))
+	}
+	p.st.Steps = append(p.st.Steps, s)
+	if over := len(p.st.Steps) - maxSteps; over > 0 {
+		p.st.Steps = p.st.Steps[over:]
+		p.st.Earlier += over
+	}
+}
+
+// live shows the steps in the living comment; final is its last edit.
+// A failure is logged by the Board, and returned.
+func (p *plain) live(ctx context.Context, final bool) error {
+	o := p.l.o
+	body, err := o.Lang.Living(report.Live{Steps: p.st.Steps, Earlier: p.st.Earlier, Finished: final,
+		UpdatedAt: p.l.e.Now()}, report.MaxComment(p.r.Input().Task.Ref.Forge)-200)
+	if err != nil {
+		p.r.Log().Error("rendering the living comment", "error", err)
+		return nil
+	}
+	if final {
+		return p.board.Flush(ctx, body)
+	}
+	return p.board.SetProgress(ctx, body)
+}
+
 // questioned reports whether a is an end that comes right after failed
 // calls and has not been questioned yet.
 func (p *plain) questioned(a *engine.Act) bool { return a.Done && p.st.Failed && !p.st.Asked }
 
-// Called notes a call that ended in a tool error.
-func (p *plain) Called(_ context.Context, _ engine.ToolCall, res toolhost.Result) {
-	if res.IsError {
-		p.st.Failed = true
+// Called notes a call that ended in a tool error (on the living
+// comment's step too).
+func (p *plain) Called(_ context.Context, c engine.ToolCall, res toolhost.Result) {
+	if !res.IsError {
+		return
+	}
+	p.st.Failed = true
+	if n := len(p.st.Steps); n > 0 {
+		want := report.CallOf(c.Tool, c.Args)
+		for i, sc := range p.st.Steps[n-1].Calls {
+			if !sc.Failed && sc.Tool == want.Tool && sc.Target == want.Target {
+				p.st.Steps[n-1].Calls[i].Failed = true
+				break
+			}
+		}
 	}
 }
 
@@ -162,33 +248,25 @@ func (p *plain) Correction(reason string) (string, error) {
 // Announce posts the closing comment of a round that ended done: the
 // model's comment, how many comments from people who may not steer the
 // task were left unread, and what was run (report.Evidence). A failed
-// round's comment is the worker's.
+// round's comment is the worker's. The living comment, if any, is edited
+// one last time first, whatever the end.
 func (p *plain) Announce(ctx context.Context, out engine.Outcome) {
+	if p.board != nil {
+		_ = p.live(ctx, true) // logged by the Board
+	}
 	if out.End != engine.Done {
 		return
 	}
 	log := p.r.Log()
-	body, err := closing(out)
+	checks, ran := report.Commands(out.Checks, out.Ran)
+	body, err := p.l.o.Lang.Closing(report.Closing{Comment: out.Comment, Checks: checks, Ran: ran, Ignored: out.Ignored})
 	if err != nil {
 		log.Error("rendering the closing comment", "error", err)
 		return
 	}
-	if err := p.r.Post(ctx, "closing", body); err != nil {
+	if err := p.r.Post(ctx, "closing", body); err != nil { // one comment, cut to fit: a 2 MB reply is not 33
 		log.Error("posting the closing comment", "error", err)
 	}
-}
-
-// closing is the closing comment of a round that ended done.
-func closing(out engine.Outcome) (string, error) {
-	checks, ran := report.Commands(out.Checks, out.Ran)
-	evidence, err := report.Evidence(report.English, checks, ran)
-	if err != nil {
-		return "", err
-	}
-	return comments.Render("closing.tmpl", struct {
-		Comment, Evidence string
-		Ignored           int
-	}{strings.TrimSpace(out.Comment), evidence, out.Ignored})
 }
 
 // Reopen carries on after the checks refused a done: the engine has told
@@ -201,5 +279,13 @@ func (p *plain) Expect() engine.Expect { return engine.Expect{Calls: true, Done:
 func (p *plain) Trouble(context.Context, string, bool)   {}
 func (p *plain) Heard(context.Context, []engine.Applied) {}
 func (p *plain) Ending(*engine.Outcome)                  {}
-func (p *plain) State() any                              { return p.st }
-func (p *plain) Pinned() string                          { return "" }
+
+// State is the plain loop's part of the checkpoint, the living comment's
+// included.
+func (p *plain) State() any {
+	if p.board != nil {
+		p.st.Board = p.board.State()
+	}
+	return p.st
+}
+func (p *plain) Pinned() string { return "" }

@@ -127,7 +127,7 @@ func newAgent(t *testing.T, m llm.Client, st engine.State, native bool, mod func
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := New(e)
+	l, err := New(e, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

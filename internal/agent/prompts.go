@@ -11,13 +11,6 @@ var promptFS embed.FS
 
 var prompts = engine.ParsePrompts(promptFS, "prompts/*.tmpl")
 
-// comments are the plain loop's comment bodies.
-//
-//go:embed comments/*.tmpl
-var commentFS embed.FS
-
-var comments = engine.ParsePrompts(commentFS, "comments/*.tmpl")
-
 // systemPrompt is the plain loop's system prompt: how to work, the reply
 // protocol, and the tool catalog. finish is the function name of the tool
 // that ends the task when a constrained run with native calls offers one.

@@ -293,11 +293,12 @@ func (a *App) startAgent(ctx context.Context) error {
 		return err
 	}
 	if !c.Planning.Enabled {
-		a.runner, err = agent.New(e)
+		a.runner, err = agent.New(e, agent.Options{Forge: a.forge, Separate: c.Comments.Mode == config.CommentsSeparate,
+			Lang: report.ParseLang(c.Language), Redact: a.redact})
 		return err
 	}
 	a.runner, err = plan.New(plan.Options{Engine: e, Forge: a.forge, Settings: planSettings(c.Planning),
-		Lang: report.ParseLang(c.Language), Redact: a.redact})
+		Lang: report.ParseLang(c.Language), Separate: c.Comments.Mode == config.CommentsSeparate, Redact: a.redact})
 	return err
 }
 

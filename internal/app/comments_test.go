@@ -109,9 +109,10 @@ func TestKillRightAfterACommentLandedPostsItOnce(t *testing.T) {
 				e.cfg.Conversation.Enabled = false
 				return e
 			}},
-		{name: "progress comment", at: "実行計画の進捗", want: plannedSections(),
+		{name: "living comment, planned", at: "coding-agent が作業中です", want: plannedSteps(),
 			env: func(t *testing.T) *env {
 				e := planned(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, respond: fullPlan})
+				e.cfg.Language = config.LanguageJapanese
 				e.cfg.Planning.Reflection.TriggerInterval = 2 // the golden run: 18 requests
 				e.now = nil
 				return e
@@ -154,13 +155,14 @@ func TestKillRightAfterACommentLandedPostsItOnce(t *testing.T) {
 	}
 }
 
-// plannedSections are the texts of the golden planned run's comments
+// plannedSteps are the texts of the golden planned run's comments
 // (fullPlan, a reflection every 2 actions: 18 requests), each once: the
-// progress report, each call's section, the receipt.
-func plannedSections() []string {
-	want := []string{"実行計画の進捗", "LLM呼び出し: 18 回"}
+// living comment (its progress, each call's step, the end) and the
+// closing comment's receipt.
+func plannedSteps() []string {
+	want := []string{"実行計画の進捗", "LLM呼び出し: 18 回", "## 🤖 coding-agent の作業記録"}
 	for n := 1; n <= 18; n++ {
-		want = append(want, fmt.Sprintf("LLM呼び出し #%d\n|LLM呼び出し #%d 完了\n", n, n))
+		want = append(want, fmt.Sprintf("**ステップ %d**", n))
 	}
 	return want
 }

@@ -59,7 +59,7 @@ func TestKilledRunIsResumedByTheNextRun(t *testing.T) {
 	if l := e.labels(); !slices.Equal(l, []string{"bug", "coding agent done"}) {
 		t.Fatalf("final labels %v", l)
 	}
-	if c := e.botComments(); !slices.Equal(c, []string{"Writing hello.txt.", closingHello}) {
+	if c := e.botComments(); !helloDone(c) {
 		t.Fatalf("bot comments %q", c)
 	}
 }
@@ -191,6 +191,12 @@ delivery:
 	if c.HostName != "" {
 		yaml += "host_name: " + q(c.HostName) + "\n"
 	}
+	if c.Language != "" {
+		yaml += "language: " + c.Language + "\n"
+	}
+	if c.Comments.Mode != "" {
+		yaml += "comments:\n  mode: " + c.Comments.Mode + "\n"
+	}
 	if c.LeaseSeconds != 0 {
 		yaml += fmt.Sprintf("lease_seconds: %d\n", c.LeaseSeconds)
 	}
@@ -291,12 +297,13 @@ func TestKilledPlannedRunAfterARevisionContinues(t *testing.T) {
 			}
 			e.wantLabels(t, "bug", "coding agent done")
 			comments := strings.Join(e.botComments(), "\n")
-			if n := strings.Count(comments, "実行計画の進捗"); n != 1 {
-				t.Errorf("%d progress comments, want 1 edited in place", n)
+			if n := strings.Count(comments, "実行計画の進捗"); n != 1 || len(e.botComments()) != 2 {
+				t.Errorf("%d progress reports in %d comments, want 1 in the living comment, edited in place, and the closing one",
+					n, len(e.botComments()))
 			}
-			for n := 1; n <= 18; n++ {
-				if c := strings.Count(comments, fmt.Sprintf("LLM呼び出し #%d\n", n)) + strings.Count(comments, fmt.Sprintf("LLM呼び出し #%d 完了\n", n)); c != 1 {
-					t.Errorf("the section of call #%d appears %d times, want 1", n, c)
+			for n := 1; n <= 18; n++ { // the living comment's steps, each once
+				if c := strings.Count(comments, fmt.Sprintf("**ステップ %d**", n)); c != 1 {
+					t.Errorf("the step of call #%d appears %d times, want 1", n, c)
 				}
 			}
 			if !strings.Contains(comments, "LLM呼び出し: 18 回") {

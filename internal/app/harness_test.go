@@ -319,3 +319,23 @@ func writeThenDone(e *env, r llmtest.Received) llmtest.Step {
 	}
 	return done("Created hello.txt with a greeting.")
 }
+
+// helloDone reports whether comments are writeThenDone's round as the
+// issue shows it by default: the living comment, holding the step's
+// comment, and the closing comment.
+func helloDone(c []string) bool {
+	return len(c) == 2 && living(c[0], "Writing hello.txt.") && c[1] == closingHello
+}
+
+// living reports whether c is a finished living comment showing step's
+// comment once.
+func living(c, step string) bool {
+	return strings.HasPrefix(c, "## 🤖 coding-agent worked on this") && strings.Count(c, step) == 1
+}
+
+// separate has e's task report a comment per model call (comments.mode:
+// separate), for the tests about what those comments say one by one.
+func separate(e *env) *env {
+	e.cfg.Comments.Mode = config.CommentsSeparate
+	return e
+}

@@ -91,6 +91,7 @@ func planned(t testing.TB, s setup) *env {
 	t.Helper()
 	s.planning = true
 	e := newEnv(t, s)
+	e.cfg.Language = config.LanguageJapanese // the spec's language, in which these tests were written
 	e.now = func() time.Time { return planTime }
 	return e
 }
@@ -102,15 +103,21 @@ func TestPlannedTaskRunsEveryPhase(t *testing.T) {
 		forge  string
 		kind   task.Kind
 		native bool
+		mode   string // comments.mode; "": the default, living
 	}{
-		{"github-issue-json", task.GitHub, task.Issue, false},
-		{"github-issue-native", task.GitHub, task.Issue, true},
-		{"gitlab-mr-json", task.GitLab, task.MergeRequest, false},
-		{"gitlab-issue-native", task.GitLab, task.Issue, true},
+		{"github-issue-json", task.GitHub, task.Issue, false, ""},
+		{"github-issue-native", task.GitHub, task.Issue, true, ""},
+		{"gitlab-mr-json", task.GitLab, task.MergeRequest, false, ""},
+		{"gitlab-issue-native", task.GitLab, task.Issue, true, ""},
+		{"github-issue-json-separate", task.GitHub, task.Issue, false, config.CommentsSeparate},
+		{"gitlab-issue-native-separate", task.GitLab, task.Issue, true, config.CommentsSeparate},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := planned(t, setup{forge: c.forge, kind: c.kind, provider: config.ProviderOpenAI, native: c.native, respond: fullPlan})
 			e.cfg.Planning.Reflection.TriggerInterval = 2
+			if c.mode != "" {
+				e.cfg.Comments.Mode = c.mode
+			}
 			if err := e.run(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -131,7 +138,14 @@ func TestPlannedTaskRunsEveryPhase(t *testing.T) {
 			if rec.Status != task.Done || rec.Counters.LLMCalls != 18 || rec.Counters.ToolCalls != 7 {
 				t.Errorf("store record %+v", rec)
 			}
-			golden.Check(t, "planning_full", e.commentsText())
+			if c.mode == config.CommentsSeparate {
+				golden.Check(t, "planning_full_separate", e.commentsText())
+			} else {
+				golden.Check(t, "planning_full", e.commentsText()) // the living comment and the closing one
+				if n := len(e.botComments()); n != 2 {
+					t.Errorf("%d bot comments, want the living one and the closing one", n)
+				}
+			}
 			e.checkHistory(t, []string{plan.EntryPlan, plan.EntryReflection, plan.EntryReflection, plan.EntryRevision, plan.EntryVerification})
 		})
 	}

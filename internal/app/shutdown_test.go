@@ -29,7 +29,7 @@ func TestServeShutdownCheckpointsAndRunResumes(t *testing.T) {
 		t.Fatalf("labels after shutdown %v", l)
 	}
 	c := e.botComments()
-	if len(c) != 2 || c[0] != "Writing hello.txt." || !strings.Contains(c[1], "stopped while working") {
+	if len(c) != 2 || !strings.Contains(c[0], "Writing hello.txt.") || !strings.Contains(c[1], "stopped while working") {
 		t.Fatalf("comments after shutdown %q", c)
 	}
 
@@ -49,6 +49,11 @@ func TestServeShutdownCheckpointsAndRunResumes(t *testing.T) {
 	}
 	if rec := e.record(); rec.Status != task.Done || rec.Counters.LLMCalls != 2 {
 		t.Fatalf("final record %+v", rec)
+	}
+	// The resumed round edits the living comment it began, then closes.
+	if c := e.botComments(); len(c) != 3 || !strings.HasPrefix(c[0], "## 🤖 coding-agent worked on this") ||
+		strings.Count(c[0], "Writing hello.txt.") != 1 || c[2] != closingHello {
+		t.Errorf("comments after the resumed run %q", c)
 	}
 }
 

@@ -72,10 +72,10 @@ func TestKilledHostsTaskIsTakenOverByAnotherHost(t *testing.T) {
 				t.Fatalf("final labels %v", l)
 			}
 			c := e.botComments()
-			if len(c) != 3 || c[0] != "Writing hello.txt." || !strings.Contains(c[1], "took over this task") ||
+			if len(c) != 3 || !living(c[0], "Writing hello.txt.") || !strings.Contains(c[1], "took over this task") ||
 				!strings.Contains(c[1], "(host-a, pid ") || !strings.Contains(c[1], "on host-b continues") ||
 				c[2] != closingHello {
-				t.Fatalf("bot comments %q, want the first step's, the takeover, and the closing one, once each", c)
+				t.Fatalf("bot comments %q, want the living comment (begun by host-a, finished by host-b), the takeover, and the closing one, once each", c)
 			}
 			if rec := e.record(); rec.Status != task.Done || rec.Host != "host-b" {
 				t.Errorf("final record %+v", rec)

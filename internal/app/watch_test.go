@@ -119,6 +119,7 @@ func TestUnchangedThreadCostsOneConditionalRequest(t *testing.T) {
 			}
 			return done("Looked around.")
 		}})
+	separate(e) // steps without comments post nothing: the thread stays unchanged (a living comment changes it)
 	e.runOK(t)
 	e.wantLabels(t, "bug", "coding agent done")
 	var gets, conditional, notModified, commentReads int
@@ -184,6 +185,7 @@ func TestUnchangedGitLabThreadCostsOneRequestPerCheckpoint(t *testing.T) {
 			}
 			return done("Looked around.")
 		}})
+	separate(e) // steps without comments post nothing: the thread stays unchanged (a living comment changes it)
 	e.runOK(t)
 	var gets, notModified, noteReads int
 	for _, r := range e.gl.Requests() {

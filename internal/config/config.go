@@ -65,6 +65,21 @@ const (
 	LanguageEnglish  = "en"
 )
 
+// Values accepted in comments.mode.
+const (
+	// CommentsLiving: each round shows one living comment, edited in place
+	// with every step, and one closing comment.
+	CommentsLiving = "living"
+	// CommentsSeparate: a comment per model call (planning mode: a
+	// progress comment and a comment per phase visit).
+	CommentsSeparate = "separate"
+)
+
+// Comments is the comments section.
+type Comments struct {
+	Mode string `yaml:"mode"` // CommentsLiving or CommentsSeparate; default living
+}
+
 // Values accepted in the planning section.
 const (
 	StrategyChainOfThought = "chain_of_thought" // planning.strategy
@@ -92,7 +107,8 @@ type Config struct {
 	MaxLLMProcessNum int              `yaml:"max_llm_process_num"` // most LLM requests per task; default 1000
 	Continuous       Continuous       `yaml:"continuous"`          // long-running (producer/consumer) mode
 	Logging          Logging          `yaml:"logging"`             // log destination and level
-	Language         string           `yaml:"language"`            // "ja" or "en": language of the comments the agent writes; default "ja"
+	Language         string           `yaml:"language"`            // "en" or "ja": language of the comments the agent writes; default "en"
+	Comments         Comments         `yaml:"comments"`            // how a round reports on the task
 	Planning         Planning         `yaml:"planning"`            // planning mode
 	CommentDetection CommentDetection `yaml:"comment_detection"`   // reading new comments while a task runs
 	Conversation     Conversation     `yaml:"conversation"`        // the follow-up conversation after a task
@@ -638,7 +654,8 @@ func Default() *Config {
 		MaxLLMProcessNum: 1000,
 		Continuous:       Continuous{Producer: Producer{IntervalMinutes: 1}, Consumer: Consumer{Workers: 1}},
 		Logging:          Logging{File: "logs/coding-agent.log", Level: "info", MaxAgeDays: 30},
-		Language:         LanguageJapanese,
+		Language:         LanguageEnglish,
+		Comments:         Comments{Mode: CommentsLiving},
 		Planning:         defaultPlanning(),
 		CommentDetection: CommentDetection{Enabled: true, CheckInterval: 1},
 		Trust:            Trust{LabelerNeedsWriteAccess: true, HearAuthorWithoutAccess: true},

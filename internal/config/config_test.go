@@ -146,6 +146,7 @@ func TestGitHubOpenAIExample(t *testing.T) {
 			TimeoutHours: 24, MaxRounds: 10, PollSeconds: 30,
 		},
 		Trust:                config.Trust{LabelerNeedsWriteAccess: true, HearAuthorWithoutAccess: true},
+		Comments:             config.Comments{Mode: config.CommentsLiving},
 		ShutdownGraceSeconds: 5,
 		LeaseSeconds:         60,
 		ForgeLeaseSeconds:    new(300),

@@ -29,8 +29,11 @@ func TestPlanningAndLanguageDefaults(t *testing.T) {
 	if diff := cmp.Diff(defaultPlanning, config.Default().Planning); diff != "" {
 		t.Errorf("Default().Planning (-want +got):\n%s", diff)
 	}
-	if got := config.Default().Language; got != config.LanguageJapanese {
-		t.Errorf("Default().Language = %q, want %q", got, config.LanguageJapanese)
+	if got := config.Default().Language; got != config.LanguageEnglish {
+		t.Errorf("Default().Language = %q, want %q", got, config.LanguageEnglish)
+	}
+	if got := config.Default().Comments.Mode; got != config.CommentsLiving {
+		t.Errorf("Default().Comments.Mode = %q, want %q", got, config.CommentsLiving)
 	}
 	for _, tail := range []string{
 		"",
@@ -43,8 +46,8 @@ func TestPlanningAndLanguageDefaults(t *testing.T) {
 		if diff := cmp.Diff(defaultPlanning, c.Planning); diff != "" {
 			t.Errorf("%q: Planning (-want +got):\n%s", tail, diff)
 		}
-		if c.Language != "ja" {
-			t.Errorf("%q: Language = %q, want ja", tail, c.Language)
+		if c.Language != "en" || c.Comments.Mode != "living" {
+			t.Errorf("%q: Language = %q, comments.mode = %q, want en and living", tail, c.Language, c.Comments.Mode)
 		}
 		if len(warnings) != 0 {
 			t.Errorf("%q: warnings = %v, want none", tail, warnings)
@@ -130,6 +133,28 @@ func TestLanguage(t *testing.T) {
 			t.Errorf("%q: Language = %q, want %q", tc.line, c.Language, tc.want)
 		}
 	}
+}
+
+// comments.mode takes living (the default) or separate, and nothing else.
+func TestCommentsMode(t *testing.T) {
+	for _, tc := range []struct{ line, want string }{
+		{"", "living"},
+		{"comments:\n  mode: separate\n", "separate"},
+		{"comments:\n  mode: living\n", "living"},
+	} {
+		c, _ := mustParse(t, head+gh+tc.line, nil)
+		if c.Comments.Mode != tc.want {
+			t.Errorf("%q: comments.mode = %q, want %q", tc.line, c.Comments.Mode, tc.want)
+		}
+	}
+	checkProblems(t, head+gh, nil, []problemCase{
+		{"comments:\n  mode: chatty\n", config.Problems{
+			{Path: "comments.mode", Msg: "must be one of: living, separate", Line: 7},
+		}},
+		{"comments:\n  mod: separate\n", config.Problems{
+			{Path: "comments.mod", Msg: `unknown key (did you mean "mode"?)`, Line: 7},
+		}},
+	})
 }
 
 func TestPlanningProblems(t *testing.T) {

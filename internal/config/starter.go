@@ -27,6 +27,15 @@ var Forges = []string{task.GitHub, task.GitLab}
 // Node.js) with the sandbox's defaults and a check in comments. output is
 // the file's name, for the comment that says how to check it.
 func Starter(forge, provider, output string) ([]byte, error) {
+	return StarterIn(forge, provider, output, LanguageEnglish)
+}
+
+// StarterIn is Starter with the comments in language (LanguageEnglish,
+// the default, or LanguageJapanese: written out as language: ja).
+func StarterIn(forge, provider, output, language string) ([]byte, error) {
+	if language != LanguageEnglish && language != LanguageJapanese {
+		return nil, fmt.Errorf("unknown language %q: want en or ja", language)
+	}
 	if !slices.Contains(Forges, forge) {
 		return nil, fmt.Errorf("unknown forge %q: want github or gitlab", forge)
 	}
@@ -34,7 +43,7 @@ func Starter(forge, provider, output string) ([]byte, error) {
 		return nil, fmt.Errorf("unknown provider %q: want openai, ollama or lmstudio", provider)
 	}
 	data := map[string]string{
-		"Forge": forge, "Provider": provider, "Output": output,
+		"Forge": forge, "Provider": provider, "Output": output, "Language": language,
 		"ForgeTitle": "GitHub", "Change": "pull request", "Changes": "pull requests",
 		"ProviderTitle": map[string]string{ProviderOpenAI: "an OpenAI model", ProviderOllama: "a model served by Ollama",
 			ProviderLMStudio: "a model served by LM Studio"}[provider],

@@ -65,6 +65,7 @@ func (c *Config) Validate() error {
 		k.add("logging.file", "required unless logging.stdout is true")
 	}
 	k.oneOf("language", c.Language, LanguageJapanese, LanguageEnglish)
+	k.oneOf("comments.mode", c.Comments.Mode, CommentsLiving, CommentsSeparate)
 	c.Planning.validate(&k)
 	c.CommentDetection.validate(&k)
 	c.Conversation.validate(&k)

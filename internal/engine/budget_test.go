@@ -89,7 +89,7 @@ func longRun(t *testing.T, m *longModel, budget engine.Budget) (engine.Outcome, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := agent.New(e)
+	l, err := agent.New(e, agent.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

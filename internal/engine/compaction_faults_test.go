@@ -89,7 +89,7 @@ func TestForcedCompactionShrinksALargeNewestOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, _ := agent.New(e)
+	l, _ := agent.New(e, agent.Options{})
 	out, err := l.Run(t.Context(), engine.Input{Task: task.Task{Ref: ref, Title: "Read", Body: "Call test/big."}, Post: w})
 	t.Logf("request sizes %v, refused %d", m.sizes, m.refused)
 	if err != nil || out.End != engine.Done {
@@ -143,7 +143,7 @@ func TestLoadedToolsStayInsideTheBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := agent.New(e)
+	l, err := agent.New(e, agent.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestEvictedLoadedToolCanBeFoundAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, _ := agent.New(e)
+	l, _ := agent.New(e, agent.Options{})
 	if _, err := l.Run(t.Context(), engine.Input{Task: task.Task{Ref: ref, Title: "Search"}, Post: w}); err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestOutageDuringSummaryLosesNoWork(t *testing.T) {
 	m := &outage{longModel: &longModel{turns: 200, counter: counter}}
 	w2 := &world{cps: map[task.Ref]store.Checkpoint{}, comments: map[int64]string{}, history: t.TempDir()}
 	e, _ := engine.New(engine.Options{LLM: m, Tools: tools{Host: startHost(t)}, State: w2, Budget: budget})
-	l, _ := agent.New(e)
+	l, _ := agent.New(e, agent.Options{})
 	_, err := l.Run(t.Context(), engine.Input{Task: task.Task{Ref: ref, Title: "Read outputs", Body: "Call test/big."}, Post: w2})
 	if err == nil {
 		t.Fatal("expected the outage to end the run with a system error")
@@ -255,7 +255,7 @@ func TestScaledRequestStaysUnderTheLimit(t *testing.T) {
 	m := &inflating{longModel: &longModel{turns: 20, counter: counter}, limit: 3072}
 	w := &world{cps: map[task.Ref]store.Checkpoint{}, comments: map[int64]string{}, history: t.TempDir()}
 	e, _ := engine.New(engine.Options{LLM: m, Tools: tools{Host: startHost(t)}, State: w, Budget: budget})
-	l, err := agent.New(e)
+	l, err := agent.New(e, agent.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func TestNewestCommentSurvivesTrimming(t *testing.T) {
 	m := &longModel{turns: 0, counter: counter}
 	w := &world{cps: map[task.Ref]store.Checkpoint{}, comments: map[int64]string{}, history: t.TempDir()}
 	e, _ := engine.New(engine.Options{LLM: m, Tools: tools{Host: startHost(t)}, State: w, Budget: budget})
-	l, _ := agent.New(e)
+	l, _ := agent.New(e, agent.Options{})
 	var body strings.Builder
 	for i := 0; body.Len() < 18000; i++ {
 		fmt.Fprintf(&body, "Line %d of the stack trace: at module%d.function%d (file%d.go:%d)\n", i, i*7, i*13, i, i*3)
@@ -319,7 +319,7 @@ func TestRequestThatCannotFitIsNotSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := agent.New(e)
+	l, err := agent.New(e, agent.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

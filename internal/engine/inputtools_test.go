@@ -30,7 +30,7 @@ func TestRunCallsGoToItsInputTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := agent.New(e)
+	l, err := agent.New(e, agent.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func TestToolResultsReachTheModelRedacted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			l, err := agent.New(e)
+			l, err := agent.New(e, agent.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -76,7 +76,7 @@ func (g rig) runOn(t *testing.T, e *engine.Engine, w *world, tk task.Task) (engi
 	tk.Ref, tk.Author = ref, "alice"
 	in := engine.Input{Task: tk, Post: w}
 	if g.loop == "plain" {
-		l, err := agent.New(e)
+		l, err := agent.New(e, agent.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -83,7 +83,7 @@ func TestToolBeyondTheProviderLimitIsReached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := agent.New(e)
+	l, err := agent.New(e, agent.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestCatalogThatCannotFitIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = agent.New(e)
+	_, err = agent.New(e, agent.Options{})
 	if err == nil {
 		t.Fatal("the catalog was accepted")
 	}

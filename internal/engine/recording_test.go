@@ -271,7 +271,7 @@ func (r replay) run(t *testing.T, m llm.Client, ts engine.Tools) (engine.Outcome
 	}
 	in := engine.Input{Task: task.Task{Ref: ref, Title: "Echo hi", Body: "Please echo hi.", Author: "alice"}, Post: w}
 	if r.loop == "plain" {
-		l, err := agent.New(e)
+		l, err := agent.New(e, agent.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

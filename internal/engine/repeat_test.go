@@ -12,9 +12,8 @@ import (
 )
 
 // A model that repeats the same step has its comment shown once in either
-// loop: the plain loop posts it once, planning mode notes the repeats under
-// its section, "(same as the previous step, ×N)" (within the action's call
-// limit).
+// loop: the plain loop posts it once, planning mode notes the repeats on
+// its step, "(×N, the same comment)" (within the action's call limit).
 func TestIdenticalStepCommentsAreShownOnce(t *testing.T) {
 	host := startHost(t)
 	for loop, n := range map[string]int{"plain": 20, "planning": 8} {
@@ -38,7 +37,8 @@ func TestIdenticalStepCommentsAreShownOnce(t *testing.T) {
 			shown, noted := 0, 0
 			for _, c := range w.comments {
 				shown += strings.Count(c, "Echoing it once more.")
-				noted += strings.Count(c, fmt.Sprintf("(same as the previous step, ×%d)", n))
+				noted += strings.Count(c, fmt.Sprintf("(same as the previous step, ×%d)", n)) + // separate comments
+					strings.Count(c, fmt.Sprintf("(×%d, the same comment)", n)) // the living comment's step
 			}
 			wantNoted := 0
 			if loop == "planning" {

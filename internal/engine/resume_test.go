@@ -320,7 +320,7 @@ func policyRun(t *testing.T, loop string, e *engine.Engine, w *world, with ...fu
 		f(&in)
 	}
 	if loop == "plain" {
-		l, err := agent.New(e)
+		l, err := agent.New(e, agent.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

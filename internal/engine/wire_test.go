@@ -51,7 +51,7 @@ func loopRun(t *testing.T, loop string, w *world, o engine.Options, in engine.In
 		t.Fatal(err)
 	}
 	if loop == "plain" {
-		l, err := agent.New(e)
+		l, err := agent.New(e, agent.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -47,8 +47,12 @@ type Options struct {
 	Forge    report.BoardForge
 	Settings Settings
 	// Lang is the language of the comments (and of the model's comments).
-	Lang   report.Lang
-	Redact func(string) string
+	Lang report.Lang
+	// Separate: a progress comment, and a comment per phase visit with a
+	// section per model call, instead of the round's one living comment
+	// (report.Live) with the progress and a step per model call.
+	Separate bool
+	Redact   func(string) string
 }
 
 // Coordinator runs tasks in planning mode. It is safe for concurrent use.
@@ -66,7 +70,7 @@ func New(o Options) (*Coordinator, error) {
 		return nil, errors.New("plan: the history directory is required")
 	}
 	if o.Lang == "" {
-		o.Lang = report.Japanese
+		o.Lang = report.English
 	}
 	if o.Redact == nil {
 		o.Redact = func(s string) string { return s }
@@ -122,6 +126,10 @@ type state struct {
 	// comment: a step with the same comment updates it instead of adding
 	// its own.
 	Last *lastSection `json:"last_section,omitempty"`
+	// Steps are the living comment's steps (the newest maxSteps), Earlier
+	// how many older ones it no longer shows.
+	Steps   []report.Step `json:"steps,omitempty"`
+	Earlier int           `json:"earlier,omitempty"`
 }
 
 // invalid says why a saved state cannot be resumed ("" when it can): a
@@ -192,7 +200,11 @@ func (p *policy) Begin(_ context.Context, r *engine.Run, saved json.RawMessage) 
 		}
 		p.enter(At{Phase: first})
 	}
-	p.board = report.NewBoard(report.BoardOptions{Forge: p.c.o.Forge, Ref: ref, Redact: p.c.o.Redact, Logger: p.log, Key: r.Key}, p.st.Board)
+	bo := report.BoardOptions{Forge: p.c.o.Forge, Ref: ref, Redact: p.c.o.Redact, Logger: p.log, Key: r.Key}
+	if !p.c.o.Separate {
+		bo.EditEvery = report.LiveEditEvery
+	}
+	p.board = report.NewBoard(bo, p.st.Board)
 	return nil
 }
 
@@ -335,9 +347,9 @@ func (p *policy) Called(ctx context.Context, tc engine.ToolCall, res toolhost.Re
 			st.Failures = map[string]int{}
 		}
 		st.Failures[tc.Key()]++
-		p.toolError(ctx, tc.Tool, res)
+		p.toolError(ctx, tc, res)
 	case res.IsError:
-		p.toolError(ctx, tc.Tool, res)
+		p.toolError(ctx, tc, res)
 	case !p.c.o.Engine.Toolset().ReadOnly(tc.Tool):
 		st.Failures = nil // something changed: calls that failed before may work now
 	}

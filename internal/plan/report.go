@@ -23,7 +23,10 @@ func (p *policy) phaseKey() string { return fmt.Sprintf("%s-%d", p.st.At.Phase, 
 
 // Post adds the section written after one model call: the reply's
 // comment, or the phase's default message with the call number. Reporting
-// never stops the task, so it never fails.
+// never stops the task, so it never fails. With a living comment the call
+// is a step of it instead (report.Step): its comment, the tools it called
+// with the files and commands they name, and the same comment as the
+// step before counted there (×n).
 func (p *policy) Post(ctx context.Context, a *engine.Act) error {
 	if !p.c.o.Settings.CallComments {
 		return nil
@@ -37,17 +40,62 @@ func (p *policy) Post(ctx context.Context, a *engine.Act) error {
 			comment = lang.ActionFailed(action, firstLine(v.Summary, 300))
 		}
 	}
-	if comment == "" && len(a.Calls) > 0 {
-		var tools []string
-		for _, c := range a.Calls {
-			tools = append(tools, c.Tool)
+	var calls []report.StepCall
+	for _, c := range a.Calls {
+		calls = append(calls, report.CallOf(c.Tool, c.Args))
+	}
+	if p.c.o.Separate {
+		return p.postSection(ctx, a, comment, calls)
+	}
+	n := p.r.Counts().Calls
+	if last := p.lastStep(); last != nil && comment != "" && last.Phase == string(phase) && last.Comment == strings.TrimSpace(comment) {
+		last.Repeats++
+		last.Calls = append(last.Calls, calls...)
+	} else {
+		if comment == "" && len(calls) == 0 {
+			def, err := lang.Default(string(phase), action)
+			if err != nil {
+				p.log.Error("rendering a step", "error", err)
+			}
+			comment = def
 		}
-		comment = lang.ToolStep(tools)
+		p.addStep(report.Step{N: n, Phase: string(phase), Comment: strings.TrimSpace(comment), Calls: calls})
+	}
+	p.progress(ctx, false)
+	return nil
+}
+
+// lastStep is the living comment's newest step, nil when there is none.
+func (p *policy) lastStep() *report.Step {
+	if len(p.st.Steps) == 0 {
+		return nil
+	}
+	return &p.st.Steps[len(p.st.Steps)-1]
+}
+
+// maxSteps bounds the steps the checkpoint keeps for the living comment:
+// older ones are counted (Earlier), and stay in its edit history.
+const maxSteps = 300
+
+// addStep adds s to the living comment's steps.
+func (p *policy) addStep(s report.Step) {
+	p.st.Steps = append(p.st.Steps, s)
+	if over := len(p.st.Steps) - maxSteps; over > 0 {
+		p.st.Steps = p.st.Steps[over:]
+		p.st.Earlier += over
+	}
+}
+
+// postSection is Post in separate mode: a section of the phase comment.
+func (p *policy) postSection(ctx context.Context, a *engine.Act, comment string, calls []report.StepCall) error {
+	phase, lang := p.st.At.Phase, p.c.o.Lang
+	if comment == "" && len(calls) > 0 {
+		comment = lang.ToolStep(calls)
 	}
 	if p.repeated(ctx, comment) {
 		return nil
 	}
-	body, err := lang.Call(string(phase), p.r.Counts().Calls, comment, action, p.c.o.Engine.Now())
+	body, err := lang.Call(string(phase), p.r.Counts().Calls, comment, p.At().Action, p.c.o.Engine.Now())
 	p.section(ctx, body, err)
 	p.st.Last = nil
 	if err == nil && comment != "" {
@@ -92,16 +140,38 @@ func (p *policy) repeated(ctx context.Context, comment string) bool {
 
 // Trouble adds the ⚠️ section for a model call that failed or could not be
 // used. The reason says what failed, not the host it failed at (a model
-// server on the LAN).
+// server on the LAN). With a living comment it is a step's note.
 func (p *policy) Trouble(ctx context.Context, reason string, retrying bool) {
-	body, err := p.c.o.Lang.LLMError(string(p.st.At.Phase), sanitize.Hosts(reason), retrying, p.c.o.Engine.Now())
+	lang := p.c.o.Lang
+	if !p.c.o.Separate {
+		p.addStep(report.Step{N: p.r.Counts().Calls + 1, Phase: string(p.st.At.Phase),
+			Note: lang.CallTrouble(firstLine(sanitize.Hosts(reason), 300), retrying)})
+		p.progress(ctx, false)
+		return
+	}
+	body, err := lang.LLMError(string(p.st.At.Phase), sanitize.Hosts(reason), retrying, p.c.o.Engine.Now())
 	p.section(ctx, body, err)
 }
 
 // toolError adds the ❌ section for a tool call that ended in an error,
-// without the hosts its text may name (the model reads them all).
-func (p *policy) toolError(ctx context.Context, tool string, res toolhost.Result) {
-	body, err := p.c.o.Lang.ToolError(tool, firstLine(sanitize.Hosts(res.Text), 500), p.At().Action, p.c.o.Engine.Now())
+// without the hosts its text may name (the model reads them all). With a
+// living comment, the call is marked failed in its step, with the error.
+func (p *policy) toolError(ctx context.Context, tc engine.ToolCall, res toolhost.Result) {
+	text := firstLine(sanitize.Hosts(res.Text), 500)
+	if !p.c.o.Separate {
+		if last := p.lastStep(); last != nil {
+			want := report.CallOf(tc.Tool, tc.Args)
+			for i, c := range last.Calls {
+				if !c.Failed && c.Tool == want.Tool && c.Target == want.Target {
+					last.Calls[i].Failed = true
+					break
+				}
+			}
+			last.Note = p.c.o.Lang.ToolFailed(tc.Tool, firstLine(text, 200))
+		}
+		return // shown with the next edit
+	}
+	body, err := p.c.o.Lang.ToolError(tc.Tool, text, p.At().Action, p.c.o.Engine.Now())
 	p.section(ctx, body, err)
 }
 
@@ -117,6 +187,9 @@ func (p *policy) section(ctx context.Context, body string, err error) {
 func (p *policy) progress(ctx context.Context, finished bool) {
 	st := p.st
 	if st.Plan == nil {
+		if !p.c.o.Separate {
+			p.live(ctx, "", finished)
+		}
 		return
 	}
 	pr := report.Progress{Goal: st.Plan.GoalUnderstanding.MainObjective, Revisions: st.RevisionNotes, Notes: st.Notes,
@@ -138,9 +211,36 @@ func (p *policy) progress(ctx context.Context, finished bool) {
 		}
 		pr.Actions = append(pr.Actions, pa)
 	}
+	if !p.c.o.Separate {
+		pr.Phase, pr.UpdatedAt, pr.Finished = "", time.Time{}, false // the living comment's footer says it
+	}
 	body, err := p.c.o.Lang.Progress(pr)
 	if err != nil {
 		p.log.Error("rendering the progress report", "error", err)
+		return
+	}
+	if p.c.o.Separate {
+		_ = p.board.SetProgress(ctx, body)
+		return
+	}
+	p.live(ctx, body, finished)
+}
+
+// live shows the progress and the steps in the living comment; finished
+// is its last edit, made whatever the time.
+func (p *policy) live(ctx context.Context, progress string, finished bool) {
+	v := report.Live{Progress: progress, Steps: p.st.Steps, Earlier: p.st.Earlier, Finished: finished,
+		UpdatedAt: p.c.o.Engine.Now()}
+	if !finished {
+		v.Now = string(p.st.At.Phase)
+	}
+	body, err := p.c.o.Lang.Living(v, report.MaxComment(p.r.Input().Task.Ref.Forge)-200)
+	if err != nil {
+		p.log.Error("rendering the living comment", "error", err)
+		return
+	}
+	if finished {
+		_ = p.board.Flush(ctx, body)
 		return
 	}
 	_ = p.board.SetProgress(ctx, body)

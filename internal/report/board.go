@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/coding-agent/coding-agent/internal/engine"
@@ -46,6 +47,12 @@ type BoardOptions struct {
 	// Key names each comment the Board posts, what saying what it is
 	// (engine.Run.Key); nil → keys of the Board's own, never in doubt.
 	Key func(what string) engine.Key
+	// EditEvery is the least time between two edits of the progress
+	// comment (SetProgress); a body set sooner waits for the next
+	// SetProgress past it, or for Flush. 0: every SetProgress edits.
+	EditEvery time.Duration
+	// Clock is the time EditEvery is measured by; nil → time.Now.
+	Clock func() time.Time
 }
 
 // sectionSep joins the sections of a phase comment.
@@ -71,6 +78,10 @@ type Board struct {
 
 	mu sync.Mutex // held across forge calls, so that updates apply in order
 	st BoardState
+	// shown is the progress body as last posted or edited, edited when it
+	// was; pending is a newer one held back by EditEvery ("": none).
+	shown, pending string
+	edited         time.Time
 }
 
 // NewBoard returns a Board for o.Ref continuing from st (the zero state for
@@ -82,6 +93,9 @@ func NewBoard(o BoardOptions, st BoardState) *Board {
 	o.MaxLen = max(o.MaxLen, minSplit)
 	if o.Redact == nil {
 		o.Redact = func(s string) string { return s }
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
 	}
 	if o.Key == nil {
 		keys := &engine.Keys{}
@@ -108,8 +122,26 @@ func (b *Board) State() BoardState {
 // place after; if the edit answers forge.ErrNotFound (someone deleted it) it
 // posts a new one and remembers its id. A body longer than MaxLen is cut
 // safely (valid UTF-8, a note that it was cut), never split. A blank body
-// is not posted.
+// is not posted, nor one the comment shows already. With EditEvery, an
+// edit sooner than that after the last one is held back (the newest body
+// waits for the next SetProgress past it, or Flush).
 func (b *Board) SetProgress(ctx context.Context, body string) error {
+	return b.setProgress(ctx, body, false)
+}
+
+// Flush makes the edit SetProgress held back, if any; and with body not
+// blank, shows body at once whatever EditEvery says: the last edit of a
+// round.
+func (b *Board) Flush(ctx context.Context, body string) error {
+	if strings.TrimSpace(body) == "" {
+		b.mu.Lock()
+		body = b.pending
+		b.mu.Unlock()
+	}
+	return b.setProgress(ctx, body, true)
+}
+
+func (b *Board) setProgress(ctx context.Context, body string, now bool) error {
 	if strings.TrimSpace(body) == "" {
 		return nil
 	}
@@ -117,7 +149,18 @@ func (b *Board) SetProgress(ctx context.Context, body string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if id := b.st.ProgressID; id != 0 {
+		if body == b.shown {
+			b.pending = ""
+			return nil
+		}
+		if !now && b.o.EditEvery > 0 && b.o.Clock().Sub(b.edited) < b.o.EditEvery {
+			b.pending = body
+			return nil
+		}
 		err := b.edit(ctx, id, postonce.Mark(body, b.st.ProgressMark), "editing the progress comment")
+		if err == nil {
+			b.shown, b.pending, b.edited = body, "", b.o.Clock()
+		}
 		if !errors.Is(err, forge.ErrNotFound) {
 			return err
 		}
@@ -128,6 +171,7 @@ func (b *Board) SetProgress(ctx context.Context, body string) error {
 		return err
 	}
 	b.st.ProgressID, b.st.ProgressMark = c.ID, mark
+	b.shown, b.pending, b.edited = body, "", b.o.Clock()
 	return nil
 }
 

@@ -17,23 +17,23 @@ const (
 	English  Lang = "en"
 )
 
-// ParseLang maps config's language to a Lang: "en" (any case, also "en-US",
-// "en_GB" or "english") is English; anything else, "" included, is
-// Japanese, the spec's language. Rejecting unknown values is config's job.
+// ParseLang maps config's language to a Lang: "ja" (any case, also
+// "ja-JP", "ja_JP" or "japanese") is Japanese; anything else, "" included,
+// is English, the default. Rejecting unknown values is config's job.
 func ParseLang(s string) Lang {
 	s = strings.ToLower(strings.TrimSpace(s))
-	if s == "en" || s == "english" || strings.HasPrefix(s, "en-") || strings.HasPrefix(s, "en_") {
-		return English
+	if s == "ja" || s == "japanese" || strings.HasPrefix(s, "ja-") || strings.HasPrefix(s, "ja_") {
+		return Japanese
 	}
-	return Japanese
+	return English
 }
 
-// norm returns l, or Japanese when l is not a known language.
+// norm returns l, or English when l is not a known language.
 func (l Lang) norm() Lang {
-	if l == English {
-		return English
+	if l == Japanese {
+		return Japanese
 	}
-	return Japanese
+	return English
 }
 
 // tmpl names the template of message kind in l.
@@ -89,6 +89,12 @@ func (l Lang) defaultMessage(p string, actionID string) (string, error) {
 		return fmt.Sprintf("Action %q completed.", actionID), nil
 	}
 	return "アクション「" + actionID + "」の実行が完了しました", nil
+}
+
+// Default is what a step of phase p says when the model wrote no comment
+// (spec 000 §4.2), the action named during execution.
+func (l Lang) Default(p, actionID string) (string, error) {
+	return l.defaultMessage(p, oneLine(actionID))
 }
 
 // Call is the section written after one LLM call (spec 000 §4.1.1):
@@ -439,11 +445,20 @@ func longestRun(s string, c byte) int {
 
 // ToolStep is the comment of a model call that asked for tool calls and
 // wrote no comment of its own: the phase's default message would claim the
-// step finished, while it has only just asked for the tools.
-func (l Lang) ToolStep(tools []string) string {
-	quoted := make([]string, len(tools))
-	for i, t := range tools {
-		quoted[i] = "`" + oneLine(t) + "`"
+// step finished, while it has only just asked for the tools. Each tool is
+// named with what it acts on (CallOf): "Calling `fs/edit_file` on
+// `app.py`."
+func (l Lang) ToolStep(calls []StepCall) string {
+	quoted := make([]string, len(calls))
+	for i, c := range calls {
+		quoted[i] = CodeSpan(oneLine(c.Tool))
+		if c.Target != "" {
+			if l.norm() == English {
+				quoted[i] += " on " + CodeSpan(c.Target)
+			} else {
+				quoted[i] += "（" + CodeSpan(c.Target) + "）"
+			}
+		}
 	}
 	if l.norm() == English {
 		return "Calling " + strings.Join(quoted, ", ") + "."

@@ -31,9 +31,10 @@ func must(t *testing.T) func(string, error) string {
 
 func TestParseLang(t *testing.T) {
 	for in, want := range map[string]report.Lang{
-		"": report.Japanese, "ja": report.Japanese, "JA": report.Japanese, "jp": report.Japanese, "fr": report.Japanese,
+		"": report.English, "ja": report.Japanese, "JA": report.Japanese, " ja-JP ": report.Japanese, "ja_JP": report.Japanese,
+		"Japanese": report.Japanese, "jp": report.English, "fr": report.English,
 		"en": report.English, " EN ": report.English, "en-US": report.English, "en_GB": report.English, "English": report.English,
-		"eng": report.Japanese,
+		"jap": report.English,
 	} {
 		if got := report.ParseLang(in); got != want {
 			t.Errorf("ParseLang(%q) = %q, want %q", in, got, want)
@@ -53,8 +54,8 @@ func TestPhaseNames(t *testing.T) {
 			}
 		}
 	}
-	if got := report.Lang("").PhaseName("planning"); got != "計画作成" {
-		t.Errorf("zero Lang reads as %q, want Japanese", got)
+	if got := report.Lang("").PhaseName("planning"); got != "Planning" {
+		t.Errorf("zero Lang reads as %q, want English", got)
 	}
 	if got := report.English.PhaseName("odd\nphase"); got != "odd phase" {
 		t.Errorf("unknown phase reads as %q, want itself on one line", got)
