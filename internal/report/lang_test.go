@@ -60,6 +60,10 @@ func fixedText(n parse.Node) string {
 // no language: the worker's notices) writes no Japanese, a Japanese one
 // (/ja) no English word, in any branch of its fixed text; and each /en
 // template has its /ja twin and back.
+// langSegment is the language part of a template's name: /en or /ja as a
+// whole segment (conversation/ja/ended is Japanese, not English).
+var langSegment = regexp.MustCompile(`/(en|ja)(?:/|$)`)
+
 func TestTemplatesKeepToOneLanguage(t *testing.T) {
 	names := map[string]bool{}
 	for _, tm := range templates.Templates() {
@@ -81,10 +85,13 @@ func TestTemplatesKeepToOneLanguage(t *testing.T) {
 		}
 	}
 	for name := range names {
-		for from, to := range map[string]string{"/en": "/ja", "/ja": "/en"} {
-			if strings.Contains(name, from) && !names[strings.Replace(name, from, to, 1)] {
-				t.Errorf("template %s has no %s twin", name, to)
-			}
+		m := langSegment.FindStringSubmatchIndex(name)
+		if m == nil {
+			continue
+		}
+		twin := map[string]string{"en": "ja", "ja": "en"}[name[m[2]:m[3]]]
+		if !names[name[:m[2]]+twin+name[m[3]:]] {
+			t.Errorf("template %s has no /%s twin", name, twin)
 		}
 	}
 }
