@@ -13,6 +13,7 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/app"
 	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/obs"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -379,7 +380,7 @@ func runCommand(ctx context.Context, cmd string, f flags, ref task.Ref, cfg *con
 	err = do(a)
 	failed := err != nil && !errors.Is(err, context.Canceled)
 	if failed {
-		a.Log.Error("command failed", "command", cmd, "error", err)
+		a.Log.Error(obs.CommandFailed, "command", cmd, "error", err) // the terminal leaves it to the line below
 	}
 	if cerr := a.Close(); cerr != nil {
 		fmt.Fprintf(stderr, "coding-agent %s: closing: %v\n", cmd, app.Redact(cfg, cerr.Error()))

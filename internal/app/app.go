@@ -109,6 +109,9 @@ type App struct {
 	// model is the model client (startAgent); the reply judge asks it
 	// about a reply it is unsure of. nil: not built.
 	llm llm.Client
+	// dry is the forge of a dry run, which shows what it would push too;
+	// nil otherwise.
+	dry *dryForge
 }
 
 // New builds the logger, the store and the forge adapter. Commands that run
@@ -164,7 +167,8 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		// Above the count of what this process posted: a comment a dry
 		// run only prints is not on the forge, and the checkpoint check
 		// must not take a new comment for it.
-		a.forge = &dryForge{forgeReads: a.forge, out: o.DryRun}
+		a.dry = &dryForge{forgeReads: a.forge, out: o.DryRun}
+		a.forge = a.dry
 	}
 	return a, nil
 }
@@ -550,8 +554,12 @@ func (a *App) workspaces() (worker.Workspaces, error) {
 		return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+token)), nil
 	}
 	d := c.Delivery
+	var push func(context.Context, task.Ref, *workspace.Workspace) error
+	if a.dry != nil {
+		push = a.dry.push
+	}
 	return taskWorkspaces{m: a.metrics, Tasks: workspace.NewTasks(workspace.TasksOptions{Manager: m, Host: a.host, Forge: a.forge, Auth: auth,
-		Delivery: workspace.Delivery{Enabled: d.Enabled, Draft: d.Draft, BranchPrefix: d.BranchPrefix},
+		Delivery: workspace.Delivery{Enabled: d.Enabled, Draft: d.Draft, BranchPrefix: d.BranchPrefix, Push: push},
 		Keep:     c.Workspace.Keep, Redact: a.redact, Box: a.box, Lang: report.ParseLang(c.Language)})}, nil
 }
 

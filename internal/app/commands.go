@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/obs"
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/coding-agent/coding-agent/internal/worker"
@@ -22,7 +23,8 @@ func (a *App) taskContext(ctx context.Context) (context.Context, context.CancelF
 	grace := a.cfg.ShutdownGrace()
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() {
-		a.Log.Info("shutting down: the tasks in hand stop at their next checkpoint, or are cut", "grace", grace.String())
+		a.Log.Info("shutting down: the tasks in hand stop at their next checkpoint, or are cut", "grace", grace.String(),
+			"reason", context.Cause(ctx).Error())
 		t := time.AfterFunc(grace, cancel)
 		context.AfterFunc(tctx, func() { t.Stop() })
 	})
@@ -45,7 +47,8 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	defer q.close(a)
 	w := a.newWorker(q, ctx.Done())
-	if _, err := w.Backlog(ctx); err != nil {
+	backlog, err := w.Backlog(ctx)
+	if err != nil {
 		return err
 	}
 	tctx, cancel := a.taskContext(ctx)
@@ -65,6 +68,9 @@ func (a *App) Run(ctx context.Context) error {
 	// the one to return.
 	consumerEnded := dctx.Err() != nil && ctx.Err() == nil
 	a.Log.Info("run: tasks claimed", "count", n)
+	if n+backlog == 0 && derr == nil && !consumerEnded {
+		a.Log.Info("run: nothing to do", a.watched()...)
+	}
 	q.Close()
 	if err := <-consumed; err != nil {
 		return err
@@ -83,7 +89,14 @@ func (a *App) Run(ctx context.Context) error {
 // written) ends the polling too, and Serve returns its error. With
 // server.listen it serves webhooks, which make the passes at once, and
 // /healthz, /readyz and /metrics.
-func (a *App) Serve(ctx context.Context) error {
+func (a *App) Serve(ctx context.Context) (err error) {
+	// Said last, once everything has stopped; only after serving was said.
+	started := false
+	defer func(ctx context.Context) {
+		if started {
+			a.stopped(ctx, err)
+		}
+	}(ctx)
 	stopListening, err := a.listen()
 	if err != nil {
 		return err
@@ -99,6 +112,8 @@ func (a *App) Serve(ctx context.Context) error {
 	defer q.close(a)
 	a.queueDepth(q)
 	w := a.newWorker(q, ctx.Done())
+	a.serving()
+	started = true
 	tctx, cancel := a.taskContext(ctx)
 	defer cancel()
 	done, ctx := a.consume(ctx, w, tctx)
@@ -123,6 +138,7 @@ func (a *App) Serve(ctx context.Context) error {
 	// as one is free, not a whole interval later; a webhook makes one at
 	// once.
 	var left atomic.Bool
+	var idle idleness
 	produce := make(chan struct{}, 1)
 	go func() {
 		for {
@@ -142,11 +158,15 @@ func (a *App) Serve(ctx context.Context) error {
 		}
 	}()
 	if err := a.poll(ctx, a.cfg.Continuous.Producer.Interval(), produce, func(ctx context.Context) error {
-		if _, err := w.Backlog(ctx); err != nil {
+		b, err := w.Backlog(ctx)
+		if err != nil {
 			return err
 		}
 		p, err := w.Pass(ctx)
 		left.Store(p.Left > 0)
+		if err == nil {
+			idle.passed(a, w, b+p.Queued+p.Left)
+		}
 		return err
 	}); err != nil {
 		lose(err)
@@ -255,7 +275,7 @@ func (a *App) consume(ctx context.Context, w *worker.Worker, tctx context.Contex
 	go func() {
 		err := w.Consume(tctx)
 		if err != nil {
-			a.Log.Error("the consumer stopped; polling stops too", "error", err)
+			a.Log.Error("the consumer stopped; polling stops too", "error", err, obs.Fatal, true)
 			stop()
 		}
 		done <- err
@@ -274,7 +294,7 @@ func (a *App) poll(ctx context.Context, interval time.Duration, wake <-chan stru
 	for {
 		if err := pass(ctx); err != nil && ctx.Err() == nil {
 			if errors.Is(err, store.ErrLost) {
-				a.Log.Error("polling stops: the state store's database is gone", "error", err)
+				a.Log.Error("polling stops: the state store's database is gone", "error", err, obs.Fatal, true)
 				return err
 			}
 			a.Log.Error("polling pass failed; retrying at the next tick", "error", err, "interval", interval.String())

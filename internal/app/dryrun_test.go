@@ -109,7 +109,7 @@ func TestPlannedDryRunChangesNothingOnTheForge(t *testing.T) {
 			if !slices.ContainsFunc(e.model.Requests(), func(r llmtest.Received) bool { return seen(r, "Please also keep a changelog.") }) {
 				t.Error("the author's comment did not reach the model, as it would in a real run")
 			}
-			for _, w := range []string{"would edit its comment 1 to:", "would react", `would add the label "coding agent done"`} {
+			for _, w := range []string{"would edit its comment 1 (+", "would react", `would add the label "coding agent done"`} {
 				if !strings.Contains(out.String(), w) {
 					t.Errorf("the dry run did not print %q:\n%s", w, out.String())
 				}
@@ -132,5 +132,87 @@ func dryFolderRemoved(t *testing.T, e *env) {
 	}
 	if _, err := os.Stat(string(m[1])); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the dry run's folder %s is left: %v", m[1], err)
+	}
+}
+
+// `run --dry-run` shows the change it would make: the branch and the
+// commit it would push (its message, its files and diffstat) and the pull
+// or merge request it would open (title, base, body), all made from the
+// real delivery's own code, with nothing pushed or opened. (Measured: the
+// lines printed for a task of 10 model calls.)
+func TestDryRunShowsTheChangeItWouldMake(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
+	files := []string{"a.txt", "b.txt", "c.txt", "d.txt", "e.txt", "f.txt", "g.txt", "h.txt", "i.txt"}
+	for _, fg := range []string{task.GitHub, task.GitLab} {
+		t.Run(fg, func(t *testing.T) {
+			e := newEnv(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
+				respond: writeFiles(files...)})
+			quickstart(t, e)
+			var out strings.Builder
+			if err := e.runWith(context.Background(), app.Options{DryRun: &out}); err != nil {
+				t.Fatalf("dry run: %v\n%s", err, out.String())
+			}
+			got := out.String()
+			t.Logf("dry run printed %d lines for %d model calls:\n%s", strings.Count(got, "\n"), len(e.model.Requests()), got)
+			onlyReads(t, e)
+			if n := len(e.git().branches()); n != 1 {
+				t.Errorf("%d branches on the forge after the dry run, want the default one alone", n)
+			}
+			if c := e.git().changes(); len(c) != 0 {
+				t.Errorf("the dry run opened %v", c)
+			}
+			kind := map[string]string{task.GitHub: "pull request", task.GitLab: "merge request"}[fg]
+			for _, w := range []string{
+				"would push the branch coding-agent/issue-1 (new, from main):\n    commit ",
+				"    Add a greeting file (acme/app#1)",
+				"     a.txt | 1 +",
+				"     i.txt | 1 +",
+				"     9 files changed, 9 insertions(+)",
+				"would open a draft " + kind + " from coding-agent/issue-1 into main: Add a greeting file\n",
+				"    Closes #1",
+			} {
+				if !strings.Contains(got, w) {
+					t.Errorf("the dry run did not print %q", w)
+				}
+			}
+		})
+	}
+}
+
+// A dry run prints an edit of a comment as the change (the lines it
+// removes and adds), not the whole comment again: planning mode's progress
+// comment, edited after every step, is printed once whole. (Measured: the
+// lines printed for a planned task and its model calls.)
+func TestPlannedDryRunPrintsEditsAsChanges(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
+	for _, fg := range []string{task.GitHub, task.GitLab} {
+		t.Run(fg, func(t *testing.T) {
+			e := planned(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI, respond: fullPlan})
+			var out strings.Builder
+			if err := e.runWith(context.Background(), app.Options{Now: e.now, DryRun: &out}); err != nil {
+				t.Fatalf("dry run: %v\n%s", err, out.String())
+			}
+			got := out.String()
+			t.Logf("dry run printed %d lines for %d model calls:\n%s", strings.Count(got, "\n"), len(e.model.Requests()), got)
+			edits := regexp.MustCompile(`(?m)^\[dry run\] \S+: would edit its comment \d+ \(\+\d+ -\d+ lines\):$`).FindAllStringIndex(got, -1)
+			if len(edits) < 3 {
+				t.Fatalf("%d edits printed as changes, want several", len(edits))
+			}
+			if strings.Contains(got, " to:\n") {
+				t.Error("an edit is printed as the whole comment")
+			}
+			// Each line an edit prints is one it adds or removes.
+			for _, at := range edits {
+				rest := got[at[1]+1:]
+				for _, l := range strings.Split(rest, "\n") {
+					if !strings.HasPrefix(l, "    ") {
+						break
+					}
+					if !strings.HasPrefix(l, "    + ") && !strings.HasPrefix(l, "    - ") && l != "    +" && l != "    -" {
+						t.Errorf("edit line %q is neither added nor removed", l)
+					}
+				}
+			}
+		})
 	}
 }

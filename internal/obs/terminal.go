@@ -2,6 +2,7 @@ package obs
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -12,7 +13,9 @@ import (
 // Terminal is a slog.Handler that shows an operator, one human line each,
 // the events of the tasks in the log's records: a task claimed, worked on,
 // each tool step, and how it ended (done with its link, failed with the
-// reason, paused, stopped, awaiting a reply), and every warning and error. The log file
+// reason, paused, stopped, awaiting a reply), every warning and error, and
+// what the daemon does besides: what serve listens on and watches, that it
+// is idle, that it stops and why, that a run found nothing to do. The log file
 // keeps everything; this is a view of the same records, not a second
 // channel. Lines are written whole, one Write each.
 type Terminal struct {
@@ -27,6 +30,16 @@ type terminalState struct {
 	now  func() time.Time
 	urls map[string]string // task → its web page, from "working on task"
 }
+
+// CommandFailed is the message of the record a command logs when it fails:
+// the command prints that error itself as it exits, so the terminal does not
+// show the record (each error once, whole).
+const CommandFailed = "command failed"
+
+// Fatal is the key of an attribute that marks a record whose error ends the
+// command: the terminal shows its message without the error, which the
+// command prints as it exits.
+const Fatal = "fatal"
 
 // NewTerminal writes the lines to out (stderr on a terminal).
 func NewTerminal(out io.Writer) *Terminal {
@@ -104,14 +117,58 @@ func (t *Terminal) line(r slog.Record, a map[string]string) string {
 			return ref + " " + ev + " " + url
 		}
 		return ref + " " + ev + with("reason", ": ")
+	case r.Message == "listening":
+		return "listening on " + a["address"] + ": " + listening(a)
+	case r.Message == "serving":
+		workers := a["workers"] + " worker" + map[bool]string{true: "", false: "s"}[a["workers"] == "1"]
+		return fmt.Sprintf("watching %s %s for %q (%s mode, %s), looking every %s", a["forge"], a["watching"], a["label"],
+			a["mode"], workers, a["interval"])
+	case r.Message == "idle":
+		return fmt.Sprintf("idle: nothing labelled %q to work on; looking again every %s", a["label"], a["interval"])
+	case strings.HasPrefix(r.Message, "shutting down:"):
+		return "stopping (" + a["reason"] + "): the tasks in hand stop at their next checkpoint (grace " + a["grace"] + ")"
+	case r.Message == "serve stopped":
+		if a["reason"] == "error" {
+			return "stopped by the error below"
+		}
+		return "stopped: " + a["reason"]
+	case r.Message == "run: nothing to do":
+		return fmt.Sprintf("nothing to do: nothing labelled %q in %s %s", a["label"], a["forge"], a["watching"])
+	case r.Message == CommandFailed:
+		return "" // the command prints it as it exits
 	case r.Level >= slog.LevelWarn:
-		s := map[bool]string{true: "error: ", false: "warning: "}[r.Level >= slog.LevelError] + r.Message + with("error", ": ")
+		s := map[bool]string{true: "error: ", false: "warning: "}[r.Level >= slog.LevelError] + r.Message
+		if a[Fatal] != "true" {
+			s += whole(a["error"])
+		}
 		if ref != "" {
 			s = ref + " " + s
 		}
 		return s
 	}
 	return ""
+}
+
+// listening says what serve's listener serves.
+func listening(a map[string]string) string {
+	var s []string
+	if a["github_webhook"] == "true" {
+		s = append(s, "GitHub webhooks at /webhooks/github")
+	}
+	if a["gitlab_webhook"] == "true" {
+		s = append(s, "GitLab webhooks at /webhooks/gitlab")
+	}
+	return strings.Join(append(s, "/healthz", "/readyz", "/metrics"), ", ")
+}
+
+// whole is an error as ": " and its text, every line of it, the lines after
+// the first indented; "" for none.
+func whole(err string) string {
+	err = strings.TrimSpace(err)
+	if err == "" || err == "<nil>" {
+		return ""
+	}
+	return ": " + strings.ReplaceAll(err, "\n", "\n    ")
 }
 
 // oneLine keeps the first line of s, cut at 200 characters.

@@ -69,3 +69,57 @@ func TestDurationsHaveOneFormat(t *testing.T) {
 		t.Errorf("log line %s: want both durations as 1.5s", b)
 	}
 }
+
+// The terminal says what a daemon does besides tasks: what it listens on
+// and watches as it starts, that it is idle, that it stops and why; what a
+// run found to do; and each error once, whole: the command's own failure
+// is printed by the command as it exits, so the terminal leaves it out,
+// and a record that leads to it ("fatal") is shown without it.
+func TestTerminalSaysWhatTheDaemonDoes(t *testing.T) {
+	var out strings.Builder
+	log, closer, err := NewLogger(LogOptions{File: t.TempDir() + "/a.log", Terminal: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	log = log.With("host", "h1", "pid", 7)
+	log.Info("listening", "address", "127.0.0.1:8080", "github_webhook", true, "gitlab_webhook", false)
+	log.Info("serving", "forge", "github", "watching", "acme/app, acme/lib", "label", "coding agent", "mode", "plain",
+		"workers", 2, "interval", "1m0s")
+	log.Info("idle", "label", "coding agent", "interval", "1m0s")
+	log.Error("polling pass failed; retrying at the next tick", "error", "first line\nsecond line", "interval", "1m0s")
+	log.Error("the consumer stopped; polling stops too", "error", "disk full", "fatal", true)
+	log.Info("shutting down: the tasks in hand stop at their next checkpoint, or are cut", "grace", "30s",
+		"reason", "interrupt signal received")
+	log.Info("serve stopped", "reason", "interrupt signal received")
+	log.Info("serve stopped", "reason", "error")
+	log.Info("run: nothing to do", "forge", "gitlab", "watching", "group acme", "label", "coding agent")
+	log.Error(CommandFailed, "command", "run", "error", "discovering tasks: 401")
+	want := []string{
+		"listening on 127.0.0.1:8080: GitHub webhooks at /webhooks/github, /healthz, /readyz, /metrics",
+		`watching github acme/app, acme/lib for "coding agent" (plain mode, 2 workers), looking every 1m0s`,
+		`idle: nothing labelled "coding agent" to work on; looking again every 1m0s`,
+		"error: polling pass failed; retrying at the next tick: first line",
+		"    second line",
+		"error: the consumer stopped; polling stops too",
+		"stopping (interrupt signal received): the tasks in hand stop at their next checkpoint (grace 30s)",
+		"stopped: interrupt signal received",
+		"stopped by the error below",
+		`nothing to do: nothing labelled "coding agent" in gitlab group acme`,
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("terminal lines:\n%s\nwant %d lines", out.String(), len(want))
+	}
+	for i, l := range lines {
+		if strings.HasPrefix(want[i], " ") {
+			if l != want[i] {
+				t.Errorf("line %d = %q, want %q", i, l, want[i])
+			}
+			continue
+		}
+		if _, rest, ok := strings.Cut(l, " "); !ok || rest != want[i] {
+			t.Errorf("line %d = %q, want a time then %q", i, l, want[i])
+		}
+	}
+}

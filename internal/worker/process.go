@@ -63,6 +63,7 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 	if _, busy := w.active.LoadOrStore(ref, h); busy {
 		return ack, nil
 	}
+	w.begun.Add(1)
 	defer w.active.Delete(ref)
 	log := w.log(ref)
 	post := report.NewPoster(report.PosterOptions{Commenter: w.o.Forge, Ref: ref, Redact: w.o.Redact, Logger: log})

@@ -103,6 +103,7 @@ type Options struct {
 type Worker struct {
 	o       Options
 	active  sync.Map      // task.Ref → *inHand: tasks in hand in this process
+	begun   atomic.Uint64 // runs begun (InHand)
 	judging sync.Mutex    // Replies runs one at a time
 	rounds  atomic.Uint64 // lease renewal rounds begun (holdLeases)
 	hold    holding       // holds on the forge (Options.ForgeLease)
@@ -132,6 +133,14 @@ func New(o Options) *Worker {
 		o.Redact = func(s string) string { return s }
 	}
 	return &Worker{o: o, freed: make(chan struct{}, 1)}
+}
+
+// InHand is how many tasks this process works on now, and how many runs it
+// has begun since it started: serve is idle when none is in hand, and says
+// so again after a run.
+func (w *Worker) InHand() (now int, begun uint64) {
+	w.active.Range(func(any, any) bool { now++; return true })
+	return now, w.begun.Load()
 }
 
 func (w *Worker) log(ref task.Ref) *slog.Logger {

@@ -69,6 +69,29 @@ func (w *Workspace) Commit(ctx context.Context, message string) (string, error) 
 	return w.Head(ctx)
 }
 
+// Outgoing is what Push would send, for a reader: whether the forge has
+// Branch already, and the commits it lacks (or, before it has the branch,
+// the commits Base lacks), oldest first, each with its message and the
+// files it changes (a diffstat); "" when there are none.
+func (w *Workspace) Outgoing(ctx context.Context) (onForge bool, commits string, err error) {
+	known, err := w.refSHA(ctx, headRef)
+	if err != nil {
+		return false, "", fmt.Errorf("reading what %s of %s would push: %w", w.Branch, w.ref, err)
+	}
+	from := baseRef
+	if known != "" {
+		from = headRef
+	}
+	out, err := w.git(ctx, "log", "--reverse", "--no-color", "--no-ext-diff", "--stat=100", "--format=commit %h%n%n%B", from+"..HEAD")
+	if err != nil {
+		return false, "", fmt.Errorf("reading what %s of %s would push: %w", w.Branch, w.ref, err)
+	}
+	for strings.Contains(out, "\n\n\n") { // %B's newline, then git's blank line before the diffstat
+		out = strings.ReplaceAll(out, "\n\n\n", "\n\n")
+	}
+	return known != "", strings.TrimSpace(out), nil
+}
+
 // Push sends Branch to the forge when it holds commits the forge's branch
 // lacks (or, before the forge has the branch, commits Base lacks), and
 // reports whether the forge's branch changed. It never forces: a branch that

@@ -21,6 +21,9 @@ type Delivery struct {
 	Enabled      bool
 	Draft        bool
 	BranchPrefix string // an issue's branch is BranchPrefix + "issue-12"
+	// Push, when set, is called instead of pushing the round's commit:
+	// a dry run shows what it would push (Workspace.Outgoing).
+	Push func(ctx context.Context, ref task.Ref, w *Workspace) error
 }
 
 // TasksOptions configure Tasks.
@@ -162,7 +165,12 @@ func (o *TaskWorkspace) Deliver(ctx context.Context, done engine.Outcome) (strin
 	if err != nil {
 		return "", err
 	}
-	if _, err := o.w.Push(ctx); err != nil {
+	if d.Push != nil {
+		err = d.Push(ctx, o.t.Ref, o.w)
+	} else {
+		_, err = o.w.Push(ctx)
+	}
+	if err != nil {
 		return "", err
 	}
 	out := report.Delivery{Commit: sha, Branch: o.w.Branch, Kind: kind(o.t.Ref)}

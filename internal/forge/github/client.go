@@ -239,6 +239,7 @@ func statusOf(err error) int {
 // (a token revoked or expired; an App's token was replaced once already)
 // forge.ErrAuth, so that the task waits for working credentials.
 func wrapErr(action string, err error) error {
+	err = apiErr(err)
 	switch statusOf(err) {
 	case http.StatusNotFound:
 		return fmt.Errorf("%s: %w: %w", action, forge.ErrNotFound, err)

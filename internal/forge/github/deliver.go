@@ -56,7 +56,7 @@ func (c *Client) findChange(ctx context.Context, ref task.Ref, head, base string
 	for {
 		prs, resp, err := c.gh.PullRequests.List(ctx, owner, name, opts)
 		if err != nil {
-			return forge.Change{}, false, err
+			return forge.Change{}, false, apiErr(err)
 		}
 		for _, pr := range prs {
 			// GitHub ignores a head filter it cannot read: check each.
@@ -87,7 +87,7 @@ func (c *Client) OpenChange(ctx context.Context, ref task.Ref, nc forge.NewChang
 			Title: &nc.Title, Head: nc.Head, Base: nc.Base, Body: &nc.Body, Draft: &nc.Draft,
 		})
 		if err != nil {
-			return forge.Change{}, err
+			return forge.Change{}, apiErr(err)
 		}
 		return toChange(pr), nil
 	}

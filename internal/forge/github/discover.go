@@ -91,7 +91,7 @@ func (c *Client) listRepo(ctx context.Context, repo, label string, add func(*gh.
 	for {
 		page, resp, err := c.gh.Issues.ListByRepo(ctx, owner, name, opts)
 		if err != nil {
-			return err
+			return apiErr(err)
 		}
 		for _, is := range page {
 			add(is, repo)
@@ -157,7 +157,7 @@ func (c *Client) searchWindow(ctx context.Context, q string, add func(*gh.Issue,
 	for {
 		res, resp, err := c.gh.Search.Issues(ctx, q, opts)
 		if err != nil {
-			return read, total, last, err
+			return read, total, last, apiErr(err)
 		}
 		total = res.GetTotal()
 		if res.GetIncompleteResults() {

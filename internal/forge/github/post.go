@@ -27,7 +27,7 @@ func (c *Client) PostComment(ctx context.Context, ref task.Ref, body string) (ta
 	}
 	post := func(ctx context.Context) (task.Comment, error) {
 		cm, _, err := c.gh.Issues.CreateComment(ctx, owner, name, ref.Number, gh.IssueCommentRequest{Body: body})
-		return toComment(cm), err
+		return toComment(cm), apiErr(err)
 	}
 	find := func(ctx context.Context, since time.Time) (task.Comment, bool, error) {
 		bot, err := c.BotUser(ctx)

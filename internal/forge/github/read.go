@@ -81,7 +81,7 @@ func (c *Client) listComments(ctx context.Context, owner, name string, number in
 	for {
 		page, resp, err := c.gh.Issues.ListComments(ctx, owner, name, number, opts)
 		if err != nil {
-			return nil, err
+			return nil, apiErr(err)
 		}
 		for _, cm := range page {
 			out = append(out, toComment(cm))

@@ -125,8 +125,10 @@ func (noLimit) Wait(ctx context.Context) error { return ctx.Err() }
 
 // translateErr maps a 404 to forge.ErrNotFound and a 401 (a token revoked
 // or expired) to forge.ErrAuth, so that the task waits for working
-// credentials; it keeps anything else.
+// credentials; it keeps anything else, GitLab's answer made to read whole
+// (apiError).
 func translateErr(err error) error {
+	err = apiErr(err)
 	if errors.Is(err, gl.ErrNotFound) {
 		return forge.ErrNotFound
 	}
