@@ -128,6 +128,11 @@ func (d *dryForge) React(_ context.Context, ref task.Ref, commentID int64, emoji
 	return nil
 }
 
+func (d *dryForge) EditChange(_ context.Context, ref task.Ref, number int, body string) error {
+	d.printf(ref, "would edit the description of change %d to:\n%s", number, indentBody(body))
+	return nil
+}
+
 func (d *dryForge) OpenChange(_ context.Context, ref task.Ref, c forge.NewChange) (forge.Change, error) {
 	d.printf(ref, "would open a change from %s into %s: %s", c.Head, c.Base, c.Title)
 	return forge.Change{Head: c.Head, Base: c.Base, Draft: c.Draft}, nil
