@@ -229,6 +229,10 @@ type Outcome struct {
 	End     End    `json:"end"`
 	Comment string `json:"comment,omitempty"` // the model's closing comment (done)
 	Summary string `json:"summary,omitempty"` // what the round did, for the next round's context
+	// Steps are what a done round did, step by step, when the policy
+	// knows it (planning mode: one line per completed action); none for
+	// the plain loop, whose account of the round is its Comment.
+	Steps []string `json:"steps,omitempty"`
 	Reason  string `json:"reason,omitempty"`  // why it failed, paused or stopped
 	Calls   int    `json:"calls"`             // model requests made
 	// Ignored counts comments from people not allowed to steer the task.
