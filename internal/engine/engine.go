@@ -229,10 +229,6 @@ type Outcome struct {
 	End     End    `json:"end"`
 	Comment string `json:"comment,omitempty"` // the model's closing comment (done)
 	Summary string `json:"summary,omitempty"` // what the round did, for the next round's context
-	// Steps are what a done round did, step by step, when the policy
-	// knows it (planning mode: one line per completed action); none for
-	// the plain loop, whose account of the round is its Comment.
-	Steps []string `json:"steps,omitempty"`
 	Reason  string `json:"reason,omitempty"`  // why it failed, paused or stopped
 	Calls   int    `json:"calls"`             // model requests made
 	// Ignored counts comments from people not allowed to steer the task.
@@ -249,6 +245,10 @@ type Outcome struct {
 	// Ran are the commands the model ran in the sandbox this round, the
 	// last result of each command line, in the order first run.
 	Ran []toolhost.CommandRun `json:"ran,omitempty"`
+	// Steps are what a done round did, step by step, when the policy
+	// knows it (planning mode: one line per completed action); none for
+	// the plain loop, whose account of the round is its Comment.
+	Steps []string `json:"steps,omitempty"`
 	// Keys name the comments posted for the round after its run (the
 	// delivery, a notice), continuing the run's own (keys.go): doubtful
 	// when the outcome was read from a checkpoint that a process that
