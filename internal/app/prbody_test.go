@@ -184,7 +184,7 @@ func TestChangeTaskCommitsSayWhatEachRoundChanged(t *testing.T) {
 			if n := roundHeading.FindAllString(body, -1); len(n) != 2 {
 				t.Errorf("round sections: %v, want 2:\n%s", n, body)
 			}
-			checkNotation(t, c.forge, body+"\n"+log[0].Body+"\n"+log[1].Body)
+			checkNotation(t, c.forge, body+"\n"+log[0].Subject+"\n"+log[0].Body+"\n"+log[1].Subject+"\n"+log[1].Body)
 		})
 	}
 }
