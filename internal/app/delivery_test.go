@@ -138,7 +138,7 @@ func TestQuickstartDeliversADraftChange(t *testing.T) {
 				t.Fatalf("the branch %s holds hello.txt = %q, %v; branches %v", branch, got, ok, g.branches())
 			}
 			log := g.commits(branch)
-			if len(log) < 2 || log[0].AuthorName != "coding-agent" || !strings.Contains(log[0].Subject, "Add a greeting file") ||
+			if len(log) < 2 || log[0].AuthorName != "coding-agent" || !strings.Contains(log[0].Subject, "hello.txt") ||
 				!strings.Contains(log[0].Body, "Wrote hello.txt.") {
 				t.Errorf("the branch's newest commit: %+v", log)
 			}

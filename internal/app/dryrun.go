@@ -188,6 +188,11 @@ func (d *dryForge) React(_ context.Context, ref task.Ref, commentID int64, emoji
 	return nil
 }
 
+func (d *dryForge) EditChange(_ context.Context, ref task.Ref, number int, body string) error {
+	d.printf(ref, "would edit the description of change %d to:\n%s", number, indentBody(body))
+	return nil
+}
+
 func (d *dryForge) OpenChange(_ context.Context, ref task.Ref, c forge.NewChange) (forge.Change, error) {
 	kind := "pull request"
 	if ref.Forge == task.GitLab {

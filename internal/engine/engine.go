@@ -245,6 +245,10 @@ type Outcome struct {
 	// Ran are the commands the model ran in the sandbox this round, the
 	// last result of each command line, in the order first run.
 	Ran []toolhost.CommandRun `json:"ran,omitempty"`
+	// Steps are what a done round did, step by step, when the policy
+	// knows it (planning mode: one line per completed action); none for
+	// the plain loop, whose account of the round is its Comment.
+	Steps []string `json:"steps,omitempty"`
 	// Keys name the comments posted for the round after its run (the
 	// delivery, a notice), continuing the run's own (keys.go): doubtful
 	// when the outcome was read from a checkpoint that a process that

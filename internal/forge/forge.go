@@ -151,6 +151,7 @@ type Change struct {
 	Draft  bool
 	Head   string // the branch it proposes (in the task's repository)
 	Base   string // the branch it proposes to merge into
+	Body   string // its description, as it is now
 }
 
 // NewChange is a change to open: Head into Base of the task's repository.
@@ -173,6 +174,11 @@ type Delivery interface {
 	// already exists, that one is returned (its title, body and draft
 	// state as they are, not as c says).
 	OpenChange(ctx context.Context, ref task.Ref, c NewChange) (Change, error)
+	// EditChange replaces the description of the task's repository's
+	// change number (a pull request's number, a merge request's iid);
+	// its title, state and draft state stay. Replacing it with the same
+	// text is harmless, so an edit may be retried.
+	EditChange(ctx context.Context, ref task.Ref, number int, body string) error
 }
 
 // Forge is everything the core needs of a task source.

@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,5 +101,25 @@ func TestFailedChecksAddAnAction(t *testing.T) {
 	}
 	if err := p.Reopen(context.Background(), failing); err != nil || p.st.Plan.action("checks-2") == nil {
 		t.Errorf("a second refusal adds checks-2: %v", err)
+	}
+}
+
+// A done outcome lists the completed actions as the round's steps (what a
+// pull request's body and commit say the round did), apart from the
+// verification note, its comment.
+func TestDoneOutcomeListsTheCompletedActions(t *testing.T) {
+	plan := &Plan{GoalUnderstanding: Goal{MainObjective: "g"}, TaskDecomposition: Decomposition{Subtasks: []Subtask{{ID: "t1"}}},
+		ActionPlan: ActionPlan{Actions: []Action{{ID: "a1", TaskID: "t1", Description: "d", Status: Done}}}}
+	changes := []string{"a1: wrote hello.py", "a2: made it print hello"}
+	p, _ := startWith(t, state{At: At{Phase: PhaseVerification, Prompted: true}, Plan: plan, Rounds: 1, Changes: changes})
+	out := engine.Outcome{End: engine.Done, Comment: "All criteria are met."}
+	p.Ending(&out)
+	if !slices.Equal(out.Steps, changes) || out.Comment != "All criteria are met." {
+		t.Errorf("steps %q, comment %q; want the completed actions and the verification note", out.Steps, out.Comment)
+	}
+	failed := engine.Outcome{End: engine.Failed, Reason: "r"}
+	p.Ending(&failed)
+	if failed.Steps != nil {
+		t.Errorf("a failed round's steps: %q", failed.Steps)
 	}
 }

@@ -253,6 +253,7 @@ func (p *policy) Ending(out *engine.Outcome) {
 	out.Reported = true
 	if out.End == engine.Done {
 		out.Summary = strings.TrimSpace(strings.Join(append(slices.Clone(st.Changes), out.Comment), "\n"))
+		out.Steps = slices.Clone(st.Changes)
 	} else if st.Plan != nil && st.At.Phase == PhaseExecution {
 		if a := st.Plan.action(st.At.Action); a != nil && a.Failure == "" {
 			a.Failure = out.Reason

@@ -43,6 +43,21 @@ func (r Ref) String() string {
 	return r.Forge + ":" + r.Repo + sep + strconv.Itoa(r.Number)
 }
 
+// Mention is how the forge itself writes a reference to the task in text
+// of the same repository: "#12" for an issue or a GitHub pull request
+// (which shares the issues' numbers), "!7" for a GitLab merge request. The
+// "!" of String is the ref's own spelling, never GitHub's.
+func (r Ref) Mention() string {
+	if r.Kind == MergeRequest {
+		return "!" + strconv.Itoa(r.Number)
+	}
+	return "#" + strconv.Itoa(r.Number)
+}
+
+// FullMention is Mention qualified by the repository, as the forge writes a
+// reference from anywhere: "acme/app#12", "group/app!7".
+func (r Ref) FullMention() string { return r.Repo + r.Mention() }
+
 // ParseRef reads "github:owner/repo#12" (issue), "github:owner/repo!12" (pull
 // request), "gitlab:group/project#3" (issue) or "gitlab:group/project!7"
 // (merge request).

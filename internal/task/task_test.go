@@ -139,3 +139,24 @@ func TestStatusFinal(t *testing.T) {
 		}
 	}
 }
+
+// A reference in text is the forge's own: GitHub writes its pull requests
+// with '#' like its issues; only GitLab's merge requests take '!'.
+func TestMentionIsTheForgesNotation(t *testing.T) {
+	for _, c := range []struct {
+		ref        task.Ref
+		short, all string
+	}{
+		{task.Ref{Forge: task.GitHub, Repo: "acme/app", Kind: task.Issue, Number: 12}, "#12", "acme/app#12"},
+		{task.Ref{Forge: task.GitHub, Repo: "acme/app", Kind: task.PullRequest, Number: 2}, "#2", "acme/app#2"},
+		{task.Ref{Forge: task.GitLab, Repo: "g/sub/app", Kind: task.Issue, Number: 3}, "#3", "g/sub/app#3"},
+		{task.Ref{Forge: task.GitLab, Repo: "g/app", Kind: task.MergeRequest, Number: 7}, "!7", "g/app!7"},
+	} {
+		if got := c.ref.Mention(); got != c.short {
+			t.Errorf("%s.Mention() = %q, want %q", c.ref, got, c.short)
+		}
+		if got := c.ref.FullMention(); got != c.all {
+			t.Errorf("%s.FullMention() = %q, want %q", c.ref, got, c.all)
+		}
+	}
+}

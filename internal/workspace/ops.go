@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/coding-agent/coding-agent/internal/report"
 )
 
 // Head is the commit id of HEAD.
@@ -47,6 +49,10 @@ func (w *Workspace) Commit(ctx context.Context, message string) (string, error) 
 	if strings.TrimSpace(message) == "" {
 		return "", fmt.Errorf("committing in %s: the message is empty", w.ref)
 	}
+	return w.commit(ctx, func([]report.FileChange) (string, error) { return message, nil })
+}
+
+func (w *Workspace) commit(ctx context.Context, write func(staged []report.FileChange) (string, error)) (string, error) {
 	leftOut, err := w.stage(ctx, "")
 	if err != nil {
 		return "", fmt.Errorf("committing in %s: %w", w.ref, err)
@@ -61,6 +67,17 @@ func (w *Workspace) Commit(ctx context.Context, message string) (string, error) 
 	}
 	if err := w.scanStaged(ctx); err != nil {
 		return "", fmt.Errorf("committing in %s: %w", w.ref, err)
+	}
+	staged, err := w.diffFiles(ctx, "--cached")
+	if err != nil {
+		return "", fmt.Errorf("committing in %s: listing what is staged: %w", w.ref, err)
+	}
+	message, err := write(staged)
+	if err != nil {
+		return "", fmt.Errorf("committing in %s: writing the message: %w", w.ref, err)
+	}
+	if strings.TrimSpace(message) == "" {
+		return "", fmt.Errorf("committing in %s: the message is empty", w.ref)
 	}
 	if _, err := w.m.run(ctx, command{args: []string{"commit", "-q", "--no-verify", "--cleanup=whitespace", "-F", "-"},
 		gitDir: w.gitDir, workTree: w.Dir, stdin: message, redact: w.redact}); err != nil {

@@ -1,17 +1,13 @@
 package workspace
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/report"
-	"github.com/coding-agent/coding-agent/internal/sanitize"
 	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/coding-agent/coding-agent/internal/toolhost"
 )
@@ -142,14 +138,15 @@ func kind(ref task.Ref) string {
 	return "pull request"
 }
 
-// Deliver commits what the round changed, pushes it and, for an issue,
-// opens the draft pull or merge request that closes it (or finds the one an
-// earlier round opened); a fork's pull request gets a patch instead. Its
-// comment lists the files the commit left out (Workspace.LeftOut). A
-// change that holds a secret is neither committed nor pushed: a
-// *SecretError.
+// Deliver commits what the round changed, its subject saying what that
+// was, pushes it and, for an issue, opens the draft pull or merge request
+// that closes it (or finds the one an earlier round opened); a fork's pull
+// request gets a patch instead. The change's description is written and
+// kept by the daemon (changeBody): each round that pushed commits adds its
+// section. Its comment lists the files the commit left out
+// (Workspace.LeftOut). A change that holds a secret is neither committed
+// nor pushed: a *SecretError.
 func (o *TaskWorkspace) Deliver(ctx context.Context, done engine.Outcome) (string, error) {
-	summary := cmp.Or(done.Comment, done.Summary)
 	d := o.ts.o.Delivery
 	if !d.Enabled {
 		return "", nil
@@ -161,7 +158,11 @@ func (o *TaskWorkspace) Deliver(ctx context.Context, done engine.Outcome) (strin
 		}
 		return report.Patch(kind(o.t.Ref), o.ts.o.Redact(patch))
 	}
-	sha, err := o.w.Commit(ctx, o.message(summary))
+	pushedBefore, err := o.w.Forge(ctx)
+	if err != nil {
+		return "", err
+	}
+	sha, err := o.w.CommitWith(ctx, func(staged []report.FileChange) (string, error) { return o.message(staged, done) })
 	if err != nil {
 		return "", err
 	}
@@ -179,6 +180,7 @@ func (o *TaskWorkspace) Deliver(ctx context.Context, done engine.Outcome) (strin
 	}
 	if o.t.Ref.Kind != task.Issue {
 		out.ChangeURL = o.t.URL // the task is the change
+		o.describeTask(ctx, pushedBefore, done)
 		return report.Delivered(out)
 	}
 	ch, ok, err := o.ts.o.Forge.FindChange(ctx, o.t.Ref, o.w.Branch)
@@ -193,7 +195,7 @@ func (o *TaskWorkspace) Deliver(ctx context.Context, done engine.Outcome) (strin
 		if !ahead { // nothing was ever changed: no change to open
 			return report.Delivered(out)
 		}
-		body, err := o.body(summary, done)
+		body, err := o.changeBody(ctx, "", pushedBefore, done)
 		if err != nil {
 			return "", err
 		}
@@ -203,36 +205,21 @@ func (o *TaskWorkspace) Deliver(ctx context.Context, done engine.Outcome) (strin
 			return "", err
 		}
 		out.Opened, out.Draft = true, ch.Draft
+	} else {
+		o.describe(ctx, ch, pushedBefore, done)
 	}
 	out.ChangeURL = ch.URL
 	return report.Delivered(out)
 }
 
-// message is the commit's: the task's title and number, what the round
-// did, and where the task is.
-func (o *TaskWorkspace) message(summary string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s (%s)\n", sanitize.Line(o.t.Title), ref(o.t.Ref))
-	if s := strings.TrimSpace(o.ts.o.Redact(summary)); s != "" {
-		b.WriteString("\n" + s + "\n")
-	}
-	if o.t.URL != "" {
-		b.WriteString("\nTask: " + o.t.URL + "\n")
-	}
-	return b.String()
-}
-
-// body is the pull or merge request's: it closes the issue, says what the
-// round did and how it was checked (the checks the daemon ran, the
-// commands the model ran, or that nothing was run).
-func (o *TaskWorkspace) body(summary string, done engine.Outcome) (string, error) {
-	checks, ran := report.Commands(done.Checks, done.Ran)
-	evidence, err := report.Evidence(o.ts.o.Lang, checks, ran)
+// message is a round's commit message: a subject that says what the round
+// changed (report.Lang.Subject), what the model said it did, the files and
+// where the task is, in the forge's notation.
+func (o *TaskWorkspace) message(staged []report.FileChange, done engine.Outcome) (string, error) {
+	msg, err := o.ts.o.Lang.CommitMessage(report.Commit{Files: staged, Steps: done.Steps, Summary: done.Comment,
+		Title: o.t.Title, Refs: o.t.Ref.Mention(), URL: o.t.URL})
 	if err != nil {
-		return "", fmt.Errorf("writing the %s's body: %w", kind(o.t.Ref), err)
+		return "", err
 	}
-	return fmt.Sprintf("Closes #%d\n\n%s\n\n%s\n\n_Opened by coding-agent for %s._", o.t.Ref.Number,
-		strings.TrimSpace(o.ts.o.Redact(summary)), strings.TrimSpace(o.ts.o.Redact(evidence)), ref(o.t.Ref)), nil
+	return o.ts.o.Redact(msg), nil
 }
-
-func ref(r task.Ref) string { return strings.TrimPrefix(r.String(), r.Forge+":") }

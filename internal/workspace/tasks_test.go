@@ -77,8 +77,12 @@ func TestDeliverAgainAfterEveryStepOpensOneChange(t *testing.T) {
 			if log := g.Log("acme/app", branch); len(log) != 2 { // the seed commit and ours
 				t.Errorf("%d commits on %s, want 2: %+v", len(log), branch, log)
 			}
-			if ps := g.Pulls("acme/app"); len(ps) != 1 || ps[0].Head != branch || !ps[0].Draft {
-				t.Errorf("pull requests %+v, want one draft from %s", ps, branch)
+			ps := g.Pulls("acme/app")
+			if len(ps) != 1 || ps[0].Head != branch || !ps[0].Draft {
+				t.Fatalf("pull requests %+v, want one draft from %s", ps, branch)
+			}
+			if n := strings.Count(ps[0].Body, "<!-- coding-agent:round "); n != 1 || !strings.Contains(ps[0].Body, "`hello.txt`") {
+				t.Errorf("the pull request's body holds %d round sections, want one naming hello.txt:\n%s", n, ps[0].Body)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/forge/postonce"
+	"github.com/coding-agent/coding-agent/internal/httpx"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -111,9 +112,27 @@ func (c *Client) OpenChange(ctx context.Context, ref task.Ref, nc forge.NewChang
 	return forge.Change{}, wrapErr(action, err)
 }
 
+// EditChange replaces pull request number's body (PATCH
+// .../pulls/{number} with the body alone); an edit is idempotent, so it is
+// retried.
+func (c *Client) EditChange(ctx context.Context, ref task.Ref, number int, body string) error {
+	owner, name, err := split(ref)
+	if err != nil {
+		return err
+	}
+	action := fmt.Sprintf("editing the body of pull request #%d of %s", number, ref.Repo)
+	if number <= 0 {
+		return fmt.Errorf("%s: the number must be positive", action)
+	}
+	if _, _, err := c.gh.PullRequests.Edit(httpx.Idempotent(ctx), owner, name, number, &gh.PullRequest{Body: &body}); err != nil {
+		return wrapErr(action, err)
+	}
+	return nil
+}
+
 func toChange(pr *gh.PullRequest) forge.Change {
 	return forge.Change{
 		Number: pr.GetNumber(), URL: pr.GetHTMLURL(), Draft: pr.GetDraft(),
-		Head: pr.GetHead().GetRef(), Base: pr.GetBase().GetRef(),
+		Head: pr.GetHead().GetRef(), Base: pr.GetBase().GetRef(), Body: pr.GetBody(),
 	}
 }

@@ -46,7 +46,8 @@ func TestOpenChangeThenFindIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := forge.Change{Number: 2, URL: g.URL() + "/acme/app/pull/2", Draft: true, Head: "agent/issue-1", Base: "main"}
+	want := forge.Change{Number: 2, URL: g.URL() + "/acme/app/pull/2", Draft: true, Head: "agent/issue-1", Base: "main",
+		Body: "Closes #1"}
 	if diff := cmp.Diff(want, ch); diff != "" {
 		t.Errorf("opened (-want +got):\n%s", diff)
 	}
@@ -60,6 +61,30 @@ func TestOpenChangeThenFindIt(t *testing.T) {
 	}
 	if _, ok, err := c.FindChange(t.Context(), r, "agent/issue-2"); ok || err != nil {
 		t.Errorf("another branch: %v, %v", ok, err)
+	}
+}
+
+// EditChange replaces the body alone: the title and the draft state stay,
+// and FindChange reads the new body.
+func TestEditChangeReplacesTheBody(t *testing.T) {
+	g, r := seedBranch(t)
+	c, _ := newClient(t, g)
+	ch, err := c.OpenChange(t.Context(), r, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EditChange(t.Context(), r, ch.Number, "Closes #1\n\nRound 2."); err != nil {
+		t.Fatal(err)
+	}
+	pulls := g.Pulls("acme/app")
+	if len(pulls) != 1 || pulls[0].Body != "Closes #1\n\nRound 2." || pulls[0].Title != "Fix it" || !pulls[0].Draft {
+		t.Errorf("stored %+v", pulls)
+	}
+	if found, ok, err := c.FindChange(t.Context(), r, "agent/issue-1"); err != nil || !ok || found.Body != "Closes #1\n\nRound 2." {
+		t.Errorf("found %+v, %v, %v", found, ok, err)
+	}
+	if err := c.EditChange(t.Context(), r, 99, "x"); !errors.Is(err, forge.ErrNotFound) {
+		t.Errorf("editing a pull request that does not exist: %v", err)
 	}
 }
 

@@ -119,6 +119,25 @@ func (c *Client) OpenChange(ctx context.Context, ref task.Ref, nc forge.NewChang
 	return forge.Change{}, fmt.Errorf("%s: %w", action, translateErr(err))
 }
 
+// EditChange replaces merge request iid number's description (PUT
+// .../merge_requests/:iid with the description alone).
+func (c *Client) EditChange(ctx context.Context, ref task.Ref, number int, body string) error {
+	action := fmt.Sprintf("editing the description of merge request !%d of %s", number, ref.Repo)
+	if err := checkRef(ref); err != nil {
+		return fmt.Errorf("%s: %w", action, err)
+	}
+	if number <= 0 {
+		return fmt.Errorf("%s: the iid must be positive", action)
+	}
+	_, _, err := c.api.MergeRequests.UpdateMergeRequest(ref.Repo, int64(number),
+		&gl.UpdateMergeRequestOptions{Description: gl.Ptr(body)}, gl.WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("%s: %w", action, translateErr(err))
+	}
+	return nil
+}
+
 func toChange(m *gl.BasicMergeRequest) forge.Change {
-	return forge.Change{Number: int(m.IID), URL: m.WebURL, Draft: m.Draft, Head: m.SourceBranch, Base: m.TargetBranch}
+	return forge.Change{Number: int(m.IID), URL: m.WebURL, Draft: m.Draft, Head: m.SourceBranch, Base: m.TargetBranch,
+		Body: m.Description}
 }

@@ -48,7 +48,7 @@ func TestOpenChangeThenFindIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := forge.Change{Number: 1, URL: strings.TrimSuffix(g.URL(), "/api/v4") + "/grp/app/-/merge_requests/1", Draft: true, Head: "agent/issue-1", Base: "main"}
+	want := forge.Change{Number: 1, URL: strings.TrimSuffix(g.URL(), "/api/v4") + "/grp/app/-/merge_requests/1", Draft: true, Head: "agent/issue-1", Base: "main", Body: "Closes #1"}
 	if diff := cmp.Diff(want, ch); diff != "" {
 		t.Errorf("opened (-want +got):\n%s", diff)
 	}
@@ -76,6 +76,30 @@ func TestOpenChangeReady(t *testing.T) {
 	}
 	if mrs := g.MRs("grp/app"); mrs[0].Title != "Fix it" {
 		t.Errorf("title %q", mrs[0].Title)
+	}
+}
+
+// EditChange replaces the description alone: the draft title stays, and
+// FindChange reads the new description.
+func TestEditChangeReplacesTheDescription(t *testing.T) {
+	g, r := seedBranch(t)
+	c, _ := newClient(t, g, nil)
+	ch, err := c.OpenChange(t.Context(), r, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EditChange(t.Context(), r, ch.Number, "Closes #1\n\nRound 2."); err != nil {
+		t.Fatal(err)
+	}
+	mrs := g.MRs("grp/app")
+	if len(mrs) != 1 || mrs[0].Description != "Closes #1\n\nRound 2." || mrs[0].Title != "Draft: Fix it" || !mrs[0].Draft {
+		t.Errorf("stored %+v", mrs)
+	}
+	if found, ok, err := c.FindChange(t.Context(), r, "agent/issue-1"); err != nil || !ok || found.Body != "Closes #1\n\nRound 2." {
+		t.Errorf("found %+v, %v, %v", found, ok, err)
+	}
+	if err := c.EditChange(t.Context(), r, 99, "x"); !errors.Is(err, forge.ErrNotFound) {
+		t.Errorf("editing a merge request that does not exist: %v", err)
 	}
 }
 
