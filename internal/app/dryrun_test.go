@@ -164,7 +164,7 @@ func TestDryRunShowsTheChangeItWouldMake(t *testing.T) {
 			kind := map[string]string{task.GitHub: "pull request", task.GitLab: "merge request"}[fg]
 			for _, w := range []string{
 				"would push the branch coding-agent/issue-1 (new, from main):\n    commit ",
-				"    Add a greeting file (acme/app#1)",
+				"    Add a.txt, b.txt and 7 more files", // the round's commit says what it changed
 				"     a.txt | 1 +",
 				"     i.txt | 1 +",
 				"     9 files changed, 9 insertions(+)",
@@ -187,7 +187,9 @@ func TestPlannedDryRunPrintsEditsAsChanges(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
 	for _, fg := range []string{task.GitHub, task.GitLab} {
 		t.Run(fg, func(t *testing.T) {
-			e := planned(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI, respond: fullPlan})
+			// A comment per call, each edited as its phase goes on (the
+			// living comment is edited at a bounded rate, often once here).
+			e := separate(planned(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI, respond: fullPlan}))
 			var out strings.Builder
 			if err := e.runWith(context.Background(), app.Options{Now: e.now, DryRun: &out}); err != nil {
 				t.Fatalf("dry run: %v\n%s", err, out.String())
