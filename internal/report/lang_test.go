@@ -24,7 +24,11 @@ func japanese(s string) bool {
 // keep as they are.
 var englishWord = regexp.MustCompile(`[A-Za-z]{3,}`)
 
-var keptNames = map[string]bool{"LLM": true, "coding": true, "agent": true, "UTC": true}
+// Besides names: the words of hidden marks (coding-agent:round n= head=, the
+// change block's) and the keywords GitHub and GitLab act on only in English
+// (Closes, Refs).
+var keptNames = map[string]bool{"LLM": true, "coding": true, "agent": true, "UTC": true,
+	"round": true, "rounds": true, "head": true, "change": true, "Closes": true, "Refs": true}
 
 // fixedText is the text a template writes whatever its data.
 func fixedText(n parse.Node) string {
