@@ -3,10 +3,8 @@ package app_test
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -62,7 +60,11 @@ func (f *fleet) checkOnce(nums []int) (twice, dupComments int) {
 				kinds[key[strings.LastIndex(key, "/")+1:]]++
 			}
 		}
-		if kinds["closing"] != 1 || slices.ContainsFunc(slices.Collect(maps.Values(kinds)), func(k int) bool { return k > 1 }) {
+		repeated := false
+		for _, k := range kinds {
+			repeated = repeated || k > 1
+		}
+		if kinds["closing"] != 1 || repeated {
 			f.t.Logf("task %d's bot comments by kind: %v", n, kinds)
 			dupComments++
 		}

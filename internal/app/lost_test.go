@@ -120,7 +120,15 @@ func schemaOf(t *testing.T, storeURL string) string {
 // the test fails.
 func runProcess(t *testing.T, e *env, command string) (int, string) {
 	t.Helper()
-	cmd := exec.Command(buildBinary(t), command, "--config", writeConfig(t, e.cfg))
+	return runArgs(t, e, command, buildBinary(t), command, "--config", writeConfig(t, e.cfg))
+}
+
+// runArgs runs argv, the command named command, with e's secrets in its
+// environment, and returns its exit code and stderr; a process still
+// running after exitBound is killed and the test fails.
+func runArgs(t *testing.T, e *env, command string, argv ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "CA_TEST_TOKEN="+e.gh.Token, "CA_TEST_KEY="+apiKey)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

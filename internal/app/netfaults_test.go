@@ -3,9 +3,6 @@ package app_test
 import (
 	"bytes"
 	"context"
-	"errors"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -200,31 +197,7 @@ func TestStoreThatCannotBeWrittenStopsTheCommand(t *testing.T) {
 // stderr. A process still running after exitBound is killed: the test fails.
 func runUnwritable(t *testing.T, e *env, command string) (int, string) {
 	t.Helper()
-	cmd := exec.Command("sh", "-c", `ulimit -f 0 && exec "$0" "$@"`, buildBinary(t), command, "--config", writeConfig(t, e.cfg))
-	cmd.Env = append(os.Environ(), "CA_TEST_TOKEN="+e.gh.Token, "CA_TEST_KEY="+apiKey)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-exited:
-	case <-time.After(exitBound):
-		_ = cmd.Process.Kill()
-		<-exited
-		t.Fatalf("%s was still running after %s\n%s", command, exitBound, stderr.String())
-	}
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return exit.ExitCode(), stderr.String()
-	}
-	if err != nil {
-		t.Fatalf("%s: %v", command, err)
-	}
-	return 0, stderr.String()
+	return runArgs(t, e, command, "sh", "-c", `ulimit -f 0 && exec "$0" "$@"`, buildBinary(t), command, "--config", writeConfig(t, e.cfg))
 }
 
 func (e *env) inject(f forgetest.Fault) {
