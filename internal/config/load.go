@@ -64,27 +64,21 @@ func Load(path string) (*Config, []Warning, error) {
 // reported only in the keys the store's opening reads (state_dir, database,
 // host_name, lease_seconds) and in the file as a whole (its YAML); elsewhere
 // the values may be missing or wrong.
-func LoadStore(path string) (*Config, []Warning, error) {
-	data, err := readConfig(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading config file: %w", err)
-	}
-	c, warnings, err := parse(data, os.LookupEnv, storeKey, false)
-	if err != nil {
-		return nil, warnings, fmt.Errorf("loading config file %s:\n%w", path, err)
-	}
-	return c, warnings, nil
-}
+func LoadStore(path string) (*Config, []Warning, error) { return loadKeys(path, storeKey) }
 
 // LoadServer is Load for `health`, which only probes the listener: it needs
 // no token, key or service in the environment. Problems are reported only in
 // the server section and in the file as a whole (its YAML).
-func LoadServer(path string) (*Config, []Warning, error) {
+func LoadServer(path string) (*Config, []Warning, error) { return loadKeys(path, serverKey) }
+
+// loadKeys is Load counting only the problems at the key paths keep
+// accepts.
+func loadKeys(path string, keep func(path string) bool) (*Config, []Warning, error) {
 	data, err := readConfig(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading config file: %w", err)
 	}
-	c, warnings, err := parse(data, os.LookupEnv, serverKey, false)
+	c, warnings, err := parse(data, os.LookupEnv, keep, false)
 	if err != nil {
 		return nil, warnings, fmt.Errorf("loading config file %s:\n%w", path, err)
 	}
