@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coding-agent/coding-agent/internal/buildtest"
 	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 )
@@ -53,14 +54,17 @@ func publicDir(t *testing.T) string {
 	return dir
 }
 
-// buildBinary builds coding-agent into dir.
+// buildBinary copies the built coding-agent (buildtest.Command) into dir,
+// where the service's user may run it.
 func buildBinary(t *testing.T, dir string) string {
 	t.Helper()
+	b, err := os.ReadFile(buildtest.Command(t, "./cmd/coding-agent"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	bin := filepath.Join(dir, "coding-agent")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/coding-agent")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

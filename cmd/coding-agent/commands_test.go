@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coding-agent/coding-agent/internal/buildtest"
 	"github.com/coding-agent/coding-agent/internal/config"
 )
 
@@ -73,8 +75,14 @@ func TestVersionOfABuiltBinary(t *testing.T) {
 	build := func(name string, ldflags ...string) (bin, out string) {
 		bin = filepath.Join(dir, name)
 		args := append([]string{"build", "-buildvcs=auto", "-o", bin}, ldflags...)
-		if b, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
-			t.Fatalf("go build: %v\n%s", err, b)
+		err := buildtest.Locked(func() error { // in turn with the other tests' builds
+			if b, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
+				return fmt.Errorf("go build: %v\n%s", err, b)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
 		b, err := exec.Command(bin, "version").Output()
 		if err != nil {

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/coding-agent/coding-agent/internal/buildtest"
 	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/toolhost/mcptest"
 )
@@ -153,14 +153,10 @@ func TestFatalErrorOnATerminalIsPrintedOnce(t *testing.T) {
 	noSecrets(t, screen)
 }
 
-// buildBinary builds the command once per test into a temporary folder.
+// buildBinary is the built command (buildtest.Command).
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "coding-agent")
-	if b, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
-	}
-	return bin
+	return buildtest.Command(t, "./cmd/coding-agent")
 }
 
 // `serve`, the built binary with stderr on a terminal, says what it

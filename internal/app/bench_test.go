@@ -210,7 +210,7 @@ func BenchmarkTwentyTasksAtOnce(b *testing.B) {
 			var peak float64
 			for b.Loop() {
 				b.StopTimer()
-				e := newEnv(b, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
+				e := newEnv(b, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: true, npm: v.npm,
 					respond: func(e *env, r llmtest.Received) llmtest.Step {
 						switch n := toolResults(r); {
 						case n == 0 && builtin:

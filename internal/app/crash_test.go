@@ -9,17 +9,16 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/coding-agent/coding-agent/internal/buildtest"
 	"github.com/coding-agent/coding-agent/internal/config"
 	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/plan"
 	"github.com/coding-agent/coding-agent/internal/task"
-	"github.com/coding-agent/coding-agent/internal/toolhost/mcptest"
 )
 
 // A `coding-agent run` process killed (SIGKILL) in the middle of a task: the
@@ -94,37 +93,11 @@ func runKilled(t *testing.T, e *env, arrived <-chan struct{}) (*exec.Cmd, *strin
 	return cmd, stderr
 }
 
-// buildBinary is the daemon's binary, built once for the package's tests
-// (each build links for seconds; a dozen tests start it).
+// buildBinary is the daemon's binary (buildtest.Command: built once for
+// each state of the sources, a dozen tests start it).
 func buildBinary(t testing.TB) string {
 	t.Helper()
-	built.once.Do(func() {
-		dir, err := os.MkdirTemp("", "coding-agent-bin-")
-		if err != nil {
-			built.err = err
-			return
-		}
-		built.dir = dir
-		bin := filepath.Join(dir, "coding-agent")
-		build := exec.Command("go", "build", "-o", bin, "./cmd/coding-agent")
-		build.Dir = mcptest.ModuleRoot(t)
-		if out, err := build.CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("building coding-agent: %v\n%s", err, out)
-			return
-		}
-		built.bin = bin
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
-	return built.bin
-}
-
-// built is the binary buildBinary made; TestMain removes its folder.
-var built struct {
-	once     sync.Once
-	bin, dir string
-	err      error
+	return buildtest.Command(t, "./cmd/coding-agent")
 }
 
 // writeConfig writes the GitHub + OpenAI config of an env as the YAML a user

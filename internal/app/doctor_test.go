@@ -98,7 +98,7 @@ func TestDoctorPassesAndFixesLabels(t *testing.T) {
 				"warn  labels acme/app lacks \"coding agent processing\"", "doctor --fix",
 				"ok    model  "+where+` serves "`+c.model+`"`,
 				"it calls tools natively and in the JSON protocol",
-				"ok    mcp    fs started with 14 tools", "fit in half of the")
+				"ok    mcp    fs started with 3 tools", "fit in half of the")
 			if strings.Contains(out, "FAIL") {
 				t.Errorf("a FAIL line without an error")
 			}

@@ -38,7 +38,12 @@ func TestEndToEnd(t *testing.T) {
 				name := fmt.Sprintf("%s/%s/%s/native=%v", it.forge, it.kind, provider, native)
 				t.Run(name, func(t *testing.T) {
 					t.Parallel()
-					e := newEnv(t, setup{forge: it.forge, kind: it.kind, provider: provider, native: native})
+					// The npm filesystem server, the one users run, for each
+					// forge and kind once; the test server's file tools
+					// (half a second less CPU) for the other providers and
+					// modes.
+					npm := provider == config.ProviderOpenAI && native
+					e := newEnv(t, setup{forge: it.forge, kind: it.kind, provider: provider, native: native, npm: npm})
 					if err := e.run(context.Background()); err != nil {
 						t.Fatalf("run: %v", err)
 					}
@@ -301,7 +306,7 @@ func TestDeniedToolIsNeitherOfferedNorRun(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
 	for _, native := range []bool{false, true} {
 		t.Run(fmt.Sprintf("native=%v", native), func(t *testing.T) {
-			e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: native,
+			e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: native, npm: true,
 				respond: func(e *env, r llmtest.Received) llmtest.Step {
 					if toolResults(r) > 0 {
 						return done("Could not write.")
@@ -375,7 +380,7 @@ func TestConcurrentRunsProcessOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := len(e.model.Requests()); n != 2 {
-		t.Fatalf("%d model requests, want 2 (one task, two turns)", n)
+		t.Fatalf("%d model requests, want 2 (one task, two turns); labels %v; the log ends:\n%s", n, e.labels(), logTail(e, 60))
 	}
 	if c := e.botComments(); len(c) != 2 {
 		t.Fatalf("bot comments %q, want 2", c)

@@ -69,6 +69,12 @@ type setup struct {
 	seed func(*forgetest.IssueSeed)
 	head string
 	fork string // a pull or merge request's head is in this repository, a fork
+	// npm: the server fs is the npm filesystem server
+	// (@modelcontextprotocol/server-filesystem) instead of the test
+	// server's file tools (mcptest.NewFileServer): for the tests about that
+	// server and its catalog. The others start no node process: half a
+	// second of CPU each, hundreds of times in the package.
+	npm bool
 }
 
 func newEnv(t testing.TB, s setup) *env {
@@ -113,9 +119,13 @@ func newEnv(t testing.TB, s setup) *env {
 	case config.ProviderOllama:
 		cfg.LLM.Ollama = config.Ollama{Endpoint: e.model.URL(), Model: "qwen-test", MaxToken: maxToken, ContextLength: testContext}
 	}
+	fs := []string{mcptest.Build(t), "-files", e.workspace}
+	if s.npm {
+		fs = []string{mcptest.NodeModule(t, ".bin/mcp-server-filesystem"), e.workspace}
+	}
 	cfg.MCPServers = []config.MCPServer{{
 		Name:         "fs",
-		Command:      []string{mcptest.NodeModule(t, ".bin/mcp-server-filesystem"), e.workspace},
+		Command:      fs,
 		SystemPrompt: "The project lives in " + e.workspace + ".",
 	}}
 	cfg.TaskSource = s.forge

@@ -28,7 +28,8 @@ type longTask struct {
 	counter           llm.Counter
 
 	mu        sync.Mutex
-	sizes     []int // tokens of each answered request
+	counted   map[string]int // tokens of each message text seen: most come again in every later request
+	sizes     []int          // tokens of each answered request
 	bytes     []int
 	refused   int
 	summaries int
@@ -68,8 +69,16 @@ func (lt *longTask) respond(e *env, r llmtest.Received) llmtest.Step {
 	defer lt.mu.Unlock()
 	n, b := 0, 0
 	var all strings.Builder
+	if lt.counted == nil {
+		lt.counted = map[string]int{}
+	}
 	for _, m := range r.Messages {
-		n += 4 + lt.counter.Count(m.Content)
+		c, ok := lt.counted[m.Content]
+		if !ok {
+			c = lt.counter.Count(m.Content)
+			lt.counted[m.Content] = c
+		}
+		n += 4 + c
 		b += len(m.Content)
 		all.WriteString(m.Content)
 	}
@@ -79,7 +88,7 @@ func (lt *longTask) respond(e *env, r llmtest.Received) llmtest.Step {
 			` tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`}
 	}
 	lt.sizes, lt.bytes = append(lt.sizes, n), append(lt.bytes, b)
-	for i := 1; i <= lt.turns; i++ {
+	for i := 1; i <= lt.issued; i++ { // the files not yet read are in no request
 		if strings.Count(all.String(), fileText(i)) > 1 {
 			lt.dupes = append(lt.dupes, fmt.Sprintf("request %d carries file %d twice", r.N, i))
 		}
@@ -201,7 +210,7 @@ func TestRunRefusesACatalogThatCannotFit(t *testing.T) {
 	e.cfg.LLM.OpenAI.ContextLength, e.cfg.LLM.OpenAI.MaxToken = 4096, 1024
 	e.cfg.MCPServers[0].SystemPrompt = strings.Repeat("Describe every file you touch, with its size, owner and purpose. ", 80)
 	err := e.run(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "fs (14 tools)") || !strings.Contains(err.Error(), "context_length 4096") {
+	if err == nil || !strings.Contains(err.Error(), "fs (3 tools)") || !strings.Contains(err.Error(), "context_length 4096") {
 		t.Fatalf("run: %v, want the catalog refused", err)
 	}
 	if n := len(e.model.Requests()); n != 0 {

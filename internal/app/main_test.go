@@ -14,9 +14,5 @@ import (
 func TestMain(m *testing.M) {
 	sandbox.Enter()
 	os.Setenv(daemonSecretVar, daemonSecret)
-	code := m.Run()
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
-	os.Exit(code)
+	os.Exit(m.Run())
 }

@@ -48,7 +48,7 @@ var (
 	infra = append([]string{"internal/config"}, plumbing...)
 	// roots wire adapters; cmd only reaches them through app.
 	roots       = []string{"internal/app", "cmd/coding-agent"}
-	testSupport = []string{"internal/forgetest", "internal/golden", "internal/llm/llmtest", "internal/store/storetest",
+	testSupport = []string{"internal/buildtest", "internal/forgetest", "internal/golden", "internal/llm/llmtest", "internal/store/storetest",
 		"internal/store/postgres/pgtest", "internal/queue/rabbitmq/rmqtest",
 		"internal/queue/queuetest", "internal/toolhost/mcptest", "internal/toolhost/mcptest/testserver",
 		"internal/archtest",

@@ -2,7 +2,8 @@
 // Tests get its path from mcptest.Build.
 //
 // With -banner TEXT it first writes TEXT (environment variables expanded)
-// as a line on stdout, as servers that print a banner do.
+// as a line on stdout, as servers that print a banner do. With -files DIR it
+// serves only the file tools of mcptest.NewFileServer, confined to DIR.
 package main
 
 import (
@@ -22,7 +23,15 @@ import (
 
 func main() {
 	banner := flag.String("banner", "", "a line to write on stdout before serving")
+	files := flag.String("files", "", "serve only the file tools, confined to this directory")
 	flag.Parse()
+	if *files != "" {
+		if err := mcptest.NewFileServer(*files).Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			fmt.Fprintln(os.Stderr, "mcptest file server:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var stubborn atomic.Bool
 	// MCPTEST_MAX_SLEEP_MS, if more than 0, caps the sleep tool, and
 	// MCPTEST_SLEEP_STARTED names the file it announces each wait on (see
