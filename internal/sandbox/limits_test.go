@@ -110,50 +110,56 @@ func TestExit(t *testing.T) {
 	})
 }
 
-// TestCommand starts a long-lived confined cat, talks to it, kills it and
-// checks nothing of it is left.
+// TestCommand starts a long-lived confined cat, talks to it, ends it and
+// checks nothing of it is left: SIGTERM ends the whole tree before the
+// process exits; at level Namespaces SIGKILL ends it too, moments later.
 func TestCommand(t *testing.T) {
 	forLevels(t, func(t *testing.T, lvl Level) {
 		b := newBox(t, lvl, Policy{Env: map[string]string{"MODEL_ONLY": "model"}})
-		mark := fmt.Sprintf("301.%d%d", os.Getpid(), lvl)
-		// The server's own env, and not the model's commands' (Policy.Env).
-		cmd, err := b.sb.Command(b.d, false, []string{"sh", "-c", "echo \"$SERVER_ONLY${MODEL_ONLY:-}\"; setsid sleep " + mark + " & exec cat"},
-			map[string]string{"SERVER_ONLY": "srv"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		outp, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.WriteString(in, "ping\n"); err != nil {
-			t.Fatal(err)
-		}
-		buf := make([]byte, 9)
-		if _, err := io.ReadFull(outp, buf); err != nil || string(buf) != "srv\nping\n" {
-			t.Fatalf("env and echo: %q %v", buf, err)
-		}
+		kills := []syscall.Signal{syscall.SIGTERM}
 		if lvl == Namespaces {
-			err = cmd.Process.Kill()
-		} else {
-			err = cmd.Process.Signal(syscall.SIGTERM)
+			kills = append(kills, syscall.SIGKILL)
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ee *exec.ExitError
-		if err := cmd.Wait(); err == nil || !errorsAs(err, &ee) {
-			t.Errorf("wait after kill: %v", err)
-		}
-		if left := leftover(mark); len(left) > 0 {
-			t.Errorf("left behind: %v", left)
+		for _, sig := range kills {
+			mark := fmt.Sprintf("301.%d%d%d", os.Getpid(), lvl, sig)
+			// The server's own env, and not the model's commands' (Policy.Env).
+			cmd, err := b.sb.Command(b.d, false, []string{"sh", "-c", "echo \"$SERVER_ONLY${MODEL_ONLY:-}\"; setsid sleep " + mark + " & exec cat"},
+				map[string]string{"SERVER_ONLY": "srv"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			outp, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.WriteString(in, "ping\n"); err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 9)
+			if _, err := io.ReadFull(outp, buf); err != nil || string(buf) != "srv\nping\n" {
+				t.Fatalf("env and echo: %q %v", buf, err)
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			var ee *exec.ExitError
+			if err := cmd.Wait(); err == nil || !errorsAs(err, &ee) {
+				t.Errorf("wait after %v: %v", sig, err)
+			}
+			left := leftover(mark)
+			for end := time.Now().Add(5 * time.Second); sig == syscall.SIGKILL && len(left) > 0 && time.Now().Before(end); left = leftover(mark) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if len(left) > 0 {
+				t.Errorf("left behind after %v: %v", sig, left)
+			}
 		}
 	})
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -121,16 +120,8 @@ func runProbe(flags uintptr) ([]Layer, error) {
 		return nil, fmt.Errorf("create probe pipe: %w", err)
 	}
 	defer r.Close()
-	cmd := exec.Command(selfExe, marker, "probe")
-	cmd.Env = []string{}
-	cmd.ExtraFiles = []*os.File{w}
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:  flags,
-		Setpgid:     true,
-		Pdeathsig:   syscall.SIGKILL,
-		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
-	}
+	cmd := relayCmd(flags, "probe", w)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	err = cmd.Start()

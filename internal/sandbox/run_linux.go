@@ -92,31 +92,36 @@ func (s *Sandbox) spec(d Dirs, network bool, argv []string, env map[string]strin
 }
 
 // helperCmd is the supervisor's exec.Cmd for sp, its spec already in a
-// memfd at fd 3 (so nothing blocks however the caller starts it).
-func helperCmd(sp *spec) (*exec.Cmd, error) {
+// memfd at fd 3 (so nothing blocks however the caller starts it) and
+// status, if not nil, at fd 4. At level Namespaces the relay starts it in
+// its namespaces (relayCmd says why).
+func helperCmd(sp *spec, status *os.File) (*exec.Cmd, error) {
 	f, err := specFile(sp)
 	if err != nil {
 		return nil, err
 	}
-	// /proc/self/exe, not os.Executable's path: the forked child execs the
-	// very binary that is running, even one replaced or deleted since.
-	cmd := &exec.Cmd{
-		Path:       selfExe,
-		Args:       []string{os.Args[0], marker, "run"},
-		Env:        []string{}, // empty, not nil: nothing of the daemon's
-		Dir:        "/",
-		ExtraFiles: []*os.File{f},
+	files := []*os.File{f}
+	if status != nil {
+		files = append(files, status)
+	}
+	var cmd *exec.Cmd
+	if sp.Level == Namespaces {
+		cmd = relayCmd(nsFlags(sp.Network), "run", files...)
+	} else {
+		// /proc/self/exe, not os.Executable's path: the forked child
+		// execs the very binary that is running, even one replaced or
+		// deleted since.
+		cmd = &exec.Cmd{
+			Path:       selfExe,
+			Args:       []string{os.Args[0], marker, "run"},
+			Env:        []string{}, // empty, not nil: nothing of the daemon's
+			Dir:        "/",
+			ExtraFiles: files,
+		}
 	}
 	// A session of its own (so a group of its own too, for the kill):
 	// without a controlling terminal, /dev/tty cannot reach the daemon's.
-	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-	if sp.Level == Namespaces {
-		attr.Cloneflags = nsFlags(sp.Network)
-		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
-		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}
-		attr.GidMappingsEnableSetgroups = false
-	}
-	cmd.SysProcAttr = attr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	return cmd, nil
 }
 
@@ -153,9 +158,10 @@ func specFile(sp *spec) (*os.File, error) {
 
 // Command returns a long-lived confined process (a task's MCP server over
 // stdio) running argv in d.Work: the caller sets Stdin, Stdout and Stderr
-// and starts it. There is no timeout. At level Namespaces, killing the
-// returned process kills its whole tree (it is PID 1 of its namespace); at
-// the lower levels SIGTERM to it kills the whole tree, while SIGKILL to it
+// and starts it. There is no timeout. SIGTERM to the returned process kills
+// the whole tree before it exits. SIGKILL to it: at level Namespaces the
+// tree dies with it, moments later (the relay's child, PID 1 of the
+// namespace, has it as its death signal); at the lower levels SIGKILL
 // leaves to the kernel only what stayed in its process group. Its
 // environment is env (the server's own) on top of PATH, HOME, TMPDIR and
 // LANG: Policy.Env is the model's commands', not a server's.
@@ -167,7 +173,7 @@ func (s *Sandbox) Command(d Dirs, network bool, argv []string, env map[string]st
 	// No timeout, so no CPU limit derived from one: a server may live
 	// for hours. An explicit CPUSeconds still holds.
 	sp.Limits.Timeout = 0
-	cmd, err := helperCmd(sp)
+	cmd, err := helperCmd(sp, nil)
 	if err != nil {
 		return nil, fmt.Errorf("prepare sandboxed command: %w", err)
 	}
@@ -188,17 +194,17 @@ func (s *Sandbox) Run(ctx context.Context, r Run) (Result, error) {
 	if r.Timeout > 0 {
 		sp.Limits.Timeout = r.Timeout // RLIMIT_CPU follows this run's timeout
 	}
-	cmd, err := helperCmd(sp)
-	if err != nil {
-		return Result{}, fmt.Errorf("prepare sandboxed run: %w", err)
-	}
-	defer cmd.ExtraFiles[0].Close()
 	statR, statW, err := os.Pipe()
 	if err != nil {
 		return Result{}, fmt.Errorf("create status pipe: %w", err)
 	}
 	defer statR.Close()
-	cmd.ExtraFiles = append(cmd.ExtraFiles, statW)
+	cmd, err := helperCmd(sp, statW)
+	if err != nil {
+		statW.Close()
+		return Result{}, fmt.Errorf("prepare sandboxed run: %w", err)
+	}
+	defer cmd.ExtraFiles[0].Close()
 	out, errb := newHeadTail(s.limits.MaxOutputBytes), newHeadTail(s.limits.MaxOutputBytes)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.Stdin, out, errb
 	cmd.WaitDelay = 5 * time.Second // backstop for a pipe someone still holds
@@ -207,7 +213,7 @@ func (s *Sandbox) Run(ctx context.Context, r Run) (Result, error) {
 		return Result{}, fmt.Errorf("start sandbox helper: %w", err)
 	}
 	statW.Close()
-	timedOut, stop := s.watch(ctx, cmd, r.Timeout, sp.Level)
+	timedOut, stop := s.watch(ctx, cmd, r.Timeout)
 	werr := cmd.Wait()
 	stop()
 	st, serr := readStatus(statR)
@@ -246,11 +252,11 @@ func readStatus(r io.Reader) (status, error) {
 	return st, nil
 }
 
-// watch ends the helper at the timeout or when ctx ends: at level
-// Namespaces SIGKILL to it ends its pid namespace; below, SIGTERM asks the
-// supervisor to kill every descendant first, and SIGKILL to the process
-// group follows if it has not exited within a grace period.
-func (s *Sandbox) watch(ctx context.Context, cmd *exec.Cmd, timeout time.Duration, lvl Level) (*atomic.Bool, func()) {
+// watch ends the helper at the timeout or when ctx ends: SIGTERM asks the
+// supervisor (through the relay at level Namespaces) to kill every
+// descendant and exit, so that the tree is gone when the helper is; SIGKILL
+// to the process group follows if it has not exited within a grace period.
+func (s *Sandbox) watch(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (*atomic.Bool, func()) {
 	if timeout <= 0 {
 		timeout = s.limits.Timeout
 	}
@@ -267,10 +273,6 @@ func (s *Sandbox) watch(ctx context.Context, cmd *exec.Cmd, timeout time.Duratio
 		case <-t.C:
 			timedOut.Store(true)
 		}
-		if lvl == Namespaces {
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-			return
-		}
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 		g := time.NewTimer(2 * time.Second)
 		defer g.Stop()
@@ -282,9 +284,7 @@ func (s *Sandbox) watch(ctx context.Context, cmd *exec.Cmd, timeout time.Duratio
 	}()
 	return &timedOut, func() {
 		close(done)
-		if lvl != Namespaces {
-			// Whatever still runs in the helper's group goes with it.
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-		}
+		// Whatever still runs in the helper's group goes with it.
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
 	}
 }
