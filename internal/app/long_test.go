@@ -113,16 +113,20 @@ func (lt *longTask) respond(e *env, r llmtest.Received) llmtest.Step {
 // A 200-turn task with 8 KB tool results in a 16,384-token window finishes
 // on the OpenAI wire and the Ollama wire with every request under the
 // budget by the tokenizer and by the usage the server reports, and no
-// request carrying a tool output twice.
+// request carrying a tool output twice. The test command runs 60 turns
+// (the window fills after five, and is summarised again and again), 200
+// with CODING_AGENT_TEST_FULL: 47 s of CPU under -race, the package's
+// largest share.
 func TestLongTaskFitsItsWindow(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
+	turns := stress(60, 200)
 	if testing.Short() {
-		t.Skip("200 turns")
+		t.Skipf("%d turns", turns)
 	}
 	for _, provider := range []string{config.ProviderOpenAI, config.ProviderOllama} {
 		t.Run(provider, func(t *testing.T) {
 			t.Parallel()
-			lt := &longTask{turns: 200, counter: tokens.ForModel("gpt-4o")}
+			lt := &longTask{turns: turns, counter: tokens.ForModel("gpt-4o")}
 			e := lt.env(t, provider)
 			e.runOK(t)
 			e.wantLabels(t, "bug", "coding agent done")
