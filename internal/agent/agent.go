@@ -103,7 +103,7 @@ func (p *plain) Begin(_ context.Context, r *engine.Run, saved json.RawMessage) e
 	}
 	if o := p.l.o; o.Forge != nil && !o.Separate {
 		p.board = report.NewBoard(report.BoardOptions{Forge: o.Forge, Ref: r.Input().Task.Ref, Redact: o.Redact, Logger: r.Log(),
-			Key: r.Key, EditEvery: report.LiveEditEvery}, p.st.Board)
+			Key: r.Key, EditEvery: report.LiveEditEvery, Lang: o.Lang}, p.st.Board)
 	}
 	return nil
 }

@@ -59,7 +59,7 @@ func TestHugeReplyIsOneComment(t *testing.T) {
 		t.Fatalf("%d bot comments, want 2: the living one and the closing one, the reply in one", len(cs))
 	}
 	cs = cs[1:]
-	if !strings.HasPrefix(cs[0], "Here is everything I found.\n") || !strings.Contains(cs[0], "more characters)*") || len(cs[0]) > 65536*4 {
+	if !strings.HasPrefix(cs[0], "Here is everything I found.\n") || !strings.Contains(cs[0], "more characters were cut*") || len(cs[0]) > 65536*4 {
 		t.Errorf("the comment is not the reply's start with a cut note: %q…%q", cs[0][:60], cs[0][len(cs[0])-80:])
 	}
 	logs, err := os.ReadFile(e.cfg.Logging.File)

@@ -135,7 +135,7 @@ func checkFailed(t *testing.T, e *env, wantInComment string) {
 		t.Errorf("final labels %v, want [bug, coding agent failed]", l)
 	}
 	c := e.botComments()
-	if len(c) == 0 || !strings.Contains(c[len(c)-1], "could not finish") || !strings.Contains(c[len(c)-1], wantInComment) {
+	if len(c) == 0 || !strings.Contains(c[len(c)-1], "## ❌ coding-agent") || !strings.Contains(c[len(c)-1], wantInComment) {
 		t.Errorf("last comment should report the failure (%q): %q", wantInComment, c)
 	}
 	if rec := e.record(); rec.Status != task.Failed || !strings.Contains(rec.Error, wantInComment) {

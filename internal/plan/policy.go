@@ -200,7 +200,7 @@ func (p *policy) Begin(_ context.Context, r *engine.Run, saved json.RawMessage) 
 		}
 		p.enter(At{Phase: first})
 	}
-	bo := report.BoardOptions{Forge: p.c.o.Forge, Ref: ref, Redact: p.c.o.Redact, Logger: p.log, Key: r.Key}
+	bo := report.BoardOptions{Forge: p.c.o.Forge, Ref: ref, Redact: p.c.o.Redact, Logger: p.log, Key: r.Key, Lang: p.c.o.Lang}
 	if !p.c.o.Separate {
 		bo.EditEvery = report.LiveEditEvery
 	}

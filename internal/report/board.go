@@ -53,18 +53,19 @@ type BoardOptions struct {
 	EditEvery time.Duration
 	// Clock is the time EditEvery is measured by; nil → time.Now.
 	Clock func() time.Time
+	// Lang is the language of the note that says a body was cut.
+	Lang Lang
 }
 
 // sectionSep joins the sections of a phase comment.
 const sectionSep = "\n\n---\n\n"
 
-// cutNote ends a body that was cut to fit in one comment, saying how many
-// characters were left out; shortCutNote when a tiny MaxLen leaves no room
-// for it.
-const (
-	cutNote      = "\n\n*✂️ 以降の %d 文字を省略しました (cut: %d more characters)*"
-	shortCutNote = "\n\n*✂️ (cut)*"
-)
+// cutNotes end a body that was cut to fit in one comment, saying how many
+// characters were left out, in each language; shortCutNote when a tiny
+// MaxLen leaves no room for it.
+var cutNotes = map[Lang]string{English: "\n\n*✂️ %d more characters were cut*", Japanese: "\n\n*✂️ 以降の %d 文字を省略しました*"}
+
+const shortCutNote = "\n\n*✂️*"
 
 // Board keeps what planning mode shows on an issue in few comments: one
 // progress comment edited in place, and one comment per phase that grows
@@ -145,7 +146,7 @@ func (b *Board) setProgress(ctx context.Context, body string, now bool) error {
 	if strings.TrimSpace(body) == "" {
 		return nil
 	}
-	body, _ = cutToFit(b.o.Redact(body), b.o.MaxLen)
+	body, _ = cutToFit(b.o.Redact(body), b.o.MaxLen, b.o.Lang)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if id := b.st.ProgressID; id != 0 {
@@ -192,7 +193,7 @@ func (b *Board) AddSection(ctx context.Context, key, section string) error {
 		return nil
 	}
 	full := b.o.Redact(section)
-	section, cut := cutToFit(full, b.o.MaxLen)
+	section, cut := cutToFit(full, b.o.MaxLen, b.o.Lang)
 	if cut {
 		b.log.DebugContext(ctx, "phase comment section cut to fit one comment; its full text", "key", key, "text", full)
 	}
@@ -225,8 +226,8 @@ func (b *Board) AddSection(ctx context.Context, key, section string) error {
 // not fit: the caller then adds section instead. A comment that is gone
 // (ErrNotFound on edit) is posted again with the sections.
 func (b *Board) ReplaceSection(ctx context.Context, key, old, section string) (bool, error) {
-	old, _ = cutToFit(b.o.Redact(old), b.o.MaxLen)
-	section, _ = cutToFit(b.o.Redact(section), b.o.MaxLen)
+	old, _ = cutToFit(b.o.Redact(old), b.o.MaxLen, b.o.Lang)
+	section, _ = cutToFit(b.o.Redact(section), b.o.MaxLen, b.o.Lang)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if key != b.st.PhaseKey || b.st.PhaseID == 0 {
@@ -281,7 +282,7 @@ func (b *Board) Post(ctx context.Context, body string) error {
 	if strings.TrimSpace(body) == "" {
 		return nil
 	}
-	p := NewPoster(PosterOptions{Commenter: b.o.Forge, Ref: b.o.Ref, MaxLen: b.o.MaxLen, Redact: b.o.Redact, Logger: b.log})
+	p := NewPoster(PosterOptions{Commenter: b.o.Forge, Ref: b.o.Ref, MaxLen: b.o.MaxLen, Redact: b.o.Redact, Logger: b.log, Lang: b.o.Lang})
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := p.PostAll(ctx, b.o.Key("closing"), body); err != nil {
@@ -335,16 +336,16 @@ func (b *Board) edit(ctx context.Context, id int64, body, doing string) error {
 // cutToFit returns body when it has at most maxLen characters (runes), and
 // otherwise its beginning, cut at a line break where one is near, with an
 // open code fence closed and a note saying how many characters were left
-// out: valid UTF-8 of at most maxLen characters. cut reports whether it
-// cut. A maxLen below 64 counts as 64, as in Split.
-func cutToFit(body string, maxLen int) (fitted string, cut bool) {
+// out (in l): valid UTF-8 of at most maxLen characters. cut reports
+// whether it cut. A maxLen below 64 counts as 64, as in Split.
+func cutToFit(body string, maxLen int, l Lang) (fitted string, cut bool) {
 	maxLen = max(maxLen, minSplit)
 	total := utf8.RuneCountInString(body)
 	if total <= maxLen {
 		return body, false
 	}
 	// The note for total is at least as long as the note for what is left.
-	note := func(left int) string { return fmt.Sprintf(cutNote, left, left) }
+	note := func(left int) string { return fmt.Sprintf(cutNotes[l.norm()], left) }
 	room := maxLen - utf8.RuneCountInString(note(total)) - (1 + maxFenceRun)
 	if room < 8 {
 		note = func(int) string { return shortCutNote }

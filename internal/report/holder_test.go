@@ -8,7 +8,7 @@ import (
 func TestHolderNamesItsHost(t *testing.T) {
 	for _, host := range []string{"build-1", `a "quoted" host name`, "ホスト"} {
 		beat := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
-		body, err := Holder(host, beat.In(time.FixedZone("JST", 9*3600)), 20*time.Second, time.Minute)
+		body, err := English.Holder(host, beat.In(time.FixedZone("JST", 9*3600)), 20*time.Second, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -25,7 +25,7 @@ func TestHolderNamesItsHost(t *testing.T) {
 }
 
 func TestPausedNamesItsHost(t *testing.T) {
-	body, err := Paused(3, "the paused label was added", "paused", "agent", `build "1"`)
+	body, err := English.Paused(3, "the paused label was added", "paused", "agent", `build "1"`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,10 +25,11 @@ func japanese(s string) bool {
 var englishWord = regexp.MustCompile(`[A-Za-z]{3,}`)
 
 // Besides names: the words of hidden marks (coding-agent:round n= head=, the
-// change block's) and the keywords GitHub and GitLab act on only in English
+// change block's, the holder's and the pause's), a fence's language (diff) and the keywords GitHub and GitLab act on only in English
 // (Closes, Refs).
 var keptNames = map[string]bool{"LLM": true, "coding": true, "agent": true, "UTC": true,
-	"round": true, "rounds": true, "head": true, "change": true, "Closes": true, "Refs": true}
+	"round": true, "rounds": true, "head": true, "change": true, "Closes": true, "Refs": true,
+	"holder": true, "host": true, "beat": true, "paused": true, "diff": true}
 
 // fixedText is the text a template writes whatever its data.
 func fixedText(n parse.Node) string {
@@ -61,7 +62,7 @@ func fixedText(n parse.Node) string {
 }
 
 // Every template is in one language: an English one (its name has /en, or
-// no language: the worker's notices) writes no Japanese, a Japanese one
+// no language) writes no Japanese, a Japanese one
 // (/ja) no English word, in any branch of its fixed text; and each /en
 // template has its /ja twin and back.
 // langSegment is the language part of a template's name: /en or /ja as a
@@ -136,6 +137,24 @@ func TestCommentsRenderInOneLanguage(t *testing.T) {
 			outcome.IgnoredComments = 1
 			add(l.Final(outcome))
 		}
+		add(l.Failed("r", "F", "B", "/w", ""))
+		add(l.Kept("/w"))
+		add(l.Interrupted(3))
+		add(l.StoreFailed(3, "r"))
+		add(l.StoreLost(0, "r"))
+		add(l.TakenOver(TakeOver{From: "h1", To: "h2", Until: "t"}))
+		add(l.TakenOver(TakeOver{From: "h1", To: "h2", Released: true}))
+		add(l.Paused(2, "r", "P", "B", "h"))
+		add(l.Stopped(2, "r", "B"))
+		add(l.Refused("bob", "B"))
+		add(l.Refused("", "B"))
+		add(l.Holder("h", at, time.Minute, 3*time.Minute))
+		add(l.Patch("merge request", "-a\n+b"))
+		add(l.Delivered(Delivery{Commit: "c", Branch: "b", Kind: "pull request", ChangeURL: "https://x/1", Opened: true, Draft: true,
+			LeftOut: []LeftOut{{Path: "p", Reason: "r"}}}))
+		add(l.Delivered(Delivery{Kind: "merge request", ChangeURL: "https://x/1"}))
+		cut, _ := cutToFit(strings.Repeat("x\n", 100), 64, l)
+		out = append(out, cut)
 		out = append(out, l.ToolStep([]StepCall{{Tool: "fs/edit_file", Target: "a.py"}}), l.SameAsPrevious(2), l.ActionFailed("a1", "r"),
 			l.SkippedAction("a1", "r"), l.CommentApplied("bob", "a1", at), l.FixChecks(ran), l.CallTrouble("r", true), l.ToolFailed("t", "e"))
 		for _, s := range out {

@@ -52,6 +52,8 @@ type PosterOptions struct {
 	// Logger receives, at debug level, the full text of a comment Post
 	// had to cut; nil discards it. It carries the task's attributes.
 	Logger *slog.Logger
+	// Lang is the language of the note that says a body was cut.
+	Lang Lang
 }
 
 // Poster posts comments on one task: the one place where comment size and
@@ -90,7 +92,7 @@ func (p *Poster) Post(ctx context.Context, key engine.Key, body string) error {
 		return nil
 	}
 	body = p.o.Redact(body)
-	fitted, cut := cutToFit(body, p.o.MaxLen)
+	fitted, cut := cutToFit(body, p.o.MaxLen, p.o.Lang)
 	if cut {
 		p.log.DebugContext(ctx, "comment cut to fit one comment; its full text",
 			"chars", utf8.RuneCountInString(body), "text", body)

@@ -19,34 +19,34 @@ var templates = template.Must(template.New("").Funcs(template.FuncMap{"code": Co
 // Failed is the comment posted when a task ends in failure.
 // workspace is where the task's workspace is kept ("" when it is not);
 // evidence is what the round ran (Evidence), "" to leave it out.
-func Failed(reason, failedLabel, botLabel, workspace, evidence string) (string, error) {
-	return render("failed.tmpl", map[string]any{"Reason": reason, "FailedLabel": failedLabel, "BotLabel": botLabel, "Workspace": workspace,
+func (l Lang) Failed(reason, failedLabel, botLabel, workspace, evidence string) (string, error) {
+	return l.notice("failed", map[string]any{"Reason": reason, "FailedLabel": failedLabel, "BotLabel": botLabel, "Workspace": workspace,
 		"Evidence": evidence})
 }
 
 // Kept is the comment that says where a failed task's workspace is kept,
 // when the run's own closing comment said why it failed.
-func Kept(workspace string) (string, error) {
-	return render("kept.tmpl", map[string]any{"Workspace": workspace})
+func (l Lang) Kept(workspace string) (string, error) {
+	return l.notice("kept", map[string]any{"Workspace": workspace})
 }
 
 // Interrupted is the comment posted when a shutdown stops a task at a
 // checkpoint.
-func Interrupted(turn int) (string, error) {
-	return render("interrupted.tmpl", map[string]any{"Turn": turn})
+func (l Lang) Interrupted(turn int) (string, error) {
+	return l.notice("interrupted", map[string]any{"Turn": turn})
 }
 
 // StoreFailed is the comment posted when a task stops because the state
 // store cannot be written.
-func StoreFailed(turn int, reason string) (string, error) {
-	return render("storefailed.tmpl", map[string]any{"Turn": turn, "Reason": reason})
+func (l Lang) StoreFailed(turn int, reason string) (string, error) {
+	return l.notice("storefailed", map[string]any{"Turn": turn, "Reason": reason})
 }
 
 // StoreLost is the comment posted when a task stops because the state
 // database was removed or replaced under the process (store.ErrLost):
 // unlike StoreFailed, nothing recorded is kept to continue from.
-func StoreLost(turn int, reason string) (string, error) {
-	return render("storelost.tmpl", map[string]any{"Turn": turn, "Reason": reason})
+func (l Lang) StoreLost(turn int, reason string) (string, error) {
+	return l.notice("storelost", map[string]any{"Turn": turn, "Reason": reason})
 }
 
 // TakeOver is what the comment that a task was taken over says: which
@@ -59,7 +59,24 @@ type TakeOver struct {
 
 // TakenOver is the comment posted when a process takes over a task whose
 // holder stopped renewing its lease, or that an operator released.
-func TakenOver(t TakeOver) (string, error) { return render("takenover.tmpl", t) }
+func (l Lang) TakenOver(t TakeOver) (string, error) { return l.notice("takenover", t) }
+
+// notice renders the worker's or the delivery's notice name in l.
+func (l Lang) notice(name string, data any) (string, error) {
+	return render("notice/"+string(l.norm())+"/"+name, data)
+}
+
+// kind is a pull or merge request's name ("pull request" or "merge
+// request") in l.
+func (l Lang) kind(k string) string {
+	if l.norm() != Japanese {
+		return k
+	}
+	if k == "merge request" {
+		return "マージリクエスト"
+	}
+	return "プルリクエスト"
+}
 
 func render(name string, data any) (string, error) {
 	var b bytes.Buffer
@@ -71,8 +88,8 @@ func render(name string, data any) (string, error) {
 
 // Paused is the comment posted when a task pauses at a checkpoint on host
 // (named in a hidden line, for PausedOn).
-func Paused(turn int, reason, pausedLabel, botLabel, host string) (string, error) {
-	return render("paused.tmpl", map[string]any{"Turn": turn, "Reason": reason, "PausedLabel": pausedLabel, "BotLabel": botLabel,
+func (l Lang) Paused(turn int, reason, pausedLabel, botLabel, host string) (string, error) {
+	return l.notice("paused", map[string]any{"Turn": turn, "Reason": reason, "PausedLabel": pausedLabel, "BotLabel": botLabel,
 		"Host": host})
 }
 
@@ -90,14 +107,14 @@ func PausedOn(body string) (string, bool) {
 }
 
 // Stopped is the comment posted when a task is stopped at a checkpoint.
-func Stopped(turn int, reason, botLabel string) (string, error) {
-	return render("stopped.tmpl", map[string]any{"Turn": turn, "Reason": reason, "BotLabel": botLabel})
+func (l Lang) Stopped(turn int, reason, botLabel string) (string, error) {
+	return l.notice("stopped", map[string]any{"Turn": turn, "Reason": reason, "BotLabel": botLabel})
 }
 
 // Refused is the comment posted when a task's bot label came from someone
 // not trusted to ask for the agent (labeler "" when nobody is on record).
-func Refused(labeler, botLabel string) (string, error) {
-	return render("refused.tmpl", map[string]any{"Labeler": labeler, "BotLabel": botLabel})
+func (l Lang) Refused(labeler, botLabel string) (string, error) {
+	return l.notice("refused", map[string]any{"Labeler": labeler, "BotLabel": botLabel})
 }
 
 // Delivery is what a delivered task's last comment says: the commit pushed
@@ -117,11 +134,14 @@ type LeftOut struct{ Path, Reason string }
 
 // Delivered is the comment that ties a done task to what exists on the
 // forge: the commit and the pull or merge request.
-func Delivered(d Delivery) (string, error) { return render("delivered.tmpl", d) }
+func (l Lang) Delivered(d Delivery) (string, error) {
+	d.Kind = l.kind(d.Kind)
+	return l.notice("delivered", d)
+}
 
 // Patch is the comment that offers a fork's pull request the change as a
 // patch; kind is "pull request" or "merge request".
-func Patch(kind, patch string) (string, error) {
+func (l Lang) Patch(kind, patch string) (string, error) {
 	// The fence is longer than any run of backticks in the patch.
 	longest, run := 0, 0
 	for _, r := range patch {
@@ -133,13 +153,13 @@ func Patch(kind, patch string) (string, error) {
 		}
 	}
 	fence := strings.Repeat("`", max(3, longest+1))
-	return render("patch.tmpl", map[string]any{"Kind": kind, "Patch": strings.TrimRight(patch, "\n"), "Fence": fence})
+	return l.notice("patch", map[string]any{"Kind": l.kind(kind), "Patch": strings.TrimRight(patch, "\n"), "Fence": fence})
 }
 
 // Holder is the comment that says which host holds a task, edited at every
 // heartbeat (beat, the time of this edit, changes its body).
-func Holder(host string, beat time.Time, every, lease time.Duration) (string, error) {
-	return render("holder.tmpl", map[string]any{"Host": host, "Beat": beat.UTC().Format(time.RFC3339),
+func (l Lang) Holder(host string, beat time.Time, every, lease time.Duration) (string, error) {
+	return l.notice("holder", map[string]any{"Host": host, "Beat": beat.UTC().Format(time.RFC3339),
 		"Every": every.String(), "Lease": lease.String()})
 }
 

@@ -163,7 +163,7 @@ func TestResumeIsArbitrated(t *testing.T) {
 	}
 	wd.gh.RemoveLabelDirect(wd.ref.Repo, wd.ref.Number, testLabels.Bot) // a pause took it; removing paused resumes
 	for _, host := range []string{"b", "test"} {                        // b paused it once, then test, last
-		body, err := report.Paused(1, "the paused label was added", testLabels.Paused, testLabels.Bot, host)
+		body, err := report.English.Paused(1, "the paused label was added", testLabels.Paused, testLabels.Bot, host)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/coding-agent/coding-agent/internal/queue"
-	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
@@ -130,7 +129,7 @@ func (w *Worker) deadLettered(ctx context.Context, d queue.Delivery) error {
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	post := report.NewPoster(report.PosterOptions{Commenter: w.o.Forge, Ref: ref, Redact: w.o.Redact, Logger: log})
+	post := w.poster(ref, log)
 	var labels []string
 	if t, err := w.o.Forge.Get(fctx, ref); err == nil {
 		labels = t.Labels

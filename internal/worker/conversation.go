@@ -28,8 +28,6 @@ type Conversation struct {
 	Ask llm.Client
 	// Constrained sends the answer's schema with that request (llm.constrained).
 	Constrained bool
-	// Lang is the language of the comment that announces an ending.
-	Lang report.Lang
 }
 
 // awaitFrom is how far before the start of the wait comments are read:
@@ -321,9 +319,9 @@ func (w *Worker) endConversation(ctx context.Context, t task.Task, c store.Conve
 func (w *Worker) announce(ctx context.Context, ref task.Ref, c store.Conversation, e ended) {
 	log := w.log(ref)
 	cv := w.o.Conversation
-	body, err := report.Ended(cv.Lang, e.announce, e.author, cv.Timeout, w.o.Labels.Bot)
+	body, err := report.Ended(w.o.Lang, e.announce, e.author, cv.Timeout, w.o.Labels.Bot)
 	if err == nil {
-		post := report.NewPoster(report.PosterOptions{Commenter: w.o.Forge, Ref: ref, Redact: w.o.Redact, Logger: log})
+		post := w.poster(ref, log)
 		key := engine.Key{Name: fmt.Sprintf("ended/%d/%d", c.Round, c.Mark), Doubt: true, Since: c.Since}
 		err = post.PostAll(ctx, key, body)
 	}

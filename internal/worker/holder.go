@@ -89,7 +89,7 @@ func (w *Worker) BeatInterval() time.Duration {
 
 // holderBody renders this host's holder comment as of now.
 func (w *Worker) holderBody() (string, error) {
-	return report.Holder(w.o.Owner.Host, w.o.Now(), w.BeatInterval(), w.o.ForgeLease)
+	return w.o.Lang.Holder(w.o.Owner.Host, w.o.Now(), w.BeatInterval(), w.o.ForgeLease)
 }
 
 // postHolder posts this host's holder comment on a task it took. A

@@ -281,21 +281,21 @@ func (w *Worker) notify(ctx context.Context, f ending, n notice) {
 	case failureNotice:
 		var evidence string
 		if evidence, err = f.evidence(); err == nil {
-			body, err = report.Failed(f.reason, ls.Failed, ls.Bot, f.where, evidence)
+			body, err = w.o.Lang.Failed(f.reason, ls.Failed, ls.Bot, f.where, evidence)
 		}
 	case pausedNotice:
-		body, err = report.Paused(f.calls, f.reason, ls.Paused, ls.Bot, w.o.Owner.Host)
+		body, err = w.o.Lang.Paused(f.calls, f.reason, ls.Paused, ls.Bot, w.o.Owner.Host)
 	case stoppedNotice:
-		body, err = report.Stopped(f.calls, f.reason, ls.Bot)
+		body, err = w.o.Lang.Stopped(f.calls, f.reason, ls.Bot)
 	case keptNotice:
-		body, err = report.Kept(f.where)
+		body, err = w.o.Lang.Kept(f.where)
 	case interruptedNotice:
-		body, err = report.Interrupted(f.calls)
+		body, err = w.o.Lang.Interrupted(f.calls)
 	case storeNotice:
 		if f.lost {
-			body, err = report.StoreLost(f.calls, f.reason)
+			body, err = w.o.Lang.StoreLost(f.calls, f.reason)
 		} else {
-			body, err = report.StoreFailed(f.calls, f.reason)
+			body, err = w.o.Lang.StoreFailed(f.calls, f.reason)
 		}
 	}
 	if err != nil {

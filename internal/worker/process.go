@@ -66,7 +66,7 @@ func (w *Worker) process(ctx context.Context, ref task.Ref) (settlement, error) 
 	w.begun.Add(1)
 	defer w.active.Delete(ref)
 	log := w.log(ref)
-	post := report.NewPoster(report.PosterOptions{Commenter: w.o.Forge, Ref: ref, Redact: w.o.Redact, Logger: log})
+	post := w.poster(ref, log)
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	// Only a task still queued (or running under a holder that lost it):

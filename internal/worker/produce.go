@@ -413,9 +413,9 @@ func (w *Worker) requested(ctx context.Context, t task.Task) (bool, error) {
 		return false, fmt.Errorf("removing the label an untrusted user added to %s: %w", t.Ref, err)
 	}
 	log.Warn("the bot label was added by someone without write access; refused and removed", "labeler", labeler)
-	body, err := report.Refused(labeler, w.o.Labels.Bot)
+	body, err := w.o.Lang.Refused(labeler, w.o.Labels.Bot)
 	if err == nil {
-		post := report.NewPoster(report.PosterOptions{Commenter: w.o.Forge, Ref: t.Ref, Redact: w.o.Redact, Logger: log})
+		post := w.poster(t.Ref, log)
 		err = post.PostAll(ctx, engine.Key{}, body)
 	}
 	if err != nil {

@@ -116,9 +116,9 @@ func (w *Worker) stopAwaiting(ctx context.Context, t task.Task, why string) (boo
 	}
 	w.settle(f, tr)
 	serr := w.setStatus(ctx, t.Ref, tr.to, why)
-	body, err := report.StoppedAwaiting(w.o.Conversation.Lang, w.o.Labels.Bot)
+	body, err := report.StoppedAwaiting(w.o.Lang, w.o.Labels.Bot)
 	if err == nil {
-		post := report.NewPoster(report.PosterOptions{Commenter: w.o.Forge, Ref: t.Ref, Redact: w.o.Redact, Logger: log})
+		post := w.poster(t.Ref, log)
 		err = post.PostAll(ctx, engine.Key{}, body)
 	}
 	if err != nil {

@@ -32,7 +32,7 @@ func awaitingWorld(t *testing.T) *judged {
 	}
 	var log bytes.Buffer
 	wd.w.o.Conversation.Ask = client
-	wd.w.o.Conversation.Lang = report.English
+	wd.w.o.Lang = report.English
 	wd.w.o.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	wd.claim()
 	wd.run.out = engine.Outcome{End: engine.Done, Comment: "Created hello.txt.", Summary: "wrote the file"}

@@ -99,10 +99,10 @@ func (w *Worker) tellTakeOver(ctx context.Context, ref task.Ref, prev store.Reco
 	if prev.Instance != "" {
 		from += ", instance " + prev.Instance
 	}
-	body, err := report.TakenOver(report.TakeOver{From: from, To: w.o.Owner.Host, Released: released,
+	body, err := w.o.Lang.TakenOver(report.TakeOver{From: from, To: w.o.Owner.Host, Released: released,
 		Until: prev.LeaseUntil.UTC().Format(time.DateTime + " UTC")})
 	if err == nil {
-		post := report.NewPoster(report.PosterOptions{Commenter: w.o.Forge, Ref: ref, Redact: w.o.Redact, Logger: log})
+		post := w.poster(ref, log)
 		err = post.PostAll(ctx, engine.Key{}, body)
 	}
 	if err != nil {
@@ -127,7 +127,7 @@ func (w *Worker) giveUp(ctx context.Context, ref task.Ref, begun int) error {
 	log := w.log(ref)
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	post := report.NewPoster(report.PosterOptions{Commenter: w.o.Forge, Ref: ref, Redact: w.o.Redact, Logger: log})
+	post := w.poster(ref, log)
 	var labels []string
 	if t, err := w.o.Forge.Get(fctx, ref); err == nil {
 		labels = t.Labels

@@ -16,6 +16,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/queue"
+	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/coding-agent/coding-agent/internal/watch"
@@ -58,6 +59,8 @@ type Options struct {
 	CheckRounds int
 	// Conversation is the follow-up conversation after a round.
 	Conversation Conversation
+	// Lang is the language of every notice the worker posts (language).
+	Lang report.Lang
 	// Workers is how many tasks run at once; 0 → 1.
 	Workers int
 	// FairClaim: the queue's jobs are taken by this process's consumers
@@ -194,4 +197,9 @@ func (w *Worker) botName(ctx context.Context) (string, error) {
 // whether people with write access are heard.
 func (w *Worker) audience(t task.Task, bot string, writers bool) *watch.Audience {
 	return &watch.Audience{Forge: w.o.Forge, Task: t, Bot: bot, Trust: w.o.Trust, Writers: writers}
+}
+
+// poster posts the worker's comments on ref, in its language.
+func (w *Worker) poster(ref task.Ref, log *slog.Logger) *report.Poster {
+	return report.NewPoster(report.PosterOptions{Commenter: w.o.Forge, Ref: ref, Redact: w.o.Redact, Logger: log, Lang: w.o.Lang})
 }

@@ -156,7 +156,7 @@ func (o *TaskWorkspace) Deliver(ctx context.Context, done engine.Outcome) (strin
 		if err != nil || patch == "" {
 			return "", err
 		}
-		return report.Patch(kind(o.t.Ref), o.ts.o.Redact(patch))
+		return o.ts.o.Lang.Patch(kind(o.t.Ref), o.ts.o.Redact(patch))
 	}
 	pushedBefore, err := o.w.Forge(ctx)
 	if err != nil {
@@ -181,7 +181,7 @@ func (o *TaskWorkspace) Deliver(ctx context.Context, done engine.Outcome) (strin
 	if o.t.Ref.Kind != task.Issue {
 		out.ChangeURL = o.t.URL // the task is the change
 		o.describeTask(ctx, pushedBefore, done)
-		return report.Delivered(out)
+		return o.ts.o.Lang.Delivered(out)
 	}
 	ch, ok, err := o.ts.o.Forge.FindChange(ctx, o.t.Ref, o.w.Branch)
 	if err != nil {
@@ -193,7 +193,7 @@ func (o *TaskWorkspace) Deliver(ctx context.Context, done engine.Outcome) (strin
 			return "", err
 		}
 		if !ahead { // nothing was ever changed: no change to open
-			return report.Delivered(out)
+			return o.ts.o.Lang.Delivered(out)
 		}
 		body, err := o.changeBody(ctx, "", pushedBefore, done)
 		if err != nil {
@@ -209,7 +209,7 @@ func (o *TaskWorkspace) Deliver(ctx context.Context, done engine.Outcome) (strin
 		o.describe(ctx, ch, pushedBefore, done)
 	}
 	out.ChangeURL = ch.URL
-	return report.Delivered(out)
+	return o.ts.o.Lang.Delivered(out)
 }
 
 // message is a round's commit message: a subject that says what the round
