@@ -1,10 +1,12 @@
 package app_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
@@ -17,81 +19,132 @@ func (e *env) commentEdits() int {
 	return e.gl.Count("PUT", "/notes/")
 }
 
-// One round on the task leaves at most 3 bot comments (the living one, the
-// closing one, and the delivery's when the round delivered) and a bounded
-// number of edits, through `run`, on both forges and in both modes: a
-// one-file issue, and a pull or merge request that a reply sends into a
-// second round. The numbers are logged (go test -v).
-func TestOneLivingCommentPerRound(t *testing.T) {
+// walkRound is one round of a scenario: the file the model writes, the
+// command it runs ("" none), its closing words.
+type walkRound struct{ file, content, command, closing string }
+
+// walkScenarios are the original system's three scenarios (a hello-world
+// program; a small classifier, then its tests; a change asked for on a pull
+// or merge request), each with a follow-up the author asks for after
+// thanking: the reply that used to end the conversation.
+var walkScenarios = []struct {
+	name, title, body, followUp, check string
+	change                             bool // the task is a pull or merge request whose head holds greet.py
+	rounds                             [2]walkRound
+}{
+	{name: "hello-world", title: "Hello world", body: "Add hello.py that prints Hello, world!",
+		followUp: "Thanks, that looks right. One more thing: please add a README saying how to run it.",
+		check:    "python3 hello.py",
+		rounds: [2]walkRound{{"hello.py", "print('Hello, world!')\n", "python3 hello.py", "Added hello.py; it prints Hello, world!"},
+			{"README.md", "Run `python3 hello.py`.\n", "", "Added README.md saying how to run it."}}},
+	{name: "classifier-with-tests", title: "A parity classifier", body: "Add classifier.py with classify(n) -> 'even' or 'odd'.",
+		followUp: "Thanks! OK, now please also add its unit tests.",
+		check:    "python3 -m unittest -q",
+		rounds: [2]walkRound{{"classifier.py", "def classify(n):\n    return 'odd' if n % 2 else 'even'\n",
+			`python3 -c "from classifier import classify; assert classify(3) == 'odd'"`, "Added classify."},
+			{"test_classifier.py", "import unittest\nfrom classifier import classify\n\n\nclass T(unittest.TestCase):\n" +
+				"    def test_even(self):\n        self.assertEqual(classify(4), 'even')\n",
+				"python3 -m unittest -q", "Added the unit tests; they pass."}}},
+	{name: "change-on-a-pull-request", change: true, title: "Greeting", body: "Please make greet() take a name.",
+		followUp: "Thanks, one more thing: please add a test for greet.",
+		check:    `python3 -c "import greet; print(greet.greet('Ann'))"`,
+		rounds: [2]walkRound{{"greet.py", "def greet(name):\n    return f'Hello, {name}!'\n",
+			`python3 -c "from greet import greet; assert greet('Ann') == 'Hello, Ann!'"`, "greet(name) now greets by name."},
+			{"test_greet.py", "import unittest\nfrom greet import greet\n\n\nclass T(unittest.TestCase):\n" +
+				"    def test_ann(self):\n        self.assertEqual(greet('Ann'), 'Hello, Ann!')\n",
+				"python3 -m unittest -q", "Added a test for greet."}}},
+}
+
+// The three scenarios with a follow-up, on both forges and in both modes,
+// through `run` with the README's quickstart and a check of the
+// repository: each round leaves at most 3 bot comments (the living one,
+// the closing one, the delivery's) and a bounded number of edits, no
+// per-call comment; the follow-up after thanks starts a second round; the
+// pull or merge request's body names every file changed, the check that
+// ran and holds one section per round. The numbers are logged (go test
+// -v), and the comments of GitHub's plain hello-world.
+func TestThreeScenariosWithAFollowUp(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
 	for _, fg := range []string{task.GitHub, task.GitLab} {
 		for _, planning := range []bool{false, true} {
-			for _, pr := range []bool{false, true} {
-				name := fg + map[bool]string{false: "-plain", true: "-planning"}[planning] + map[bool]string{false: "-issue", true: "-pr"}[pr]
+			for _, sc := range walkScenarios {
+				name := fg + map[bool]string{false: "/plain/", true: "/planning/"}[planning] + sc.name
 				t.Run(name, func(t *testing.T) {
+					t.Parallel()
 					kind := task.Issue
-					if pr && fg == task.GitHub {
+					if sc.change && fg == task.GitHub {
 						kind = task.PullRequest
-					} else if pr {
+					} else if sc.change {
 						kind = task.MergeRequest
 					}
-					round := 1
-					s := setup{forge: fg, kind: kind, provider: config.ProviderOpenAI, native: true, conversation: pr}
-					var e *env
-					if planning {
-						s.respond = shortPlan(nil)
-						e = planned(t, s)
-						e.cfg.Language = config.LanguageEnglish
-					} else {
-						s.respond = func(e *env, r llmtest.Received) llmtest.Step {
-							if round == 1 {
-								return writeFiles("hello.txt")(e, r)
-							}
-							return writeFiles("bye.txt")(e, r)
-						}
-						e = newEnv(t, s)
-						quickstart(t, e)
-						e.cfg.Conversation.Enabled = pr
+					round := 0
+					var script [2]func(*env, llmtest.Received) llmtest.Step
+					for i, r := range sc.rounds {
+						script[i] = roundWriting(planning, r.file, r.content, r.command, r.closing)
 					}
+					e := newEnv(t, setup{forge: fg, kind: kind, provider: config.ProviderOpenAI, native: true, conversation: true,
+						planning: planning, seed: func(s *forgetest.IssueSeed) { s.Title, s.Body = sc.title, sc.body },
+						respond: func(e *env, r llmtest.Received) llmtest.Step { return script[round](e, r) }})
+					quickstart(t, e)
+					e.cfg.Language = config.LanguageEnglish
+					e.cfg.Workspace.Checks = []string{sc.check}
 					e.cfg.ForgeLeaseSeconds = new(0) // no holder comment: every edit counted is a report's
-					rounds := 1
-					if pr {
-						rounds = 2
+					if sc.change {
+						commitFile(e, e.head, "greet.py", "def greet():\n    return 'Hello!'\n")
 					}
 					var comments, edits, calls int
-					for ; round <= rounds; round++ {
-						if round == 2 {
-							e.addComment("alice", "Please also add a goodbye file.")
+					for ; round < len(sc.rounds); round++ {
+						if round == 1 {
+							e.addComment("alice", sc.followUp)
 						}
 						c0, e0, m0 := len(e.botComments()), e.commentEdits(), len(e.model.Requests())
 						e.runOK(t)
 						c, ed, m := len(e.botComments())-c0, e.commentEdits()-e0, len(e.model.Requests())-m0
-						t.Logf("round %d: %d model calls, %d bot comments, %d edits", round, m, c, ed)
+						t.Logf("round %d: %d model calls, %d bot comments, %d edits", round+1, m, c, ed)
 						if m == 0 {
-							t.Fatalf("round %d made no model request", round)
+							t.Fatalf("round %d made no model request; the comments:\n%s", round+1, strings.Join(e.botComments(), "\n-----\n"))
 						}
 						if c > 3 || c < 2 {
-							t.Errorf("round %d left %d bot comments, want 2 or 3 (living, closing, delivery):\n%s", round, c,
+							t.Errorf("round %d left %d bot comments, want 2 or 3 (living, closing, delivery):\n%s", round+1, c,
 								strings.Join(e.botComments()[c0:], "\n-----\n"))
 						}
 						if ed > m+1 { // at most one per model call, and the last
-							t.Errorf("round %d made %d edits for %d model calls", round, ed, m)
+							t.Errorf("round %d made %d edits for %d model calls", round+1, ed, m)
 						}
 						comments, edits, calls = comments+c, edits+ed, calls+m
-						for _, b := range e.botComments()[c0:] {
-							if strings.Contains(b, "LLM call #") || strings.Contains(b, "LLM呼び出し") {
-								t.Errorf("a per-call comment in living mode:\n%s", b)
-							}
+					}
+					e.wantLabels(t, "bug", "coding agent awaiting response")
+					t.Logf("in all: 2 rounds, %d model calls, %d bot comments, %d edits", calls, comments, edits)
+					all := e.botComments()
+					if fg == task.GitHub && !planning && sc.name == "hello-world" {
+						t.Logf("the comments:\n%s", strings.Join(all, "\n\n-----\n\n"))
+					}
+					for _, b := range all {
+						if strings.Contains(b, "LLM call #") {
+							t.Errorf("a per-call comment in living mode:\n%s", b)
 						}
 					}
-					t.Logf("in all: %d rounds, %d model calls, %d bot comments, %d edits", rounds, calls, comments, edits)
-					all := strings.Join(e.botComments(), "\n")
-					if planning {
-						return
+					if !planning {
+						if n := strings.Count(strings.Join(all, "\n"), "`workspace/write_file` `"+sc.rounds[0].file+"`"); n != 1 {
+							t.Errorf("round 1's write is in the comments %d times, want once (the living comment's step)", n)
+						}
 					}
-					for _, want := range []string{"Writing hello.txt.", "`workspace/write_file` `hello.txt`"} {
-						if strings.Count(all, want) != 1 {
-							t.Errorf("the comments hold %q %d times, want once (the living comment's step):\n%s", want, strings.Count(all, want), all)
+					head := e.head
+					if !sc.change {
+						head = "coding-agent/issue-" + strconv.Itoa(e.ref.Number)
+					}
+					body := oneChange(t, e.git(), head).Body
+					if n := roundHeading.FindAllStringSubmatch(body, -1); len(n) != 2 {
+						t.Errorf("round sections: %v, want rounds 1 and 2:\n%s", n, body)
+					}
+					for _, want := range []string{"`" + sc.rounds[0].file + "`", "`" + sc.rounds[1].file + "`", "`" + sc.check + "` (exit 0)"} {
+						if !strings.Contains(body, want) {
+							t.Errorf("the change's body lacks %s:\n%s", want, body)
+						}
+					}
+					for _, r := range sc.rounds {
+						if got, ok := e.git().file(head, r.file); !ok || got != r.content {
+							t.Errorf("%s on %s = %q, %v", r.file, head, got, ok)
 						}
 					}
 				})

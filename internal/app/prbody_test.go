@@ -16,13 +16,19 @@ import (
 // roundWork scripts one round in either mode through the built-in
 // workspace tools: write file, then run command (none when ""), then end.
 // The plain loop's closing words are closing; planning mode's one action
-// says what it did, and its verification note is closing.
+// says what it did, and its verification note is closing. The file holds
+// a line naming it (roundWriting gives other content).
 func roundWork(planning bool, file, command, closing string) func(e *env, r llmtest.Received) llmtest.Step {
+	return roundWriting(planning, file, file+" from coding-agent\n", command, closing)
+}
+
+// roundWriting is roundWork writing content.
+func roundWriting(planning bool, file, content, command, closing string) func(e *env, r llmtest.Received) llmtest.Step {
 	if !planning {
 		return func(e *env, r llmtest.Received) llmtest.Step {
 			switch n := toolResults(r); {
 			case n == 0:
-				return e.call(r, "Writing "+file+".", "workspace/write_file", map[string]any{"path": file, "content": file + " from coding-agent\n"})
+				return e.call(r, "Writing "+file+".", "workspace/write_file", map[string]any{"path": file, "content": content})
 			case n == 1 && command != "":
 				return e.call(r, "Running "+command+".", "workspace/run_command", map[string]any{"command": command})
 			}
@@ -43,7 +49,7 @@ func roundWork(planning bool, file, command, closing string) func(e *env, r llmt
 		case "execution":
 			switch {
 			case w.Tools == 0:
-				return e.call(r, "", "workspace/write_file", map[string]any{"path": file, "content": file + " from coding-agent\n"})
+				return e.call(r, "", "workspace/write_file", map[string]any{"path": file, "content": content})
 			case w.Tools == 1 && command != "":
 				return e.call(r, "", "workspace/run_command", map[string]any{"command": command})
 			}
