@@ -119,6 +119,9 @@ func TestThreeScenariosWithAFollowUp(t *testing.T) {
 					if fg == task.GitHub && !planning && sc.name == "hello-world" {
 						t.Logf("the comments:\n%s", strings.Join(all, "\n\n-----\n\n"))
 					}
+					if !strings.Contains(strings.Join(all, "\n"), "✅ `"+sc.check+"` (exit 0)") {
+						t.Errorf("no comment lists the check %s as passed", sc.check)
+					}
 					for _, b := range all {
 						if strings.Contains(b, "LLM call #") {
 							t.Errorf("a per-call comment in living mode:\n%s", b)
