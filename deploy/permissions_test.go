@@ -58,14 +58,8 @@ func publicDir(t *testing.T) string {
 // where the service's user may run it.
 func buildBinary(t *testing.T, dir string) string {
 	t.Helper()
-	b, err := os.ReadFile(buildtest.Command(t, "./cmd/coding-agent"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	bin := filepath.Join(dir, "coding-agent")
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	buildtest.CopyExecutable(t, buildtest.Command(t, "./cmd/coding-agent"), bin)
 	return bin
 }
 

@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/coding-agent/coding-agent/internal/app"
+	"github.com/coding-agent/coding-agent/internal/buildtest"
 )
 
 const (
@@ -116,27 +116,8 @@ func helperBinary(t *testing.T) (string, *syscall.Credential) {
 	}
 	bin := filepath.Join(dir, "helper.test")
 	if os.Link(self, bin) != nil {
-		copyFile(t, self, bin)
+		buildtest.CopyExecutable(t, self, bin)
 	}
 	const nobody = 65534
 	return bin, &syscall.Credential{Uid: nobody, Gid: nobody}
-}
-
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	src, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/coding-agent/coding-agent/internal/buildtest"
 	"golang.org/x/sys/unix"
 )
 
@@ -50,7 +50,7 @@ func TestNamespacesForANonRootNonDumpableDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "sandbox.test")
-	copyFile(t, os.Args[0], bin)
+	buildtest.CopyExecutable(t, os.Args[0], bin)
 	cmd := exec.Command(bin, "-test.run", "^TestNamespacesForANonRootNonDumpableDaemon$", "-test.v", "-test.count=1")
 	cmd.Dir = dir
 	cmd.Env = []string{asServiceUser + "=1", "PATH=" + os.Getenv("PATH"), "HOME=" + dir}
@@ -88,24 +88,5 @@ func serviceUserChecks(t *testing.T) {
 	got, err := cmd.Output()
 	if err != nil || string(got) != "got hello\n1000\n" {
 		t.Errorf("the server's process: %q, %v", got, err)
-	}
-}
-
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	src, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
 	}
 }
