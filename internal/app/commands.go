@@ -22,13 +22,20 @@ import (
 func (a *App) taskContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	grace := a.cfg.ShutdownGrace()
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	said := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
+		defer close(said)
 		a.Log.Info("shutting down: the tasks in hand stop at their next checkpoint, or are cut", "grace", grace.String(),
 			"reason", context.Cause(ctx).Error())
 		t := time.AfterFunc(grace, cancel)
 		context.AfterFunc(tctx, func() { t.Stop() })
 	})
-	return tctx, func() { stop(); cancel() }
+	return tctx, func() {
+		if !stop() {
+			<-said // the shutdown is being said: before "stopped", which follows
+		}
+		cancel()
+	}
 }
 
 // Run is one pass: discover and claim every labelled task, process them all,
