@@ -43,15 +43,7 @@ func needRoot(t *testing.T) {
 // root's alone), removed when the test ends.
 func publicDir(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "coding-agent-deploy-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return buildtest.PublicDir(t, "", "coding-agent-deploy-")
 }
 
 // buildBinary copies the built coding-agent (buildtest.Command) into dir,

@@ -103,12 +103,7 @@ func TestRunOnATerminalSaysThereWasNothingToDo(t *testing.T) {
 	gh.AddRepo("acme/app")
 	gh.AddIssue("acme/app", forgetest.IssueSeed{Title: "not for the agent", Author: "alice"})
 	cfg := writeConfig(t, configOptions{apiURL: gh.URL(), mcp: fmt.Sprintf("[%q]", mcptest.Build(t))})
-	term := newTerminal(t)
-	var out bytes.Buffer
-	code := run(t.Context(), []string{"run", "--config", cfg}, &out, term.TTY)
-	term.Close()
-	screen := term.Text()
-	t.Logf("terminal:\n%s", screen)
+	code, screen := runOnTerminal(t, cfg)
 	if code != exitOK {
 		t.Fatalf("exit code %d", code)
 	}
@@ -117,6 +112,19 @@ func TestRunOnATerminalSaysThereWasNothingToDo(t *testing.T) {
 	if len(lines) != 1 || !want.MatchString(lines[0]) {
 		t.Errorf("terminal %q, want one line matching %s", screen, want)
 	}
+}
+
+// runOnTerminal runs `run --config cfg` with stderr on a terminal and
+// returns its exit code and what the terminal shows.
+func runOnTerminal(t *testing.T, cfg string) (int, string) {
+	t.Helper()
+	term := newTerminal(t)
+	var out bytes.Buffer
+	code := run(t.Context(), []string{"run", "--config", cfg}, &out, term.TTY)
+	term.Close()
+	screen := term.Text()
+	t.Logf("terminal:\n%s", screen)
+	return code, screen
 }
 
 // A command that fails prints its error once, whole, on a terminal too:
@@ -130,12 +138,7 @@ func TestFatalErrorOnATerminalIsPrintedOnce(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	cfg := writeConfig(t, configOptions{apiURL: srv.URL, mcp: fmt.Sprintf("[%q]", mcptest.Build(t))})
-	term := newTerminal(t)
-	var out bytes.Buffer
-	code := run(t.Context(), []string{"run", "--config", cfg}, &out, term.TTY)
-	term.Close()
-	screen := term.Text()
-	t.Logf("terminal:\n%s", screen)
+	code, screen := runOnTerminal(t, cfg)
 	if code != exitFailure {
 		t.Fatalf("exit code %d, want %d", code, exitFailure)
 	}

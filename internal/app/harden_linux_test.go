@@ -106,15 +106,7 @@ func helperBinary(t *testing.T) (string, *syscall.Credential) {
 	if os.Geteuid() != 0 {
 		return self, nil
 	}
-	dir, err := os.MkdirTemp("", "harden-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "helper.test")
+	bin := filepath.Join(buildtest.PublicDir(t, "", "harden-test-"), "helper.test")
 	if os.Link(self, bin) != nil {
 		buildtest.CopyExecutable(t, self, bin)
 	}

@@ -178,6 +178,22 @@ func sourceKey(root string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:20], nil
 }
 
+// PublicDir is a new folder under parent ("" → the temporary folder) that
+// every user may enter (t.TempDir's are its user's alone), removed when
+// the test ends: where a test runs a binary as another user.
+func PublicDir(t testing.TB, parent, pattern string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(parent, pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // CopyExecutable copies the program from to a new file to, mode 0755: a
 // binary where another user may run it, or where a sandbox does not hide
 // it.

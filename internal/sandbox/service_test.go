@@ -41,14 +41,7 @@ func TestNamespacesForANonRootNonDumpableDaemon(t *testing.T) {
 		t.Skipf("host gives %s only", Probe().Best)
 	}
 	// The test binary, where the service's user may run it.
-	dir, err := os.MkdirTemp("/var/tmp", "sandbox-service-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := buildtest.PublicDir(t, "/var/tmp", "sandbox-service-")
 	bin := filepath.Join(dir, "sandbox.test")
 	buildtest.CopyExecutable(t, os.Args[0], bin)
 	cmd := exec.Command(bin, "-test.run", "^TestNamespacesForANonRootNonDumpableDaemon$", "-test.v", "-test.count=1")
