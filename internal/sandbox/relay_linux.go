@@ -39,9 +39,13 @@ func relayCmd(flags uintptr, stage string, files ...*os.File) *exec.Cmd {
 // descriptors from 3 to pass on and the stage. It returns the stage's exit
 // code, or ends by the signal that ended the stage.
 func relay() int {
+	if len(os.Args) != 6 {
+		fmt.Fprintf(os.Stderr, "sandbox relay: bad arguments %q\n", os.Args[2:])
+		return 127
+	}
 	flags, ferr := strconv.ParseUint(os.Args[3], 10, 64)
 	n, nerr := strconv.Atoi(os.Args[4])
-	if ferr != nil || nerr != nil || len(os.Args) < 6 || n < 0 || n > 8 {
+	if ferr != nil || nerr != nil || n < 0 || n > 8 {
 		fmt.Fprintf(os.Stderr, "sandbox relay: bad arguments %q\n", os.Args[3:])
 		return 127
 	}

@@ -83,3 +83,16 @@ func serviceUserChecks(t *testing.T) {
 		t.Errorf("the server's process: %q, %v", got, err)
 	}
 }
+
+// The relay started with arguments it cannot read says so and exits 127,
+// whatever is missing or malformed: it never panics.
+func TestRelayRefusesBadArguments(t *testing.T) {
+	for _, args := range [][]string{{}, {"x", "1", "run"}, {"0", "-1", "run"}, {"0", "9", "run"}, {"0", "1"}} {
+		cmd := exec.Command(os.Args[0], append([]string{marker, "ns"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errorsAs(err, &ee) || ee.ExitCode() != 127 || !strings.Contains(string(out), "sandbox relay: bad arguments") {
+			t.Errorf("relay %q: %v, %q; want exit 127 saying the arguments are bad", args, err, out)
+		}
+	}
+}
