@@ -2,7 +2,6 @@ package github_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/coding-agent/coding-agent/internal/forge"
@@ -40,25 +39,7 @@ func TestErrorAnswersReadWhole(t *testing.T) {
 			[]string{": 401 Bad credentials"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.call()
-			if err == nil {
-				t.Fatal("no error")
-			}
-			msg := err.Error()
-			t.Logf("%s", msg)
-			for _, w := range tc.want {
-				if !strings.Contains(msg, w) {
-					t.Errorf("%q lacks %q", msg, w)
-				}
-			}
-			for _, bad := range []string{"[]", "[{", "Resource:", "error caused by"} {
-				if strings.Contains(msg, bad) {
-					t.Errorf("%q holds %q", msg, bad)
-				}
-			}
-			if strings.HasSuffix(msg, " ") {
-				t.Errorf("%q ends with a space", msg)
-			}
+			forgetest.WantReadableError(t, tc.call(), tc.want, []string{"[]", "[{", "Resource:", "error caused by"})
 		})
 	}
 }

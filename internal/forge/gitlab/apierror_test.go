@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/coding-agent/coding-agent/internal/forge"
@@ -53,22 +52,7 @@ func TestErrorAnswersReadWhole(t *testing.T) {
 			[]string{": 401 Unauthorized"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.call()
-			if err == nil {
-				t.Fatal("no error")
-			}
-			msg := err.Error()
-			t.Logf("%s", msg)
-			for _, w := range tc.want {
-				if !strings.Contains(msg, w) {
-					t.Errorf("%q lacks %q", msg, w)
-				}
-			}
-			for _, bad := range []string{"[]", "{message:", "{error:", "403 403", "401 401", "400 400"} {
-				if strings.Contains(msg, bad) {
-					t.Errorf("%q holds %q", msg, bad)
-				}
-			}
+			forgetest.WantReadableError(t, tc.call(), tc.want, []string{"[]", "{message:", "{error:", "403 403", "401 401", "400 400"})
 		})
 	}
 }
