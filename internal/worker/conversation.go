@@ -110,7 +110,7 @@ func (w *Worker) Replies(ctx context.Context) (int, error) {
 	defer w.judging.Unlock()
 	recs, err := w.o.Store.List(ctx)
 	if err != nil {
-		w.o.Logger.Error("listing tasks awaiting a reply", "error", err)
+		logFailure(ctx, w.o.Logger, "listing tasks awaiting a reply", "error", err)
 		return 0, failure(fmt.Errorf("listing tasks awaiting a reply: %w", err))
 	}
 	n := 0
@@ -131,7 +131,7 @@ func (w *Worker) Replies(ctx context.Context) (int, error) {
 			return n, err
 		}
 		if err != nil {
-			w.log(r.Ref).Error("judging replies", "error", err)
+			logFailure(ctx, w.log(r.Ref), "judging replies", "error", err)
 			continue
 		}
 		if !start {

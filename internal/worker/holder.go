@@ -113,7 +113,7 @@ func (w *Worker) postHolder(ctx context.Context, ref task.Ref) {
 	if _, known := w.hold.get(ref); !known {
 		w.hold.set(ref, held{at: now})
 	}
-	w.log(ref).Error("posting the holder comment; the next heartbeat tries again", "error", err)
+	logFailure(ctx, w.log(ref), "posting the holder comment; the next heartbeat tries again", "error", err)
 }
 
 // newestHolder is the newest holder comment the bot posted on ref, and
@@ -188,8 +188,11 @@ func (w *Worker) beatHolds(ctx context.Context) {
 	}
 }
 
-// Beat edits the holder comment of every task this host holds (queued or
-// running in its store), so that watchers see it alive. A holder comment
+// Beat edits the holder comment of every task this process holds (it
+// claimed it last, and its row says queued or running), so that watchers
+// see it alive: another process sharing the store, of this host or
+// another, beats its own, and a row a dead process left is beaten once
+// Backlog takes it over. A holder comment
 // that is gone means a watcher put the task up again: its run in hand is
 // stopped and its row says stopped, for its next run to find it is not
 // this host's. It returns a failure of the store.
@@ -205,7 +208,9 @@ func (w *Worker) Beat(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if r.Host != w.o.Owner.Host || (r.Status != task.Queued && r.Status != task.Running) {
+		if !w.ours(r) {
+			// Another process's, of this host or another, or a dead
+			// one's: its holder beats it, or Backlog takes it over.
 			continue
 		}
 		if err := failure(w.beat(ctx, r.Ref)); err != nil {
@@ -277,7 +282,7 @@ func (w *Worker) reclaim(ctx context.Context) []task.Ref {
 	}
 	found, err := w.o.Forge.Discover(ctx, w.o.Labels.Processing)
 	if err != nil {
-		w.o.Logger.Error("discovering tasks in processing to watch their holders", "error", err)
+		logFailure(ctx, w.o.Logger, "discovering tasks in processing to watch their holders", "error", err)
 		return nil
 	}
 	var up []task.Ref
@@ -287,7 +292,7 @@ func (w *Worker) reclaim(ctx context.Context) []task.Ref {
 		}
 		put, err := w.watchHolder(ctx, t)
 		if err != nil {
-			w.log(t.Ref).Error("watching the holder of a task", "error", err)
+			logFailure(ctx, w.log(t.Ref), "watching the holder of a task", "error", err)
 		}
 		if put {
 			up = append(up, t.Ref)

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/engine"
+	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/report"
+	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -203,4 +205,91 @@ func TestTaskLeftWithoutHolderIsPutUp(t *testing.T) {
 	if l := wd.labels(); !slices.Equal(l, []string{"agent processing", "bug"}) {
 		t.Errorf("labels %q", l)
 	}
+}
+
+// sibling is a second process of wd's host sharing its store (serve and a
+// run, or two runs, on one machine).
+func (wd *world) sibling(t *testing.T) *Worker {
+	t.Helper()
+	wd.w.o.Owner.Instance = "first"
+	o := wd.w.o
+	o.Owner = store.Owner{Host: o.Owner.Host, PID: o.Owner.PID + 1, Instance: "second"}
+	o.Agent = &fakeRunner{st: wd.st, out: engine.Outcome{End: engine.Done, Comment: "done"}}
+	return New(o)
+}
+
+// Two processes of one host share its store: each beats only the tasks it
+// claimed. A task the first took, whose holder comment the forge has not
+// taken yet, is left alone by the second's heartbeats and passes (it once
+// let it go, which stopped it: the run found a stopped row and the task
+// stayed in processing), and the first runs it, once.
+func TestAnotherProcessOfTheHostLeavesItsSiblingsTask(t *testing.T) {
+	wd := newWorld(t, false)
+	wd.w.o.ForgeLease = testLease
+	wd.run.out = engine.Outcome{End: engine.Done, Comment: "done"}
+	second := wd.sibling(t)
+	wd.gh.Inject(forgetest.Fault{Method: "POST", Path: "/comments", Status: 500, Times: 4}) // one comment's tries
+	wd.claim()
+	if h := wd.holderHosts(); len(h) != 0 {
+		t.Fatalf("holder comments %q, want none posted yet", h)
+	}
+	for range beatsPerLease - 1 {
+		wd.now = wd.now.Add(second.BeatInterval())
+		if err := second.Beat(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := second.Produce(t.Context()); err != nil || n != 0 {
+			t.Fatalf("the second process's pass: %d claimed, %v; want none", n, err)
+		}
+		if rec := wd.record(); rec.Status != task.Queued || rec.Instance != "first" {
+			t.Fatalf("row %+v after the second process's beat, want queued by the first", rec)
+		}
+	}
+	if err := wd.w.Process(t.Context(), wd.ref); err != nil {
+		t.Fatal(err)
+	}
+	if wd.run.runs != 1 || second.o.Agent.(*fakeRunner).runs != 0 {
+		t.Errorf("runs: first %d, second %d; want 1, 0", wd.run.runs, second.o.Agent.(*fakeRunner).runs)
+	}
+	wd.want(task.Done, "bug", testLabels.Done)
+}
+
+// A task's row says queued, which lets any process sharing the store
+// claim it (Backlog), only once its holder comment is on the forge: the
+// claimant asks the forge whether its host holds the task.
+func TestRowIsQueuedAfterTheHolderComment(t *testing.T) {
+	wd := newWorld(t, false)
+	wd.w.o.ForgeLease = testLease
+	var at [][]string
+	wd.w.o.Store = statusSpy{Store: wd.st, set: func(s task.Status) {
+		if s == task.Queued {
+			at = append(at, wd.holderHosts())
+		}
+	}}
+	wd.claim()
+	if len(at) != 1 || !slices.Equal(at[0], []string{"test"}) {
+		t.Fatalf("holder comments when the row said queued: %q, want one naming test", at)
+	}
+	second := wd.sibling(t)
+	if n, err := second.Backlog(t.Context()); err != nil || n != 1 {
+		t.Fatalf("the second process's backlog: %d, %v", n, err)
+	}
+	if err := second.Process(t.Context(), wd.ref); err != nil {
+		t.Fatal(err)
+	}
+	if runs := second.o.Agent.(*fakeRunner).runs; runs != 1 {
+		t.Errorf("the second process ran the task %d times, want 1", runs)
+	}
+	wd.want(task.Done, "bug", testLabels.Done)
+}
+
+// statusSpy tells set of every status written.
+type statusSpy struct {
+	store.Store
+	set func(task.Status)
+}
+
+func (s statusSpy) SetStatus(ctx context.Context, ref task.Ref, st task.Status, msg string) error {
+	s.set(st)
+	return s.Store.SetStatus(ctx, ref, st, msg)
 }

@@ -230,7 +230,7 @@ func (w *Worker) relabel(ctx context.Context, f ending, tr transition) (bool, er
 	add := tr.add.in(ls)
 	if add != "" {
 		if err := w.o.Forge.AddLabel(ctx, f.ref, add); err != nil {
-			f.log.Error("adding label", "label", add, "error", err)
+			logFailure(ctx, f.log, "adding label", "label", add, "error", err)
 			return false, err
 		}
 	}
@@ -238,7 +238,7 @@ func (w *Worker) relabel(ctx context.Context, f ending, tr transition) (bool, er
 	if l := tr.remove.in(ls); l != "" && tr.take {
 		if err := w.o.Forge.TakeLabel(ctx, f.ref, l); err != nil {
 			if !errors.Is(err, forge.ErrLabelAbsent) {
-				f.log.Error("taking label", "label", l, "error", err)
+				logFailure(ctx, f.log, "taking label", "label", l, "error", err)
 			}
 			return false, fmt.Errorf("%w: %w", errTake, err)
 		}

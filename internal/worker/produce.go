@@ -75,7 +75,7 @@ func (w *Worker) Pass(ctx context.Context) (PassResult, error) {
 			return p, err
 		}
 		if err != nil {
-			w.log(ref).Error("claiming task", "error", err)
+			logFailure(ctx, w.log(ref), "claiming task", "error", err)
 			continue
 		}
 		if !ok {
@@ -266,10 +266,14 @@ func (w *Worker) take(ctx context.Context, t task.Task, ev event, undo task.Stat
 		w.giveBack(ctx, ref, tr)
 		return false, err
 	}
+	// The holder comment comes before the row says queued: a process of
+	// this host that shares the store may claim a queued row (Backlog)
+	// and then asks the forge who holds it (stillOurs), which, with no
+	// holder comment yet, would say nobody.
+	w.postHolder(ctx, ref)
 	if err := w.o.Store.SetStatus(ctx, ref, tr.to, ""); err != nil {
 		return false, fmt.Errorf("marking %s queued: %w", ref, err)
 	}
-	w.postHolder(ctx, ref)
 	return true, nil
 }
 
@@ -370,7 +374,7 @@ func (w *Worker) unpaused(ctx context.Context) []task.Ref {
 	}
 	recs, err := w.o.Store.List(ctx)
 	if err != nil {
-		w.o.Logger.Error("listing paused tasks", "error", err)
+		logFailure(ctx, w.o.Logger, "listing paused tasks", "error", err)
 		return nil
 	}
 	var refs []task.Ref
@@ -382,10 +386,11 @@ func (w *Worker) unpaused(ctx context.Context) []task.Ref {
 	return refs
 }
 
-// ours reports whether this process already holds the task.
+// ours reports whether this process already holds the task: it claimed
+// it last, and the row says queued or running.
 func (w *Worker) ours(rec store.Record) bool {
 	return (rec.Status == task.Queued || rec.Status == task.Running) &&
-		rec.Host == w.o.Owner.Host && rec.PID == w.o.Owner.PID
+		rec.Host == w.o.Owner.Host && rec.PID == w.o.Owner.PID && rec.Instance == w.o.Owner.Instance
 }
 
 // requested reports whether the bot label on t counts as a request: with

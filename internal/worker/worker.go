@@ -150,6 +150,17 @@ func (w *Worker) log(ref task.Ref) *slog.Logger {
 	return w.o.Logger.With("task", ref.String())
 }
 
+// logFailure logs a step that failed at error level, unless ctx has ended:
+// a step cut short by a shutdown did not fail, and is logged at debug
+// level (a stopping serve printed "error: ... context canceled").
+func logFailure(ctx context.Context, log *slog.Logger, msg string, args ...any) {
+	level := slog.LevelError
+	if ctx.Err() != nil {
+		level = slog.LevelDebug
+	}
+	log.Log(ctx, level, msg, args...)
+}
+
 // failure is err when it is a failure of the store (store.IsFailure), which
 // stops the worker; nil otherwise.
 func failure(err error) error {
