@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coding-agent/coding-agent/internal/forgetest"
 	ghforge "github.com/coding-agent/coding-agent/internal/forge/github"
+	"github.com/coding-agent/coding-agent/internal/forgetest"
 )
 
 // A discovery pass cut short by a shutdown logs no error: the end of its
