@@ -75,12 +75,25 @@ func postedComment(text string) func(forgetest.Call) bool {
 	}
 }
 
+// editedComment picks the answer to a comment edit (GitHub's PATCH of
+// /issues/comments/ID) whose new body contains text: the edit has landed.
+func editedComment(text string) func(forgetest.Call) bool {
+	return func(c forgetest.Call) bool {
+		if !c.Served || c.Method != "PATCH" || !strings.Contains(c.Path, "/issues/comments/") {
+			return false
+		}
+		var v struct{ Body string }
+		return json.Unmarshal(c.Body, &v) == nil && strings.Contains(v.Body, text)
+	}
+}
+
 // A `coding-agent run` killed right after a comment landed, before the
 // process heard so or saved anything saying it had posted it: the next run
 // resumes the task and finds the comment by its key instead of posting it
 // again. The step comment (plain loop), the closing comment, the delivery
-// comment and planning's progress comment; each ends done with every
-// comment once.
+// added to the closing comment (an edit: the next run delivers again and
+// replaces what the edit added) and planning's progress comment; each ends
+// done with every comment once.
 func TestKillRightAfterACommentLandedPostsItOnce(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
 	bin := buildBinary(t)
@@ -88,6 +101,7 @@ func TestKillRightAfterACommentLandedPostsItOnce(t *testing.T) {
 		name string
 		env  func(t *testing.T) *env
 		at   string // the landed comment's text
+		edit bool   // at is an edit's, not a new comment's
 		// want are texts the bot's comments hold, each exactly once (of
 		// "a|b", one of the two once).
 		want []string
@@ -100,7 +114,7 @@ func TestKillRightAfterACommentLandedPostsItOnce(t *testing.T) {
 			env: func(t *testing.T) *env {
 				return newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI})
 			}},
-		{name: "delivery comment", at: "coding-agent delivered its work",
+		{name: "delivery in the closing comment", at: "coding-agent delivered its work", edit: true,
 			want: []string{"Writing hello.txt.", "Wrote hello.txt.", "coding-agent delivered its work"},
 			env: func(t *testing.T) *env {
 				e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
@@ -120,7 +134,11 @@ func TestKillRightAfterACommentLandedPostsItOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := tc.env(t)
-			killed, stderr := runKilledAt(t, bin, e, postedComment(tc.at))
+			at := postedComment(tc.at)
+			if tc.edit {
+				at = editedComment(tc.at)
+			}
+			killed, stderr := runKilledAt(t, bin, e, at)
 			if !killed {
 				t.Fatalf("the run ended before a comment containing %q landed:\n%s", tc.at, stderr)
 			}
@@ -145,7 +163,7 @@ func TestKillRightAfterACommentLandedPostsItOnce(t *testing.T) {
 			if t.Failed() {
 				t.Logf("the bot's comments:\n%s", strings.Join(comments, "\n-----\n"))
 			}
-			if tc.name == "delivery comment" && len(e.gh.Pulls("acme/app")) != 1 {
+			if tc.edit && len(e.gh.Pulls("acme/app")) != 1 {
 				t.Errorf("pull requests %+v, want one", e.gh.Pulls("acme/app"))
 			}
 			if slices.ContainsFunc(comments, func(c string) bool { return strings.Contains(c, "took over") }) {

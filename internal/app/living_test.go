@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,9 +58,9 @@ var walkScenarios = []struct {
 
 // The three scenarios with a follow-up, on both forges and in both modes,
 // through `run` with the README's quickstart and a check of the
-// repository: each round leaves at most 3 bot comments (the living one,
-// the closing one, the delivery's) and a bounded number of edits, no
-// per-call comment; the follow-up after thanks starts a second round; the
+// repository: each round leaves 2 bot comments (the living one, and the
+// closing one, which ends with the delivery: the pull or merge request's
+// link) and a bounded number of edits, no per-call comment; the follow-up after thanks starts a second round; the
 // pull or merge request's body names every file changed, the check that
 // ran and holds one section per round. The numbers are logged (go test
 // -v), and the comments of GitHub's plain hello-world.
@@ -104,11 +105,14 @@ func TestThreeScenariosWithAFollowUp(t *testing.T) {
 						if m == 0 {
 							t.Fatalf("round %d made no model request; the comments:\n%s", round+1, strings.Join(e.botComments(), "\n-----\n"))
 						}
-						if c > 3 || c < 2 {
-							t.Errorf("round %d left %d bot comments, want 2 or 3 (living, closing, delivery):\n%s", round+1, c,
+						if c != 2 {
+							t.Errorf("round %d left %d bot comments, want 2 (living, closing):\n%s", round+1, c,
 								strings.Join(e.botComments()[c0:], "\n-----\n"))
+						} else if closing := e.botComments()[c0+1]; !strings.Contains(closing, "delivered its work") ||
+							!changeLink.MatchString(closing) {
+							t.Errorf("round %d's closing comment does not end with the delivery and its link:\n%s", round+1, closing)
 						}
-						if ed > m+1 { // at most one per model call, and the last
+						if ed > m+2 { // at most one per model call, the last, and the delivery's
 							t.Errorf("round %d made %d edits for %d model calls", round+1, ed, m)
 						}
 						comments, edits, calls = comments+c, edits+ed, calls+m
@@ -155,6 +159,9 @@ func TestThreeScenariosWithAFollowUp(t *testing.T) {
 		}
 	}
 }
+
+// changeLink is a pull or merge request's link, on either forge.
+var changeLink = regexp.MustCompile(`https?://\S+/(pull|merge_requests)/\d+`)
 
 // A model that says the tests pass while nothing was run: the closing
 // comment lists nothing as run and says the claim was checked by reading

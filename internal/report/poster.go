@@ -5,6 +5,7 @@ package report
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -182,4 +183,66 @@ func postOnce(ctx context.Context, f forge.Commenter, ref task.Ref, log *slog.Lo
 	}
 	c, err = f.PostComment(ctx, ref, postonce.Mark(body, name))
 	return c, false, err
+}
+
+// amendMark starts what Amend adds to a comment: a hidden line, so that
+// amending again replaces what was added rather than adding it twice.
+const amendMark = "<!-- coding-agent: amended -->"
+
+// ErrNotAmended is Amend's error when the comment to amend is not on the
+// forge (never posted, or deleted) or the addition would not fit in it:
+// the caller posts the addition as a comment of its own.
+var ErrNotAmended = errors.New("the comment to amend is not there, or the addition does not fit")
+
+// Amend adds addition at the end of the comment the run keys numbered as
+// what ("closing": the newest such comment of the run, its last part when
+// it was split), in place: the delivery's pull request link joins the
+// closing comment rather than making a comment of its own. What an
+// earlier Amend added is replaced, so a delivery done again after a stop
+// (whose text may differ: the pull request opened then, updated now) says
+// it once. It fails with ErrNotAmended when there is no such comment or
+// the whole would not fit, and with the forge's error when it cannot read
+// or edit: the addition may then be posted on its own.
+func (p *Poster) Amend(ctx context.Context, keys engine.Keys, what, addition string) error {
+	ed, ok := p.o.Commenter.(forge.Editor)
+	if !ok || keys.Run == "" || strings.TrimSpace(addition) == "" {
+		return ErrNotAmended
+	}
+	bot, err := p.o.Commenter.BotUser(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the bot's name to amend its %s comment on %s: %w", what, p.o.Ref, err)
+	}
+	cs, err := p.o.Commenter.CommentsSince(ctx, p.o.Ref, time.Time{})
+	if err != nil {
+		return fmt.Errorf("reading the %s comment on %s to amend it: %w", what, p.o.Ref, err)
+	}
+	var c task.Comment
+	var key string
+	for _, x := range cs {
+		k, marked := postonce.KeyOf(x.Body)
+		if x.System || !marked || !strings.EqualFold(x.Author, bot) || !strings.HasPrefix(k, keys.Run+"/") {
+			continue
+		}
+		if name := k[strings.LastIndex(k, "/")+1:]; name == what || strings.HasPrefix(name, what+"#") {
+			c, key = x, k
+		}
+	}
+	if key == "" {
+		return ErrNotAmended
+	}
+	body := strings.ReplaceAll(postonce.Unmark(c.Body), "\r\n", "\n")
+	if i := strings.LastIndex(body, amendMark); i >= 0 {
+		body = body[:i]
+	}
+	body = strings.TrimRight(body, "\n") + "\n\n" + amendMark + "\n" + strings.TrimSpace(p.o.Redact(addition))
+	if utf8.RuneCountInString(body) > p.o.MaxLen {
+		return ErrNotAmended
+	}
+	if err := ed.EditComment(ctx, p.o.Ref, c.ID, postonce.Mark(body, key)); err != nil {
+		if errors.Is(err, forge.ErrNotFound) {
+			return ErrNotAmended
+		}
+		return fmt.Errorf("amending the %s comment on %s: %w", what, p.o.Ref, err)
+	}
+	return nil
 }

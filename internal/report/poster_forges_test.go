@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -20,11 +21,36 @@ import (
 // of it, and GitLab's system notes, aside) and not posted again; a key in
 // doubt that is not there is posted.
 func TestPosterFindsItsCommentOnBothForges(t *testing.T) {
+	for _, tc := range bothForges() {
+		t.Run(tc.name, func(t *testing.T) {
+			f, ref, other, mine := tc.setup(t)
+			ctx := context.Background()
+			since := time.Now()
+			p := report.NewPoster(report.PosterOptions{Commenter: f, Ref: ref})
+			// Someone copies the key of the comment to come, before it is posted.
+			other(postonce.Mark("Done.", "r/2/closing"))
+			noErr(t, p.Post(ctx, engine.Key{Name: "r/1/step"}, "Writing hello.txt."))
+			noErr(t, p.Post(ctx, engine.Key{Name: "r/1/step", Doubt: true, Since: since}, "Writing hello.txt."))
+			noErr(t, p.Post(ctx, engine.Key{Name: "r/2/closing", Doubt: true, Since: since}, "Done."))
+			got := mine()
+			if len(got) != 2 || !strings.Contains(got[0], "r/1/step") || !strings.Contains(got[1], "r/2/closing") {
+				t.Errorf("the bot's comments %q, want the step comment once and the closing comment", got)
+			}
+		})
+	}
+}
+
+// onForge is a task on one forge's emulator, through the real adapter:
+// other posts a comment as another user (and, on GitLab, a system note
+// as the bot), mine lists the bot's comments.
+type onForge struct {
+	name  string
+	setup func(t *testing.T) (f report.Forge, ref task.Ref, other func(body string), mine func() []string)
+}
+
+func bothForges() []onForge {
 	noWait := func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
-	for _, tc := range []struct {
-		name  string
-		setup func(t *testing.T) (report.Forge, task.Ref, func(body string), func() []string)
-	}{
+	return []onForge{
 		{"github", func(t *testing.T) (report.Forge, task.Ref, func(string), func() []string) {
 			g := forgetest.NewGitHub(t)
 			n := g.AddIssue("acme/app", forgetest.IssueSeed{Title: "t"})
@@ -68,20 +94,53 @@ func TestPosterFindsItsCommentOnBothForges(t *testing.T) {
 					g.AddNote("acme/app", forgetest.KindIssue, n, g.BotUsername, body, true) // a system note
 				}, mine
 		}},
-	} {
+	}
+}
+
+// Amend adds the delivery to the end of a run's closing comment in place,
+// on both forges: again, it replaces what it added (a delivery done again
+// after a stop says it once); it leaves another run's closing comment,
+// another user's copy of the key and the other comments alone; it says
+// ErrNotAmended when the run has no closing comment or the whole would not
+// fit, and the caller posts the delivery on its own.
+func TestPosterAmendsTheClosingCommentOnBothForges(t *testing.T) {
+	for _, tc := range bothForges() {
 		t.Run(tc.name, func(t *testing.T) {
 			f, ref, other, mine := tc.setup(t)
 			ctx := context.Background()
-			since := time.Now()
-			p := report.NewPoster(report.PosterOptions{Commenter: f, Ref: ref})
-			// Someone copies the key of the comment to come, before it is posted.
-			other(postonce.Mark("Done.", "r/2/closing"))
+			p := report.NewPoster(report.PosterOptions{Commenter: f, Ref: ref, MaxLen: 200})
+			noErr(t, p.Post(ctx, engine.Key{Name: "old/9/closing"}, "An earlier round's closing."))
 			noErr(t, p.Post(ctx, engine.Key{Name: "r/1/step"}, "Writing hello.txt."))
-			noErr(t, p.Post(ctx, engine.Key{Name: "r/1/step", Doubt: true, Since: since}, "Writing hello.txt."))
-			noErr(t, p.Post(ctx, engine.Key{Name: "r/2/closing", Doubt: true, Since: since}, "Done."))
+			noErr(t, p.Post(ctx, engine.Key{Name: "r/2/closing"}, "Wrote hello.txt."))
+			other(postonce.Mark("Copied.", "r/2/closing"))
+			keys := engine.Keys{Run: "r", Seq: 2}
+			noErr(t, p.Amend(ctx, keys, "closing", "Opened a pull request: https://forge.example/acme/app/pull/2"))
+			noErr(t, p.Amend(ctx, keys, "closing", "Updated the pull request https://forge.example/acme/app/pull/2"))
 			got := mine()
-			if len(got) != 2 || !strings.Contains(got[0], "r/1/step") || !strings.Contains(got[1], "r/2/closing") {
-				t.Errorf("the bot's comments %q, want the step comment once and the closing comment", got)
+			if len(got) != 3 {
+				t.Fatalf("the bot's comments %q, want 3", got)
+			}
+			closing := postonce.Unmark(got[2])
+			if !strings.HasPrefix(closing, "Wrote hello.txt.\n\n") || strings.Contains(closing, "Opened") ||
+				strings.Count(closing, "Updated the pull request") != 1 {
+				t.Errorf("the closing comment after two amends:\n%s", closing)
+			}
+			if k, _ := postonce.KeyOf(got[2]); k != "r/2/closing" {
+				t.Errorf("the amended comment's key %q, want it kept", k)
+			}
+			if got[0] != postonce.Mark("An earlier round's closing.", "old/9/closing") || postonce.Unmark(got[1]) != "Writing hello.txt." {
+				t.Errorf("other comments changed: %q", got[:2])
+			}
+			for _, tc := range []struct {
+				keys     engine.Keys
+				addition string
+			}{
+				{engine.Keys{Run: "none", Seq: 3}, "A link."},
+				{keys, strings.Repeat("A long delivery. ", 20)},
+			} {
+				if err := p.Amend(ctx, tc.keys, "closing", tc.addition); !errors.Is(err, report.ErrNotAmended) {
+					t.Errorf("Amend(%s, %d chars) = %v, want ErrNotAmended", tc.keys.Run, len(tc.addition), err)
+				}
 			}
 		})
 	}

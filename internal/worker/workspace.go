@@ -2,8 +2,10 @@ package worker
 
 import (
 	"context"
+	"errors"
 
 	"github.com/coding-agent/coding-agent/internal/engine"
+	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -93,7 +95,10 @@ func (w *Worker) settle(f ending, tr transition) {
 }
 
 // deliver makes a done round's work exist on the forge before the task is
-// called done, and posts what was delivered. A failure is the round's: it
+// called done, and says what was delivered: at the end of the round's
+// closing comment (report.Poster.Amend), or in a comment of its own when
+// that comment is not there (its post failed, or someone deleted it) or
+// would not hold it. A failure is the round's: it
 // fails the task rather than calling done what nothing holds.
 func (w *Worker) deliver(ctx context.Context, f ending, out engine.Outcome) error {
 	if f.ws == nil {
@@ -104,6 +109,17 @@ func (w *Worker) deliver(ctx context.Context, f ending, out engine.Outcome) erro
 		return err
 	}
 	if comment != "" && f.post != nil {
+		// The closing comment says what was delivered, where it is there
+		// (its pull request link); a comment of its own otherwise.
+		if f.keys != nil {
+			err := f.post.Amend(ctx, *f.keys, "closing", comment)
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, report.ErrNotAmended) {
+				f.log.Warn("adding what was delivered to the closing comment; posting it on its own", "error", err)
+			}
+		}
 		if err := f.post.PostAll(ctx, f.key("delivery"), comment); err != nil {
 			f.log.Error("posting what was delivered", "error", err)
 		}
