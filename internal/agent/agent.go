@@ -188,17 +188,30 @@ func (p *plain) step(a *engine.Act) {
 // live shows the steps in the living comment; final is its last edit.
 // A failure is logged by the Board, and returned.
 func (p *plain) live(ctx context.Context, final bool) error {
-	o := p.l.o
-	body, err := o.Lang.Living(report.Live{Steps: p.st.Steps, Earlier: p.st.Earlier, Finished: final,
-		UpdatedAt: p.l.e.Now()}, report.MaxComment(p.r.Input().Task.Ref.Forge)-200)
+	return p.show(ctx, report.Live{Finished: final})
+}
+
+// show edits the living comment to v with the run's steps: at once when
+// v is the round's end (finished or halted), otherwise at the Board's pace.
+func (p *plain) show(ctx context.Context, v report.Live) error {
+	v.Steps, v.Earlier, v.UpdatedAt = p.st.Steps, p.st.Earlier, p.l.e.Now()
+	body, err := p.l.o.Lang.Living(v, report.MaxComment(p.r.Input().Task.Ref.Forge)-200)
 	if err != nil {
 		p.r.Log().Error("rendering the living comment", "error", err)
 		return nil
 	}
-	if final {
+	if v.Finished || v.Halted != "" {
 		return p.board.Flush(ctx, body)
 	}
 	return p.board.SetProgress(ctx, body)
+}
+
+// Halt makes the living comment's last edit say the run paused, stopped
+// or was interrupted.
+func (p *plain) Halt(ctx context.Context, out engine.Outcome) {
+	if p.board != nil {
+		_ = p.show(ctx, report.Live{Halted: out.End}) // logged by the Board
+	}
 }
 
 // questioned reports whether a is an end that comes right after failed

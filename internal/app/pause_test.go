@@ -40,6 +40,7 @@ func TestPauseMidRunThenResume(t *testing.T) {
 			}
 			return fullPlan(e, r)
 		}})
+	e.cfg.Language = config.LanguageEnglish
 	e.runOK(t)
 	if rec := e.record(); rec.Status != task.Paused {
 		t.Fatalf("after the pause: %+v", rec)
@@ -48,6 +49,9 @@ func TestPauseMidRunThenResume(t *testing.T) {
 	c := e.botComments()
 	if !strings.Contains(c[len(c)-1], "paused") {
 		t.Errorf("the last comment should say the task paused:\n%s", c[len(c)-1])
+	}
+	if l := e.living(); !strings.Contains(l, "coding-agent paused its work on this") || !strings.Contains(l, "*Paused: resuming it continues from here") {
+		t.Errorf("the living comment does not say the run paused:\n%s", l)
 	}
 	before := len(e.model.Requests())
 
@@ -67,6 +71,20 @@ func TestPauseMidRunThenResume(t *testing.T) {
 		}
 	}
 	e.wantLabels(t, "bug", "coding agent done")
+	if l := e.living(); !strings.Contains(l, "coding-agent worked on this") || strings.Contains(l, "Paused") {
+		t.Errorf("the living comment once done:\n%s", l)
+	}
+}
+
+// living is the task's living comment: the first of the bot's comments
+// that is one; "" when there is none.
+func (e *env) living() string {
+	for _, c := range e.botComments() {
+		if strings.HasPrefix(strings.TrimSpace(c), "## 🤖 coding-agent") {
+			return c
+		}
+	}
+	return ""
 }
 
 // Stopped mid-run: the task ends at the next checkpoint with the stopped
@@ -91,5 +109,8 @@ func TestStopMidRun(t *testing.T) {
 	c := e.botComments()
 	if !strings.Contains(c[len(c)-1], "stopped") || slices.ContainsFunc(c, func(s string) bool { return strings.Contains(s, "Created hello.txt") }) {
 		t.Errorf("comments %q", c)
+	}
+	if l := e.living(); !strings.Contains(l, "coding-agent stopped working on this") || !strings.Contains(l, "*Stopped") {
+		t.Errorf("the living comment does not say the run stopped:\n%s", l)
 	}
 }

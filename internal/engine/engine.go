@@ -321,6 +321,10 @@ type Policy interface {
 	// Announce reports the end of the run on the task. It is called once
 	// the outcome is saved, and again after a resume if it did not finish.
 	Announce(ctx context.Context, out Outcome)
+	// Halt reports that the run stops at a checkpoint (out: paused,
+	// stopped or interrupted), which the next run of the task resumes:
+	// what the task shows of its progress no longer says it works.
+	Halt(ctx context.Context, out Outcome)
 	// State is the policy's state, to save in the checkpoint.
 	State() any
 	// Reopen goes back to work after the repository's checks refused a

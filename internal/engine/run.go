@@ -458,6 +458,7 @@ func (r *Run) end(ctx context.Context, out Outcome) (Outcome, error) {
 	out = r.complete(out)
 	if !out.Final() {
 		r.log.Info("run ends at a checkpoint", "end", out.End, "reason", out.Reason, "calls", out.Calls)
+		r.p.Halt(ctx, out)
 		return out, nil
 	}
 	r.p.Ending(&out)

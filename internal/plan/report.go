@@ -185,10 +185,24 @@ func (p *policy) section(ctx context.Context, body string, err error) {
 
 // progress posts or edits the progress report; finished shows the end.
 func (p *policy) progress(ctx context.Context, finished bool) {
-	st := p.st
+	p.show(ctx, report.Live{Finished: finished})
+}
+
+// Halt makes the living comment's last edit say the run paused, stopped
+// or was interrupted (separate comments: the worker's notice says it).
+func (p *policy) Halt(ctx context.Context, out engine.Outcome) {
+	if !p.c.o.Separate {
+		p.show(ctx, report.Live{Halted: out.End})
+	}
+}
+
+// show posts or edits the progress report, the living comment's state
+// as end says (working, finished or halted).
+func (p *policy) show(ctx context.Context, end report.Live) {
+	st, finished := p.st, end.Finished
 	if st.Plan == nil {
 		if !p.c.o.Separate {
-			p.live(ctx, "", finished)
+			p.live(ctx, "", end)
 		}
 		return
 	}
@@ -223,15 +237,16 @@ func (p *policy) progress(ctx context.Context, finished bool) {
 		_ = p.board.SetProgress(ctx, body)
 		return
 	}
-	p.live(ctx, body, finished)
+	p.live(ctx, body, end)
 }
 
-// live shows the progress and the steps in the living comment; finished
-// is its last edit, made whatever the time.
-func (p *policy) live(ctx context.Context, progress string, finished bool) {
-	v := report.Live{Progress: progress, Steps: p.st.Steps, Earlier: p.st.Earlier, Finished: finished,
-		UpdatedAt: p.c.o.Engine.Now()}
-	if !finished {
+// live shows the progress and the steps in the living comment, in v's
+// state; the round's end (finished or halted) is its last edit, made
+// whatever the time.
+func (p *policy) live(ctx context.Context, progress string, v report.Live) {
+	v.Progress, v.Steps, v.Earlier, v.UpdatedAt = progress, p.st.Steps, p.st.Earlier, p.c.o.Engine.Now()
+	last := v.Finished || v.Halted != ""
+	if !last {
 		v.Now = string(p.st.At.Phase)
 	}
 	body, err := p.c.o.Lang.Living(v, report.MaxComment(p.r.Input().Task.Ref.Forge)-200)
@@ -239,7 +254,7 @@ func (p *policy) live(ctx context.Context, progress string, finished bool) {
 		p.log.Error("rendering the living comment", "error", err)
 		return
 	}
-	if finished {
+	if last {
 		_ = p.board.Flush(ctx, body)
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/sanitize"
 )
 
@@ -106,6 +107,10 @@ type Live struct {
 	// comment's edit history.
 	Earlier  int
 	Finished bool
+	// Halted is why the run stopped at a checkpoint, which a later run
+	// resumes: engine.Paused, engine.Stopped or engine.Interrupted; ""
+	// while it works and once it finished.
+	Halted engine.End
 	// Now is what the agent is doing ("" when finished or not known).
 	Now       string
 	UpdatedAt time.Time
@@ -144,7 +149,7 @@ func (l Lang) Living(v Live, maxLen int) (string, error) {
 		steps = append(steps, ls)
 	}
 	now := ""
-	if !v.Finished {
+	if !v.Finished && v.Halted == "" {
 		now = oneLine(v.Now)
 		if _, ok := phaseVocab[l.norm()][now]; ok {
 			now = l.PhaseName(now)
@@ -156,7 +161,7 @@ func (l Lang) Living(v Live, maxLen int) (string, error) {
 			shown[0].FirstOfItsPhase = true
 		}
 		body, err := render("live/"+string(l.norm()), map[string]any{
-			"Progress": strings.TrimSpace(v.Progress), "Steps": shown, "Left": left + v.Earlier, "Finished": v.Finished,
+			"Progress": strings.TrimSpace(v.Progress), "Steps": shown, "Left": left + v.Earlier, "Finished": v.Finished, "Halted": string(v.Halted),
 			"Now": now, "Time": stamp(v.UpdatedAt)})
 		if err != nil || maxLen <= 0 || utf8.RuneCountInString(body) <= maxLen || left >= len(steps)-1 {
 			// At least the newest step is shown: the Board cuts what is

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/golden"
 	"github.com/coding-agent/coding-agent/internal/report"
 )
@@ -50,6 +51,14 @@ func TestLivingCommentGolden(t *testing.T) {
 		golden.Check(t, "living_final_"+string(l), must(t)(l.Living(report.Live{Steps: all, Finished: true, UpdatedAt: liveAt}, 0)))
 		golden.Check(t, "living_plan_mid_"+string(l), must(t)(l.Living(report.Live{Progress: progress, Steps: planSteps(l)[:4],
 			Now: "execution", UpdatedAt: liveAt}, 0)))
+		golden.Check(t, "living_paused_"+string(l), must(t)(l.Living(report.Live{Steps: all[:3], Now: "execution",
+			Halted: engine.Paused, UpdatedAt: liveAt}, 0)))
+		for _, end := range []engine.End{engine.Stopped, engine.Interrupted} {
+			if got := must(t)(l.Living(report.Live{Steps: all[:3], Halted: end, UpdatedAt: liveAt}, 0)); strings.Contains(got, "is working on this") ||
+				strings.Contains(got, "作業中です") || !strings.Contains(got, "Step 3") && !strings.Contains(got, "ステップ 3") {
+				t.Errorf("the living comment of a run %s says it works, or lost its steps:\n%s", end, got)
+			}
+		}
 		golden.Check(t, "living_plan_final_"+string(l), must(t)(l.Living(report.Live{Progress: progress, Steps: planSteps(l),
 			Finished: true, UpdatedAt: liveAt}, 0)))
 		golden.Check(t, "closing_"+string(l), must(t)(l.Closing(report.Closing{Comment: "Added `slugify` with its tests.",
