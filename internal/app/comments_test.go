@@ -66,20 +66,20 @@ func runKilledAt(t *testing.T, bin string, e *env, at func(forgetest.Call) bool)
 // postedComment picks the answer to a comment POST whose body contains
 // text: the comment has landed.
 func postedComment(text string) func(forgetest.Call) bool {
-	return func(c forgetest.Call) bool {
-		if !c.Served || c.Method != "POST" || !strings.HasSuffix(c.Path, "/comments") {
-			return false
-		}
-		var v struct{ Body string }
-		return json.Unmarshal(c.Body, &v) == nil && strings.Contains(v.Body, text)
-	}
+	return servedWith("POST", func(path string) bool { return strings.HasSuffix(path, "/comments") }, text)
 }
 
 // editedComment picks the answer to a comment edit (GitHub's PATCH of
 // /issues/comments/ID) whose new body contains text: the edit has landed.
 func editedComment(text string) func(forgetest.Call) bool {
+	return servedWith("PATCH", func(path string) bool { return strings.Contains(path, "/issues/comments/") }, text)
+}
+
+// servedWith picks the answer to a method request on a path that at
+// accepts, whose JSON body's "body" contains text.
+func servedWith(method string, at func(path string) bool, text string) func(forgetest.Call) bool {
 	return func(c forgetest.Call) bool {
-		if !c.Served || c.Method != "PATCH" || !strings.Contains(c.Path, "/issues/comments/") {
+		if !c.Served || c.Method != method || !at(c.Path) {
 			return false
 		}
 		var v struct{ Body string }
