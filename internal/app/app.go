@@ -217,10 +217,10 @@ func (a *App) newForge() (forge.Forge, error) {
 	client := a.forgeHTTPClient()
 	switch c.TaskSource {
 	case task.GitHub:
-		o := ghforge.Options{APIURL: c.GitHub.APIURL, Token: c.GitHub.Token, Owner: c.GitHub.Owner,
+		o := ghforge.Options{APIURL: c.GitHub.APIURL, Token: c.GitHub.Token.Reveal(), Owner: c.GitHub.Owner,
 			Repositories: c.GitHub.Repositories, Query: c.GitHub.Query, HTTPClient: client, Logger: a.Log, Sleep: a.o.Sleep}
 		if app := c.GitHub.App; app != nil {
-			key, err := ghforge.ParseAppKey([]byte(app.PrivateKey))
+			key, err := ghforge.ParseAppKey([]byte(app.PrivateKey.Reveal()))
 			if err != nil {
 				return nil, fmt.Errorf("setting up GitHub: %w", err)
 			}
@@ -233,12 +233,12 @@ func (a *App) newForge() (forge.Forge, error) {
 		a.gitToken, a.setup = f.Token, f
 		return f, nil
 	case task.GitLab:
-		f, err := glforge.New(glforge.Options{APIURL: c.GitLab.APIURL, Token: c.GitLab.Token, Projects: c.GitLab.Projects,
+		f, err := glforge.New(glforge.Options{APIURL: c.GitLab.APIURL, Token: c.GitLab.Token.Reveal(), Projects: c.GitLab.Projects,
 			Group: c.GitLab.Group, HTTPClient: client, Logger: a.Log, Sleep: a.o.Sleep})
 		if err != nil {
 			return nil, fmt.Errorf("setting up GitLab: %w", err)
 		}
-		a.gitToken, a.setup = func(context.Context) (string, error) { return c.GitLab.Token, nil }, f
+		a.gitToken, a.setup = func(context.Context) (string, error) { return c.GitLab.Token.Reveal(), nil }, f
 		return f, nil
 	}
 	return nil, fmt.Errorf("task_source %q is not github or gitlab", c.TaskSource)
@@ -414,7 +414,7 @@ func (a *App) newLLM(budget engine.Budget) (llm.Client, error) {
 	var m llm.Client
 	switch c.Provider {
 	case config.ProviderOpenAI:
-		m, err = openai.New(openai.Options{BaseURL: c.OpenAI.BaseURL, APIKey: c.OpenAI.APIKey, Model: c.OpenAI.Model,
+		m, err = openai.New(openai.Options{BaseURL: c.OpenAI.BaseURL, APIKey: c.OpenAI.APIKey.Reveal(), Model: c.OpenAI.Model,
 			MaxTokens: reserve, HTTPClient: client, Logger: a.Log})
 	case config.ProviderLMStudio:
 		m, err = openai.New(openai.Options{BaseURL: c.LMStudio.BaseURL, APIKey: "lm-studio", Model: c.LMStudio.Model,

@@ -176,7 +176,7 @@ func TestQuickstartDeliversADraftChange(t *testing.T) {
 // is in no file below dir and not in the log.
 func checkNoTokenUnder(t *testing.T, e *env, dir string) {
 	t.Helper()
-	token := e.cfg.GitHub.Token + e.cfg.GitLab.Token
+	token := e.token()
 	forms := []string{token, base64.StdEncoding.EncodeToString([]byte("x-access-token:" + token)),
 		base64.StdEncoding.EncodeToString([]byte("oauth2:" + token))}
 	files := 0

@@ -176,7 +176,7 @@ func (a *App) servedModels(ctx context.Context, timeout time.Duration) (served [
 		served, err = openai.ListModels(ctx, hc, c.LMStudio.BaseURL, "lm-studio")
 	default:
 		where = c.OpenAI.BaseURL
-		served, err = openai.ListModels(ctx, hc, c.OpenAI.BaseURL, c.OpenAI.APIKey)
+		served, err = openai.ListModels(ctx, hc, c.OpenAI.BaseURL, c.OpenAI.APIKey.Reveal())
 	}
 	return served, where, err
 }
@@ -509,7 +509,7 @@ func (a *App) doctorListener(d *doctor) {
 	}
 	l.Close()
 	d.line("ok", "server", "%s can be listened on: /healthz, /readyz and /metrics", srv.Listen)
-	hooks := map[string]string{task.GitHub: srv.GitHubWebhookSecret, task.GitLab: srv.GitLabWebhookToken}
+	hooks := map[string]config.Secret{task.GitHub: srv.GitHubWebhookSecret, task.GitLab: srv.GitLabWebhookToken}
 	if hooks[a.cfg.TaskSource] == "" {
 		d.line("warn", "server", "no %s webhook secret: pickup waits for the next poll (set server.%s)", a.cfg.TaskSource,
 			map[string]string{task.GitHub: "github_webhook_secret", task.GitLab: "gitlab_webhook_token"}[a.cfg.TaskSource])

@@ -116,7 +116,7 @@ func checkNoSecrets(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatalf("reading log: %v", err)
 	}
-	secrets := []string{apiKey, e.cfg.GitHub.Token, e.cfg.GitLab.Token}
+	secrets := []string{apiKey, e.token()}
 	text := string(logs) + strings.Join(e.botComments(), "\n")
 	for _, s := range secrets {
 		if s != "" && strings.Contains(text, s) {

@@ -32,7 +32,7 @@ func TestGitHubAppActsAsItsBot(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.cfg.GitHub.Token = ""
-	e.cfg.GitHub.App = &config.GitHubApp{AppID: 4242, PrivateKeyFile: path, PrivateKey: string(key)}
+	e.cfg.GitHub.App = &config.GitHubApp{AppID: 4242, PrivateKeyFile: path, PrivateKey: config.Secret(key)}
 	e.runOK(t)
 	e.wantLabels(t, "bug", "coding agent done")
 	var bots, token []string
@@ -74,7 +74,7 @@ func asApp(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	e.cfg.GitHub.Token = ""
-	e.cfg.GitHub.App = &config.GitHubApp{AppID: 4242, PrivateKeyFile: path, PrivateKey: string(key)}
+	e.cfg.GitHub.App = &config.GitHubApp{AppID: 4242, PrivateKeyFile: path, PrivateKey: config.Secret(key)}
 }
 
 // An installation token revoked mid-run, its expiry an hour ahead, is

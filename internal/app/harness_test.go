@@ -141,14 +141,14 @@ func newEnv(t testing.TB, s setup) *env {
 		e.gh.AddRepo("acme/app")
 		e.gh.AddComment("acme/app", e.addGitHub(s.kind, seed), "bob", "Please keep it short.")
 		e.gh.SetPermission("acme/app", "bob", "write") // a collaborator: heard
-		cfg.GitHub.APIURL, cfg.GitHub.Token, cfg.GitHub.Repositories = e.gh.URL(), e.gh.Token, []string{"acme/app"}
+		cfg.GitHub.APIURL, cfg.GitHub.Token, cfg.GitHub.Repositories = e.gh.URL(), config.Secret(e.gh.Token), []string{"acme/app"}
 	case task.GitLab:
 		e.gl = forgetest.NewGitLab(t)
 		e.gl.AddProject("acme/app")
 		n := e.addGitLab(s.kind, seed)
 		e.gl.AddNote("acme/app", e.glKind(), n, "bob", "Please keep it short.", false)
 		e.gl.AddMember("acme/app", "bob", 30) // a Developer: heard
-		cfg.GitLab.APIURL, cfg.GitLab.Token, cfg.GitLab.Projects = e.gl.URL(), e.gl.Token, []string{"acme/app"}
+		cfg.GitLab.APIURL, cfg.GitLab.Token, cfg.GitLab.Projects = e.gl.URL(), config.Secret(e.gl.Token), []string{"acme/app"}
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("test config is invalid: %v", err)
@@ -156,6 +156,9 @@ func newEnv(t testing.TB, s setup) *env {
 	e.cfg = cfg
 	return e
 }
+
+// token is the forge token the env's config holds (one forge's is empty).
+func (e *env) token() string { return (e.cfg.GitHub.Token + e.cfg.GitLab.Token).Reveal() }
 
 func (e *env) addGitHub(kind task.Kind, seed forgetest.IssueSeed) int {
 	n := 0

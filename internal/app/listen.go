@@ -100,7 +100,7 @@ func (a *App) listen() (stop func(), err error) {
 	}
 	interval := a.cfg.Continuous.Producer.Interval()
 	ready := server.Readiness{Store: a.storeReadable, ForgeSeen: a.metrics.ForgeSeen, Within: interval + forgeTimeout}
-	h := server.New(server.Options{GitHubSecret: s.GitHubWebhookSecret, GitLabToken: s.GitLabWebhookToken,
+	h := server.New(server.Options{GitHubSecret: s.GitHubWebhookSecret.Reveal(), GitLabToken: s.GitLabWebhookToken.Reveal(),
 		Labels: a.cfg.Labels(), Watched: a.cfg.Watches, Self: a.isBot, Events: a.wake,
 		Delivered: a.metrics.WebhookDelivered, Ready: ready.Check, Metrics: a.metrics.Handler(), Logger: a.Log})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}

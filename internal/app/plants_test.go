@@ -102,7 +102,7 @@ func TestTokenWrittenIntoAFileIsNotPushed(t *testing.T) {
 				t.Parallel()
 				e := newEnv(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
 					respond: func(e *env, r llmtest.Received) llmtest.Step {
-						token := e.cfg.GitHub.Token + e.cfg.GitLab.Token
+						token := e.token()
 						switch form {
 						case "base64":
 							token = base64.StdEncoding.EncodeToString([]byte(token))
@@ -122,7 +122,7 @@ func TestTokenWrittenIntoAFileIsNotPushed(t *testing.T) {
 					t.Errorf("branches on the forge: %v, want the default branch alone", branches)
 				}
 				logs, _ := os.ReadFile(e.cfg.Logging.File)
-				for _, secret := range []string{e.cfg.GitHub.Token + e.cfg.GitLab.Token, base64.StdEncoding.EncodeToString([]byte(e.cfg.GitHub.Token + e.cfg.GitLab.Token))} {
+				for _, secret := range []string{e.token(), base64.StdEncoding.EncodeToString([]byte(e.token()))} {
 					if strings.Contains(string(logs)+strings.Join(e.botComments(), "\n"), secret) {
 						t.Errorf("the token (%s) is in the log or a comment", form)
 					}

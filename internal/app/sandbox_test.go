@@ -132,7 +132,7 @@ func escapeSuite(t *testing.T, fg, tool string) {
 	e.cfg.Sandbox.ReadOnlyPaths = append(e.cfg.Sandbox.ReadOnlyPaths, recordings)
 	e.cfg.LLM.Record = filepath.Join(recordings, "model.jsonl")
 	configFile := filepath.Join(filepath.Dir(e.cfg.StateDir), "config.yaml")
-	writeFile(t, configFile, "github:\n  token: "+e.cfg.GitHub.Token+e.cfg.GitLab.Token+"\n")
+	writeFile(t, configFile, "github:\n  token: "+e.token()+"\n")
 	e.cfg.File = configFile
 	if err := e.cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func escapeSuite(t *testing.T, fg, tool string) {
 	both := func(a, b func(string) string) func(string) string {
 		return func(s string) string { return a(s) + b(s) }
 	}
-	token := e.cfg.GitHub.Token + e.cfg.GitLab.Token
+	token := e.token()
 	orphan := "sandbox-orphan-marker-" + strconv.Itoa(os.Getpid()) + "-" + fg + "-" + strings.ReplaceAll(tool, "/", "-")
 	escapes = []escape{
 		{"the config file", "cat " + configFile, contains(token)},

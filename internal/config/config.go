@@ -38,6 +38,7 @@ import (
 	"maps"
 	"net/url"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -156,7 +157,7 @@ func (d Database) Postgres() bool { return d.URL != "" }
 // GitHub is the github section.
 type GitHub struct {
 	APIURL          string     `yaml:"api_url"`          // REST root; a GHE URL ends in /api/v3; default https://api.github.com
-	Token           string     `yaml:"token"`            // personal access token; required unless TokenFile or App; secret
+	Token           Secret     `yaml:"token"`            // personal access token; required unless TokenFile or App
 	TokenFile       string     `yaml:"token_file"`       // file holding the token instead (read by Parse into Token)
 	App             *GitHubApp `yaml:"app"`              // sign in as a GitHub App installation instead of a token
 	Owner           string     `yaml:"owner"`            // user or org whose repositories are searched
@@ -180,13 +181,13 @@ type GitHubApp struct {
 	PrivateKeyFile string `yaml:"private_key_file"` // the app's private key (.pem, as GitHub hands it out); required
 	InstallationID int64  `yaml:"installation_id"`  // 0: the installation on the repositories (or owner), looked up
 	// PrivateKey is the key file's PEM, read by Parse; a secret.
-	PrivateKey string `yaml:"-"`
+	PrivateKey Secret `yaml:"-"`
 }
 
 // GitLab is the gitlab section.
 type GitLab struct {
 	APIURL          string   `yaml:"api_url"`                 // REST root; default https://gitlab.com/api/v4
-	Token           string   `yaml:"token"`                   // personal, project or group access token; required unless TokenFile; secret
+	Token           Secret   `yaml:"token"`                   // personal, project or group access token; required unless TokenFile
 	TokenFile       string   `yaml:"token_file"`              // file holding the token instead (read by Parse into Token)
 	Projects        []string `yaml:"project_id,scalarorlist"` // numeric IDs or "group/project" paths; a scalar or a list in YAML
 	Group           string   `yaml:"group"`                   // group ID or path searched with its subgroups
@@ -227,7 +228,7 @@ type LLM struct {
 // OpenAI is llm.openai.
 type OpenAI struct {
 	BaseURL       string `yaml:"base_url"`       // default https://api.openai.com/v1
-	APIKey        string `yaml:"api_key"`        // required unless APIKeyFile; secret
+	APIKey        Secret `yaml:"api_key"`        // required unless APIKeyFile
 	APIKeyFile    string `yaml:"api_key_file"`   // file holding the key instead (read by Parse into APIKey)
 	Model         string `yaml:"model"`          // required
 	MaxToken      int    `yaml:"max_token"`      // most output tokens per reply; 0: provider default
@@ -314,8 +315,8 @@ type Consumer struct {
 // Listen there is none.
 type Server struct {
 	Listen              string `yaml:"listen"`                // host:port, e.g. 127.0.0.1:8080 (port 0: any free port); "": no listener
-	GitHubWebhookSecret string `yaml:"github_webhook_secret"` // serves POST /webhooks/github, verified with it; secret
-	GitLabWebhookToken  string `yaml:"gitlab_webhook_token"`  // serves POST /webhooks/gitlab, verified with it; secret
+	GitHubWebhookSecret Secret `yaml:"github_webhook_secret"` // serves POST /webhooks/github, verified with it
+	GitLabWebhookToken  Secret `yaml:"gitlab_webhook_token"`  // serves POST /webhooks/gitlab, verified with it
 }
 
 // Logging is the logging section.
@@ -834,17 +835,15 @@ func plainValue(v string) bool {
 }
 
 // Secrets returns every configured secret, for redaction of logs and comments:
-// the forge tokens, the OpenAI API key, the values of MCP server env and
+// every field of type Secret (the forge tokens and webhook secrets, the
+// GitHub App's key, the OpenAI API key), the values of MCP server env and
 // sandbox.env whose name says they are secrets (unless plainly not one),
 // and passwords in URL fields (the RabbitMQ URL when the queue is
 // rabbitmq). Empty values are left out;
 // duplicates appear once; longer values come first so a redactor replacing
 // them in order never leaves part of one behind.
 func (c *Config) Secrets() []string {
-	all := []string{c.GitHub.Token, c.GitLab.Token, c.LLM.OpenAI.APIKey, c.Server.GitHubWebhookSecret, c.Server.GitLabWebhookToken}
-	if c.GitHub.App != nil {
-		all = append(all, c.GitHub.App.PrivateKey)
-	}
+	all := secretFields(reflect.ValueOf(c).Elem())
 	for _, s := range c.MCPServers {
 		for k, v := range s.Env {
 			if s.PerTask() {
@@ -927,6 +926,61 @@ func (c *Config) PrivatePaths() []string {
 		}
 		if abs, err := filepath.Abs(p); err == nil && !slices.Contains(out, abs) {
 			out = append(out, abs)
+		}
+	}
+	return out
+}
+
+// Secret is a configured value the daemon must never show: a token, a
+// key, a webhook secret. Config.Secrets finds every field of this type,
+// wherever it is in the configuration, so a new one is redacted without a
+// list to keep (TestEverySecretIsASecret holds the fields whose names say
+// secret to it). It prints as [secret] (fmt's %s and %v, slog); Reveal is
+// the value, for the one place that sends it.
+type Secret string
+
+// Reveal returns the secret's value.
+func (s Secret) Reveal() string { return string(s) }
+
+// String is "[secret]", or "" for an empty one.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return "[secret]"
+}
+
+// LogValue is what slog shows of it: its String.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+var secretType = reflect.TypeFor[Secret]()
+
+// secretFields are the values of every Secret in v, a configuration value:
+// its fields, and theirs, through pointers, slices and maps.
+func secretFields(v reflect.Value) []string {
+	var out []string
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			out = append(out, secretFields(v.Elem())...)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				out = append(out, secretFields(v.Field(i))...)
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			out = append(out, secretFields(v.Index(i))...)
+		}
+	case reflect.Map:
+		for _, k := range v.MapKeys() {
+			out = append(out, secretFields(v.MapIndex(k))...)
+		}
+	case reflect.String:
+		if v.Type() == secretType {
+			out = append(out, v.String())
 		}
 	}
 	return out

@@ -41,7 +41,7 @@ func TestGitHubApp(t *testing.T) {
 	for name, key := range map[string][]byte{"pkcs1": pkcs1, "pkcs8": pkcs8} {
 		c, _ := mustParse(t, appConfig("  app:\n    app_id: 12345\n    private_key_file: "+appKeyFile(t, key)+"\n    installation_id: 678\n"), nil)
 		a := c.GitHub.App
-		if a == nil || a.AppID != 12345 || a.InstallationID != 678 || a.PrivateKey != string(key) {
+		if a == nil || a.AppID != 12345 || a.InstallationID != 678 || a.PrivateKey.Reveal() != string(key) {
 			t.Fatalf("%s: app section %+v", name, a)
 		}
 		if !slices.Contains(c.Secrets(), string(key)) {

@@ -18,7 +18,7 @@ const maxSecretFile = 64 << 10
 // that it need not be in the environment.
 type secretFile struct {
 	key   string  // the value's key path, such as github.token; the file's is key + "_file"
-	value *string // where the file's content goes
+	value *Secret // where the file's content goes
 	file  string  // the file's path as configured
 }
 
@@ -59,7 +59,7 @@ func (c *Config) readSecretFiles() Problems {
 			ps = append(ps, Problem{Path: key, Msg: msg})
 			continue
 		}
-		*s.value = v
+		*s.value = Secret(v)
 	}
 	return ps
 }
@@ -86,7 +86,7 @@ func (c *Config) readAppKey() Problems {
 	if !rsaKey(b) {
 		return Problems{{Path: key, Msg: "holds no RSA private key in PEM (download the key from the app's settings page)"}}
 	}
-	a.PrivateKey = string(b)
+	a.PrivateKey = Secret(b)
 	return nil
 }
 

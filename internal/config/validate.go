@@ -153,7 +153,7 @@ func (g *GitHub) validate(k *checker) {
 		k.required("github.app.private_key_file", a.PrivateKeyFile, "required: the app's private key (.pem)")
 		k.atLeast("github.app.installation_id", int(a.InstallationID), 0)
 	} else {
-		k.required("github.token", g.Token, when+" (or github.token_file, or github.app)")
+		k.required("github.token", g.Token.Reveal(), when+" (or github.token_file, or github.app)")
 	}
 	if g.Owner == "" && len(g.Repositories) == 0 {
 		k.add("github", "owner or repositories is required (or both)")
@@ -179,7 +179,7 @@ func (g *GitHub) validate(k *checker) {
 func (g *GitLab) validate(k *checker) {
 	const when = "required when task_source is gitlab"
 	k.url("gitlab.api_url", g.APIURL)
-	k.required("gitlab.token", g.Token, when+" (or gitlab.token_file)")
+	k.required("gitlab.token", g.Token.Reveal(), when+" (or gitlab.token_file)")
 	if len(g.Projects) == 0 && g.Group == "" {
 		k.add("gitlab", "project_id or group is required (or both)")
 	}
@@ -228,7 +228,7 @@ func (l *LLM) validate(k *checker) {
 	case ProviderOpenAI:
 		o := l.OpenAI
 		k.url("llm.openai.base_url", o.BaseURL)
-		k.required("llm.openai.api_key", o.APIKey, when+" (or llm.openai.api_key_file)")
+		k.required("llm.openai.api_key", o.APIKey.Reveal(), when+" (or llm.openai.api_key_file)")
 		k.required("llm.openai.model", o.Model, when)
 		modelLimits(k, "llm.openai", o.MaxToken, o.ContextLength)
 	case ProviderLMStudio:
