@@ -24,20 +24,6 @@ import (
 // ErrDoctor is returned by Doctor when a check failed.
 var ErrDoctor = errors.New("a check failed")
 
-// labelColors are the colors doctor --fix gives the labels it creates.
-var labelColors = []struct {
-	of    func(task.Labels) string
-	color string
-}{
-	{func(l task.Labels) string { return l.Bot }, "#1d76db"},
-	{func(l task.Labels) string { return l.Processing }, "#fbca04"},
-	{func(l task.Labels) string { return l.Done }, "#0e8a16"},
-	{func(l task.Labels) string { return l.Failed }, "#d93f0b"},
-	{func(l task.Labels) string { return l.Paused }, "#c5def5"},
-	{func(l task.Labels) string { return l.Stopped }, "#b60205"},
-	{func(l task.Labels) string { return l.Awaiting }, "#5319e7"},
-}
-
 // doctor writes the checks' lines.
 type doctor struct {
 	out    io.Writer
@@ -121,8 +107,8 @@ func (a *App) doctorLabels(ctx context.Context, d *doctor, setup forge.Setup, re
 		return
 	}
 	var missing, created []string
-	for _, lc := range labelColors {
-		name := lc.of(labels)
+	for _, r := range task.Roles {
+		name := labels.Of(r.Role)
 		if name == "" || slices.ContainsFunc(have, func(h string) bool { return strings.EqualFold(h, name) }) {
 			continue
 		}
@@ -130,7 +116,7 @@ func (a *App) doctorLabels(ctx context.Context, d *doctor, setup forge.Setup, re
 			missing = append(missing, name)
 			continue
 		}
-		if err := setup.CreateLabel(ctx, repo, name, lc.color); err != nil {
+		if err := setup.CreateLabel(ctx, repo, name, r.Color); err != nil {
 			d.line("FAIL", "labels", "%s: %s", repo, a.redact(err.Error()))
 			return
 		}

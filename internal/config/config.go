@@ -34,6 +34,7 @@ package config
 
 import (
 	"cmp"
+	"fmt"
 	"log/slog"
 	"maps"
 	"net/url"
@@ -628,20 +629,10 @@ func DefaultCompletionKeywords() []string { return slices.Clone(defaultCompletio
 // Default returns a Config holding every default; TaskSource and LLM.Provider
 // are left empty.
 func Default() *Config {
-	const (
-		bot, processing  = "coding agent", "coding agent processing"
-		done, failed     = "coding agent done", "coding agent failed"
-		paused, stopped  = "coding agent paused", "coding agent stopped"
-		awaitingResponse = "coding agent awaiting response"
-	)
-	return &Config{
+	c := &Config{
 		StateDir: "./data",
-		GitHub: GitHub{APIURL: "https://api.github.com", BotLabel: bot,
-			ProcessingLabel: processing, DoneLabel: done, FailedLabel: failed,
-			PausedLabel: paused, StoppedLabel: stopped, AwaitingResponseLabel: awaitingResponse},
-		GitLab: GitLab{APIURL: "https://gitlab.com/api/v4", BotLabel: bot,
-			ProcessingLabel: processing, DoneLabel: done, FailedLabel: failed,
-			PausedLabel: paused, StoppedLabel: stopped, AwaitingResponseLabel: awaitingResponse},
+		GitHub:   GitHub{APIURL: "https://api.github.com"},
+		GitLab:   GitLab{APIURL: "https://gitlab.com/api/v4"},
 		LLM: LLM{
 			FunctionCalling: true,
 			TimeoutSeconds:  600,
@@ -678,6 +669,12 @@ func Default() *Config {
 		ShutdownGraceSeconds: 5,
 		LeaseSeconds:         60,
 	}
+	for _, section := range []any{&c.GitHub, &c.GitLab} { // every label role's default
+		for _, r := range task.Roles {
+			labelField(section, r.Key).SetString(r.Default)
+		}
+	}
+	return c
 }
 
 // defaultPlanning is the planning section's defaults: every phase on.
@@ -709,14 +706,30 @@ func (c *Config) Labels() task.Labels {
 	return task.Labels{}
 }
 
-func (g *GitHub) labels() task.Labels {
-	return task.Labels{Bot: g.BotLabel, Processing: g.ProcessingLabel, Done: g.DoneLabel, Failed: g.FailedLabel,
-		Paused: g.PausedLabel, Stopped: g.StoppedLabel, Awaiting: g.AwaitingResponseLabel}
+func (g *GitHub) labels() task.Labels { return labelsOf(g) }
+
+func (g *GitLab) labels() task.Labels { return labelsOf(g) }
+
+// labelsOf is the labels a forge's section (a pointer to it) configures:
+// its field of each role's key (task.Roles).
+func labelsOf(section any) task.Labels {
+	var l task.Labels
+	for _, r := range task.Roles {
+		l.Set(r.Role, labelField(section, r.Key).String())
+	}
+	return l
 }
 
-func (g *GitLab) labels() task.Labels {
-	return task.Labels{Bot: g.BotLabel, Processing: g.ProcessingLabel, Done: g.DoneLabel, Failed: g.FailedLabel,
-		Paused: g.PausedLabel, Stopped: g.StoppedLabel, Awaiting: g.AwaitingResponseLabel}
+// labelField is the field of a forge's section (a pointer to it) whose
+// key is key; every section has one per role (TestEverySectionHasEveryLabel).
+func labelField(section any, key string) reflect.Value {
+	v := reflect.ValueOf(section).Elem()
+	for i := range v.NumField() {
+		if name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ","); name == key {
+			return v.Field(i)
+		}
+	}
+	panic(fmt.Sprintf("config: %s has no field %s", v.Type(), key))
 }
 
 // Timeout is the per-request deadline of an LLM call.

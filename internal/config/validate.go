@@ -197,9 +197,10 @@ func (g *GitLab) validate(k *checker) {
 // and one whose awaiting label equals its done label could never be told
 // apart. A clash is reported at the later key and names the earlier one.
 func validateLabels(k *checker, section string, l task.Labels) {
-	keys := []string{"bot_label", "processing_label", "done_label", "failed_label",
-		"paused_label", "stopped_label", "awaiting_response_label"}
-	vals := []string{l.Bot, l.Processing, l.Done, l.Failed, l.Paused, l.Stopped, l.Awaiting}
+	var keys, vals []string
+	for _, r := range task.Roles {
+		keys, vals = append(keys, r.Key), append(vals, l.Of(r.Role))
+	}
 	for i, v := range vals {
 		p := section + "." + keys[i]
 		if !k.required(p, v, "required") {

@@ -172,7 +172,80 @@ func (s Status) Final() bool {
 	return s == Done || s == Failed || s == Stopped
 }
 
-// Labels are the labels that move a task through its states on the forge.
+// Role is what one of the task's labels says of it. Roles is the one list
+// of them: the configuration's keys and defaults, doctor's colours and
+// the worker's label columns are read from it.
+type Role int
+
+const (
+	RoleBot        Role = iota + 1 // asks for the agent
+	RoleProcessing                 // the agent is working
+	RoleDone                       // finished
+	RoleFailed                     // failed
+	RolePaused                     // paused at a checkpoint
+	RoleStopped                    // stopped
+	RoleAwaiting                   // finished, awaiting a reply
+)
+
+// RoleInfo is a role's facts.
+type RoleInfo struct {
+	Role Role
+	// Key is the role's key in a forge's configuration section.
+	Key string
+	// Default is the label's name unless configured.
+	Default string
+	// Color is the colour `doctor --fix` gives the label it creates.
+	Color string
+}
+
+// Roles are the labels' roles, in the order the configuration lists them.
+var Roles = []RoleInfo{
+	{RoleBot, "bot_label", "coding agent", "#1d76db"},
+	{RoleProcessing, "processing_label", "coding agent processing", "#fbca04"},
+	{RoleDone, "done_label", "coding agent done", "#0e8a16"},
+	{RoleFailed, "failed_label", "coding agent failed", "#d93f0b"},
+	{RolePaused, "paused_label", "coding agent paused", "#c5def5"},
+	{RoleStopped, "stopped_label", "coding agent stopped", "#b60205"},
+	{RoleAwaiting, "awaiting_response_label", "coding agent awaiting response", "#5319e7"},
+}
+
+// Of is the label of role r ("" for none, or a role not in Roles).
+func (l Labels) Of(r Role) string {
+	if p := l.field(r); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Set makes name the label of role r.
+func (l *Labels) Set(r Role, name string) {
+	if p := l.field(r); p != nil {
+		*p = name
+	}
+}
+
+func (l *Labels) field(r Role) *string {
+	switch r {
+	case RoleBot:
+		return &l.Bot
+	case RoleProcessing:
+		return &l.Processing
+	case RoleDone:
+		return &l.Done
+	case RoleFailed:
+		return &l.Failed
+	case RolePaused:
+		return &l.Paused
+	case RoleStopped:
+		return &l.Stopped
+	case RoleAwaiting:
+		return &l.Awaiting
+	}
+	return nil
+}
+
+// Labels are the labels that move a task through its states on the forge,
+// a field per role (Of, Set).
 type Labels struct {
 	Bot        string // asks for the agent
 	Processing string // the agent is working

@@ -361,8 +361,8 @@ type seen struct {
 func (w *Worker) seeHold(ctx context.Context, t task.Task) (seen, error) {
 	ls := w.o.Labels
 	var h seen
-	for _, l := range []string{ls.Bot, ls.Done, ls.Failed, ls.Paused, ls.Stopped, ls.Awaiting} {
-		if l != "" && t.HasLabel(l) {
+	for _, r := range task.Roles {
+		if l := ls.Of(r.Role); r.Role != task.RoleProcessing && l != "" && t.HasLabel(l) {
 			h.later = l
 			return h, nil
 		}

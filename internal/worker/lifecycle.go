@@ -37,25 +37,6 @@ const (
 	authRefused       event = "forge refused"      // the forge refuses the credentials: a later run resumes it
 )
 
-// label names one of the task's labels by its role; task.Labels gives its
-// text.
-type label int
-
-const (
-	noLabel label = iota
-	botLabel
-	processingLabel
-	doneLabel
-	failedLabel
-	pausedLabel
-	stoppedLabel
-	awaitingLabel
-)
-
-func (l label) in(ls task.Labels) string {
-	return [...]string{"", ls.Bot, ls.Processing, ls.Done, ls.Failed, ls.Paused, ls.Stopped, ls.Awaiting}[l]
-}
-
 // notice is the comment a transition posts.
 type notice int
 
@@ -82,13 +63,13 @@ type transition struct {
 	// add is added first; remove (and the stale labels the task has) are
 	// removed only once the addition worked, so a task always keeps a label
 	// saying where it stands.
-	add, remove label
+	add, remove task.Role
 	// take: remove is the request this round answers, and removing it is
 	// the claim the forge arbitrates (forge.Labeler.TakeLabel): when it
 	// was already gone, another process took the task, and the transition
 	// stops there, removing nothing else.
 	take   bool
-	stale  []label
+	stale  []task.Role
 	notice notice
 	clear  bool // the checkpoint is dropped
 	// retry is where a failed label change leaves the task, for the next
@@ -106,28 +87,28 @@ var unclaimed = []task.Status{"", task.Done, task.Failed, task.Paused, task.Stop
 
 // lifecycle is the whole life of a task, one row per event.
 var lifecycle = map[event]transition{
-	claimed: {from: unclaimed, to: task.Queued, add: processingLabel, remove: botLabel, take: true,
-		stale: []label{doneLabel, failedLabel, pausedLabel, stoppedLabel, awaitingLabel}},
-	replied:  {from: []task.Status{task.Awaiting}, to: task.Queued, add: processingLabel, remove: awaitingLabel, take: true},
-	reopened: {from: []task.Status{task.Done}, to: task.Queued, add: processingLabel, remove: doneLabel, take: true},
+	claimed: {from: unclaimed, to: task.Queued, add: task.RoleProcessing, remove: task.RoleBot, take: true,
+		stale: []task.Role{task.RoleDone, task.RoleFailed, task.RolePaused, task.RoleStopped, task.RoleAwaiting}},
+	replied:  {from: []task.Status{task.Awaiting}, to: task.Queued, add: task.RoleProcessing, remove: task.RoleAwaiting, take: true},
+	reopened: {from: []task.Status{task.Done}, to: task.Queued, add: task.RoleProcessing, remove: task.RoleDone, take: true},
 	// The stopped label stays: it says why the task rests; the bot label
 	// starts it again (claimed).
-	stopAwaiting: {from: []task.Status{task.Awaiting}, to: task.Stopped, add: stoppedLabel, remove: awaitingLabel, take: true,
-		stale: []label{botLabel}, ws: wsFailed},
-	closedEarly: {from: []task.Status{task.Running}, to: task.Stopped, remove: processingLabel, ws: wsDone},
-	runDone: {from: []task.Status{task.Running}, to: task.Done, add: doneLabel, remove: processingLabel,
-		stale: []label{botLabel, failedLabel, awaitingLabel}, clear: true, retry: task.Queued, ws: wsDone},
-	roundDone: {from: []task.Status{task.Running}, to: task.Awaiting, add: awaitingLabel, remove: processingLabel,
-		stale: []label{botLabel, doneLabel}, clear: true, retry: task.Queued},
-	runFailed: {from: []task.Status{task.Running}, to: task.Failed, add: failedLabel, remove: processingLabel,
-		stale: []label{botLabel, doneLabel, awaitingLabel}, notice: failureNotice, clear: true, retry: task.Queued, ws: wsFailed},
-	runBroke: {from: []task.Status{task.Running}, to: task.Failed, add: failedLabel, remove: processingLabel,
-		stale: []label{botLabel, doneLabel, awaitingLabel}, notice: failureNotice, retry: task.Queued, ws: wsFailed},
-	runPaused:      {from: []task.Status{task.Running}, to: task.Paused, remove: processingLabel, notice: pausedNotice},
-	runStopped:     {from: []task.Status{task.Running}, to: task.Stopped, remove: processingLabel, notice: stoppedNotice, clear: true, ws: wsFailed},
+	stopAwaiting: {from: []task.Status{task.Awaiting}, to: task.Stopped, add: task.RoleStopped, remove: task.RoleAwaiting, take: true,
+		stale: []task.Role{task.RoleBot}, ws: wsFailed},
+	closedEarly: {from: []task.Status{task.Running}, to: task.Stopped, remove: task.RoleProcessing, ws: wsDone},
+	runDone: {from: []task.Status{task.Running}, to: task.Done, add: task.RoleDone, remove: task.RoleProcessing,
+		stale: []task.Role{task.RoleBot, task.RoleFailed, task.RoleAwaiting}, clear: true, retry: task.Queued, ws: wsDone},
+	roundDone: {from: []task.Status{task.Running}, to: task.Awaiting, add: task.RoleAwaiting, remove: task.RoleProcessing,
+		stale: []task.Role{task.RoleBot, task.RoleDone}, clear: true, retry: task.Queued},
+	runFailed: {from: []task.Status{task.Running}, to: task.Failed, add: task.RoleFailed, remove: task.RoleProcessing,
+		stale: []task.Role{task.RoleBot, task.RoleDone, task.RoleAwaiting}, notice: failureNotice, clear: true, retry: task.Queued, ws: wsFailed},
+	runBroke: {from: []task.Status{task.Running}, to: task.Failed, add: task.RoleFailed, remove: task.RoleProcessing,
+		stale: []task.Role{task.RoleBot, task.RoleDone, task.RoleAwaiting}, notice: failureNotice, retry: task.Queued, ws: wsFailed},
+	runPaused:      {from: []task.Status{task.Running}, to: task.Paused, remove: task.RoleProcessing, notice: pausedNotice},
+	runStopped:     {from: []task.Status{task.Running}, to: task.Stopped, remove: task.RoleProcessing, notice: stoppedNotice, clear: true, ws: wsFailed},
 	runInterrupted: {from: []task.Status{task.Running}, to: task.Queued, notice: interruptedNotice},
-	conversationEnded: {from: []task.Status{task.Awaiting}, to: task.Done, add: doneLabel, remove: awaitingLabel,
-		stale: []label{botLabel, failedLabel}, retry: task.Awaiting, ws: wsDone},
+	conversationEnded: {from: []task.Status{task.Awaiting}, to: task.Done, add: task.RoleDone, remove: task.RoleAwaiting,
+		stale: []task.Role{task.RoleBot, task.RoleFailed}, retry: task.Awaiting, ws: wsDone},
 	// The store is asked once more to say queued; its last record stands
 	// when it cannot (running under a process that ends), and either way
 	// the next run resumes the task from its last checkpoint.
@@ -192,7 +173,7 @@ func (w *Worker) move(ctx context.Context, f ending, ev event) (bool, error) {
 		f.where = f.ws.Where()
 	}
 	w.settle(f, tr)
-	if tr.remove == processingLabel {
+	if tr.remove == task.RoleProcessing {
 		w.unhold(ctx, f.ref)
 	}
 	why := ""
@@ -227,7 +208,7 @@ var errTake = errors.New("taking the request label")
 // when another process took it) is returned.
 func (w *Worker) relabel(ctx context.Context, f ending, tr transition) (bool, error) {
 	ls := w.o.Labels
-	add := tr.add.in(ls)
+	add := ls.Of(tr.add)
 	if add != "" {
 		if err := w.o.Forge.AddLabel(ctx, f.ref, add); err != nil {
 			logFailure(ctx, f.log, "adding label", "label", add, "error", err)
@@ -235,7 +216,7 @@ func (w *Worker) relabel(ctx context.Context, f ending, tr transition) (bool, er
 		}
 	}
 	var remove []string
-	if l := tr.remove.in(ls); l != "" && tr.take {
+	if l := ls.Of(tr.remove); l != "" && tr.take {
 		if err := w.o.Forge.TakeLabel(ctx, f.ref, l); err != nil {
 			if !errors.Is(err, forge.ErrLabelAbsent) {
 				logFailure(ctx, f.log, "taking label", "label", l, "error", err)
@@ -246,7 +227,7 @@ func (w *Worker) relabel(ctx context.Context, f ending, tr transition) (bool, er
 		remove = append(remove, l)
 	}
 	for _, s := range tr.stale {
-		if l := s.in(ls); l != "" && l != add && l != tr.remove.in(ls) && !slices.Contains(remove, l) && slices.Contains(f.labels, l) {
+		if l := ls.Of(s); l != "" && l != add && l != ls.Of(tr.remove) && !slices.Contains(remove, l) && slices.Contains(f.labels, l) {
 			remove = append(remove, l)
 		}
 	}

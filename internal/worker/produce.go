@@ -229,13 +229,13 @@ func (w *Worker) claim(ctx context.Context, ref task.Ref) (bool, error) {
 func (w *Worker) take(ctx context.Context, t task.Task, ev event, undo task.Status) (bool, error) {
 	ref, log := t.Ref, w.log(t.Ref)
 	tr := lifecycle[ev]
-	if l := tr.remove.in(w.o.Labels); !t.HasLabel(l) {
+	if l := w.o.Labels.Of(tr.remove); !t.HasLabel(l) {
 		log.Info("task no longer carries its request label; skipping", "label", l)
 		return false, nil
 	}
 	all, err := w.relabel(ctx, ending{ref: ref, log: log, labels: t.Labels}, tr)
 	if errors.Is(err, forge.ErrLabelAbsent) {
-		log.Info("another process took the task first; leaving it to it", "label", tr.remove.in(w.o.Labels))
+		log.Info("another process took the task first; leaving it to it", "label", w.o.Labels.Of(tr.remove))
 		w.unlabelLost(ctx, ref, tr)
 		return false, nil
 	}
@@ -322,7 +322,7 @@ func (w *Worker) movedOn(t task.Task) bool {
 // the label added since says "processing" of a task no one works on. While
 // the winner works the label is its own and stays. Failures are logged.
 func (w *Worker) unlabelLost(ctx context.Context, ref task.Ref, tr transition) {
-	processing := tr.add.in(w.o.Labels)
+	processing := w.o.Labels.Of(tr.add)
 	if processing == "" {
 		return
 	}
@@ -355,11 +355,11 @@ func (w *Worker) giveBack(ctx context.Context, ref task.Ref, tr transition) {
 	log := w.log(ref)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	if err := w.o.Forge.RemoveLabel(ctx, ref, tr.add.in(w.o.Labels)); err != nil {
+	if err := w.o.Forge.RemoveLabel(ctx, ref, w.o.Labels.Of(tr.add)); err != nil {
 		log.Error("giving the task back: removing the processing label", "error", err)
 		return
 	}
-	if err := w.o.Forge.AddLabel(ctx, ref, tr.remove.in(w.o.Labels)); err != nil {
+	if err := w.o.Forge.AddLabel(ctx, ref, w.o.Labels.Of(tr.remove)); err != nil {
 		log.Error("giving the task back: adding its request label again", "error", err)
 		return
 	}
