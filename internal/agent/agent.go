@@ -59,6 +59,14 @@ func (l *Loop) Run(ctx context.Context, in engine.Input) (engine.Outcome, error)
 	return l.e.Run(ctx, in, &plain{l: l})
 }
 
+// The plain loop marks the failed calls on its living comment and says
+// when it halts; the engine's other optional parts it does without.
+var _ interface {
+	engine.Policy
+	engine.CallWatcher
+	engine.Halter
+} = (*plain)(nil)
+
 // plain is the policy of one run.
 type plain struct {
 	l     *Loop
@@ -119,8 +127,6 @@ func (p *plain) Next(context.Context) (string, *engine.Outcome, error) {
 	return text, nil, err
 }
 
-func (p *plain) At() engine.Step { return engine.Step{} }
-
 // Read takes tool calls, or the end of the task.
 func (p *plain) Read(r engine.Reply) (*engine.Act, error) {
 	if len(r.Calls) == 0 && !r.Done {
@@ -131,8 +137,6 @@ func (p *plain) Read(r engine.Reply) (*engine.Act, error) {
 	}
 	return &engine.Act{Comment: r.Comment, Calls: r.Calls, Done: r.Done}, nil
 }
-
-func (p *plain) Refuse(engine.ToolCall, *engine.Act) (string, bool) { return "", false }
 
 // Post posts the step's comment, unless it is the same as the last one
 // posted, or it ends the task: the closing comment waits for the outcome
@@ -282,16 +286,8 @@ func (p *plain) Announce(ctx context.Context, out engine.Outcome) {
 	}
 }
 
-// Reopen carries on after the checks refused a done: the engine has told
-// the model what failed.
-func (p *plain) Reopen(context.Context, []engine.CheckResult) error { return nil }
-
 // Expect is a tool call or the end of the task, at every step.
 func (p *plain) Expect() engine.Expect { return engine.Expect{Calls: true, Done: true} }
-
-func (p *plain) Trouble(context.Context, string, bool)   {}
-func (p *plain) Heard(context.Context, []engine.Applied) {}
-func (p *plain) Ending(*engine.Outcome)                  {}
 
 // State is the plain loop's part of the checkpoint, the living comment's
 // included.
@@ -301,4 +297,3 @@ func (p *plain) State() any {
 	}
 	return p.st
 }
-func (p *plain) Pinned() string { return "" }

@@ -126,7 +126,7 @@ func (r *Run) fit(ctx context.Context, force bool, defs []llm.Tool) error {
 		st.Scale = max(st.Scale, 1) * 1.25
 		target, limit = min(target, before/2), min(limit, before/2)
 	}
-	pinned := r.p.Pinned()
+	pinned := r.pinned()
 	var msgs []llm.Message
 	var cut int
 	for _, keep := range []int{keepTail, keepTail - 2, 2} {

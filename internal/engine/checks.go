@@ -104,7 +104,7 @@ func (r *Run) feedback(ctx context.Context, failing []CheckResult) error {
 		return err
 	}
 	r.say(text)
-	if err := r.p.Reopen(ctx, failing); err != nil {
+	if err := r.reopen(ctx, failing); err != nil {
 		return fmt.Errorf("reopening the round of %s after failed checks: %w", r.in.Task.Ref, err)
 	}
 	st.Checking = nil

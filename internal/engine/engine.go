@@ -276,9 +276,12 @@ type Act struct {
 	Hint string `json:"hint,omitempty"`
 }
 
-// Policy is what differs between the loops. The engine calls it at each
-// point of a turn; it keeps its own state, saved in the checkpoint (State)
-// and handed back to Begin on a resume.
+// Policy is what differs between the loops: the core every loop answers.
+// The engine calls it at each point of a turn; it keeps its own state,
+// saved in the checkpoint (State) and handed back to Begin on a resume.
+// What only some loops do are the optional interfaces below (Locator,
+// Refuser, CallWatcher, TroubleReporter, Hearer, Finisher, Halter,
+// Reopener, Pinner), which the engine asks for where it needs them.
 type Policy interface {
 	// Mode names the policy in checkpoints: a checkpoint written by another
 	// policy is never resumed.
@@ -292,50 +295,82 @@ type Policy interface {
 	// Next prepares the next model request: an instruction to add to the
 	// conversation ("" for none), or the end of the run.
 	Next(ctx context.Context) (string, *Outcome, error)
-	// At is where the run is, for the checkpoint check.
-	At() Step
 	// Read turns a decoded reply into the step to carry out, or says why it
 	// cannot be used (a *ReplyError).
 	Read(r Reply) (*Act, error)
-	// Refuse says why call must not run ("" runs it), and whether the
-	// refusal counts as an unusable reply.
-	Refuse(call ToolCall, a *Act) (reason string, unusable bool)
 	// Post reports a step on the task (its comment); it is called once per
 	// step, before its calls run.
 	Post(ctx context.Context, a *Act) error
-	// Called sees the result of a call that ran.
-	Called(ctx context.Context, call ToolCall, res toolhost.Result)
 	// Apply acts on a step once its calls are answered: what comes next,
 	// or the end of the run.
 	Apply(ctx context.Context, a *Act) (*Outcome, error)
 	// Correction is the message that answers an unusable reply.
 	Correction(reason string) (string, error)
-	// Trouble reports a model request that failed or whose reply could not
-	// be used; retrying says another request follows.
-	Trouble(ctx context.Context, reason string, retrying bool)
-	// Heard reports comments handed to the model at a checkpoint.
-	Heard(ctx context.Context, applied []Applied)
-	// Ending completes the outcome the run ends with (done or failed)
-	// before it is saved.
-	Ending(out *Outcome)
 	// Announce reports the end of the run on the task. It is called once
 	// the outcome is saved, and again after a resume if it did not finish.
 	Announce(ctx context.Context, out Outcome)
-	// Halt reports that the run stops at a checkpoint (out: paused,
-	// stopped or interrupted), which the next run of the task resumes:
-	// what the task shows of its progress no longer says it works.
-	Halt(ctx context.Context, out Outcome)
 	// State is the policy's state, to save in the checkpoint.
 	State() any
-	// Reopen goes back to work after the repository's checks refused a
-	// done: the engine has told the model which failed and how (failing).
-	// The plain loop carries on; planning adds an action to fix them.
-	Reopen(ctx context.Context, failing []CheckResult) error
-	// Pinned is what must stay in view when the conversation is compacted
-	// (planning: the plan and the action in hand); "" for nothing beyond
-	// the system prompt and the task, which are always kept.
-	Pinned() string
 	// Expect is the reply the policy takes next, for a constrained run to
 	// hold the model to (constrain.go). It is asked before each request.
 	Expect() Expect
+}
+
+// The optional parts of a Policy: the engine asks for each where it needs
+// it, and a policy without it gets the behaviour its comment gives.
+
+// Locator says where the run is (its phase and action), for the
+// checkpoint check and the logs; without it, the zero Step.
+type Locator interface {
+	At() Step
+}
+
+// Refuser says why call must not run ("" runs it), and whether the refusal
+// counts as an unusable reply; without it, every call runs.
+type Refuser interface {
+	Refuse(call ToolCall, a *Act) (reason string, unusable bool)
+}
+
+// CallWatcher sees the result of each call that ran.
+type CallWatcher interface {
+	Called(ctx context.Context, call ToolCall, res toolhost.Result)
+}
+
+// TroubleReporter reports a model request that failed or whose reply could
+// not be used; retrying says another request follows.
+type TroubleReporter interface {
+	Trouble(ctx context.Context, reason string, retrying bool)
+}
+
+// Hearer reports the comments handed to the model at a checkpoint.
+type Hearer interface {
+	Heard(ctx context.Context, applied []Applied)
+}
+
+// Finisher completes the outcome the run ends with (done or failed) before
+// it is saved.
+type Finisher interface {
+	Ending(out *Outcome)
+}
+
+// Halter reports that the run stops at a checkpoint (out: paused, stopped
+// or interrupted), which the next run of the task resumes: what the task
+// shows of its progress no longer says it works.
+type Halter interface {
+	Halt(ctx context.Context, out Outcome)
+}
+
+// Reopener goes back to work after the repository's checks refused a
+// done: the engine has told the model which failed and how (failing).
+// Without it the run carries on as it was (the plain loop); planning adds
+// an action to fix them.
+type Reopener interface {
+	Reopen(ctx context.Context, failing []CheckResult) error
+}
+
+// Pinner says what must stay in view when the conversation is compacted
+// (planning: the plan and the action in hand); without it, nothing beyond
+// the system prompt and the task, which are always kept.
+type Pinner interface {
+	Pinned() string
 }

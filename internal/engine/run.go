@@ -173,7 +173,7 @@ func (r *Run) listen(ctx context.Context) (*Outcome, error) {
 		return nil, nil
 	}
 	st := r.st
-	at := r.p.At()
+	at := r.at()
 	at.Turn = st.Calls + 1
 	s, err := r.in.Watch.At(ctx, at, st.Mark)
 	if err != nil {
@@ -184,7 +184,7 @@ func (r *Run) listen(ctx context.Context) (*Outcome, error) {
 	st.Ignored += s.Ignored
 	if s.Message != "" {
 		r.say(s.Message)
-		r.p.Heard(ctx, s.Applied)
+		r.heard(ctx, s.Applied)
 	}
 	if changed {
 		if err := r.save(ctx); err != nil {
@@ -225,7 +225,7 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 		resp, err = r.e.o.LLM.Chat(ctx, req)
 	}
 	if err != nil && !errors.Is(err, llm.ErrEmptyReply) {
-		r.p.Trouble(ctx, err.Error(), false)
+		r.trouble(ctx, err.Error(), false)
 		if serr := r.save(ctx); serr != nil {
 			r.log.Error("saving checkpoint after a model error", "error", serr)
 		}
@@ -305,13 +305,13 @@ func (r *Run) read(resp llm.Response, con constraint) (reply Reply, act *Act, fi
 func (r *Run) unusable(ctx context.Context, msg llm.Message, reason string) (*Outcome, error) {
 	st, max := r.st, r.e.o.MaxUnusable
 	st.Unusable++
-	at := r.p.At()
+	at := r.at()
 	r.log.Warn("unusable model reply", "phase", at.Phase, "call", st.Calls, "count", st.Unusable, "reason", reason)
 	msg.ToolCalls = nil // unanswered native calls would make the next request invalid
 	if strings.TrimSpace(msg.Content) != "" {
 		st.Messages = append(st.Messages, msg)
 	}
-	r.p.Trouble(ctx, reason, st.Unusable < max)
+	r.trouble(ctx, reason, st.Unusable < max)
 	if why := UnusableLimit(st.Unusable, max, at.Phase, reason); why != "" {
 		return &Outcome{End: Failed, Reason: why}, nil
 	}
@@ -354,7 +354,7 @@ func (r *Run) act(ctx context.Context) (*Outcome, error) {
 		if r.refused != "" {
 			last = "its tool call was refused: " + r.refused
 		}
-		if why := UnusableLimit(st.Unusable, r.e.o.MaxUnusable, r.p.At().Phase, last); why != "" {
+		if why := UnusableLimit(st.Unusable, r.e.o.MaxUnusable, r.at().Phase, last); why != "" {
 			return &Outcome{End: Failed, Reason: why}, nil
 		}
 	}
@@ -375,7 +375,7 @@ func (r *Run) call(ctx context.Context, a *Act, c ToolCall) error {
 		st.Messages = append(st.Messages, r.e.ts.finishAmongOthers(c))
 		return nil
 	}
-	if reason, unusable := r.p.Refuse(c, a); reason != "" {
+	if reason, unusable := r.refuse(c, a); reason != "" {
 		r.refused = ""
 		if unusable {
 			st.Unusable++
@@ -400,7 +400,7 @@ func (r *Run) call(ctx context.Context, a *Act, c ToolCall) error {
 	if err := r.e.o.State.AddCounters(ctx, ref, store.Counters{ToolCalls: 1}); err != nil {
 		return fmt.Errorf("recording tool call of %s: %w", ref, err)
 	}
-	r.p.Called(ctx, c, res)
+	r.called(ctx, c, res)
 	r.noteRan(res.Ran)
 	var warn int
 	st.Repeats, warn = st.Repeats.Note(c.Key())
@@ -408,7 +408,7 @@ func (r *Run) call(ctx context.Context, a *Act, c ToolCall) error {
 	if err != nil {
 		return err
 	}
-	r.log.Info("tool call", "phase", r.p.At().Phase, "tool", c.Tool, "is_error", res.IsError, "bytes", res.Bytes, "truncated", res.Truncated)
+	r.log.Info("tool call", "phase", r.at().Phase, "tool", c.Tool, "is_error", res.IsError, "bytes", res.Bytes, "truncated", res.Truncated)
 	st.Messages = append(st.Messages, msg)
 	return nil
 }
@@ -458,10 +458,10 @@ func (r *Run) end(ctx context.Context, out Outcome) (Outcome, error) {
 	out = r.complete(out)
 	if !out.Final() {
 		r.log.Info("run ends at a checkpoint", "end", out.End, "reason", out.Reason, "calls", out.Calls)
-		r.p.Halt(ctx, out)
+		r.halt(ctx, out)
 		return out, nil
 	}
-	r.p.Ending(&out)
+	r.ending(&out)
 	r.st.Final = &out
 	if err := r.save(ctx); err != nil {
 		return Outcome{}, err

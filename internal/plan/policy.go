@@ -153,6 +153,20 @@ func (st *state) invalid() string {
 	return ""
 }
 
+// Planning answers every optional part of the engine's Policy.
+var _ interface {
+	engine.Policy
+	engine.Locator
+	engine.Refuser
+	engine.CallWatcher
+	engine.TroubleReporter
+	engine.Hearer
+	engine.Finisher
+	engine.Halter
+	engine.Reopener
+	engine.Pinner
+} = (*policy)(nil)
+
 // policy is planning mode for one run.
 type policy struct {
 	c     *Coordinator
