@@ -25,8 +25,6 @@ import (
 	glforge "github.com/coding-agent/coding-agent/internal/forge/gitlab"
 	"github.com/coding-agent/coding-agent/internal/httpx"
 	"github.com/coding-agent/coding-agent/internal/llm"
-	"github.com/coding-agent/coding-agent/internal/llm/ollama"
-	"github.com/coding-agent/coding-agent/internal/llm/openai"
 	"github.com/coding-agent/coding-agent/internal/llm/record"
 	"github.com/coding-agent/coding-agent/internal/llm/tokens"
 	"github.com/coding-agent/coding-agent/internal/llm/wire"
@@ -286,10 +284,7 @@ func (a *App) startAgent(ctx context.Context) error {
 		return err
 	}
 	a.llm = model
-	maxTools := 0
-	if c.LLM.Provider == config.ProviderOpenAI {
-		maxTools = openAIMaxTools
-	}
+	maxTools := providers[c.LLM.Provider].maxTools
 	e, err := engine.New(engine.Options{LLM: model, Tools: a.metrics.Tools(host), State: store.HeldBy(a.store, a.self.Instance), Logger: a.Log,
 		FunctionCalling: c.LLM.FunctionCalling, MaxCalls: c.MaxLLMProcessNum, Budget: budget, MaxTools: maxTools, Now: a.o.Now,
 		Constrained: c.LLM.Constrained == config.ConstrainedAuto})
@@ -319,19 +314,6 @@ func planSettings(p config.Planning) plan.Settings {
 	}
 }
 
-// Context windows used when context_length is not set and the server does
-// not say: OpenAI's current families have theirs (tokens.Window); LM Studio loads a
-// model with 4096 unless told otherwise (its REST API says what a loaded
-// model has); for Ollama, num_ctx is sent, the
-// model's own window capped at 8192 (a larger window costs memory the
-// operator should choose to spend).
-const (
-	openAIMaxTools  = 128 // OpenAI refuses a longer tools array
-	unknownContext  = 8192
-	lmStudioContext = 4096
-	ollamaMaxAuto   = 8192
-)
-
 // budget is the model's context budget: context_length for every provider,
 // else what the server says (Ollama), else the documented default; the
 // reply reserve is max_token (else a quarter of the window, at most 4096).
@@ -339,24 +321,10 @@ func (a *App) budget(ctx context.Context) engine.Budget {
 	c := a.cfg.LLM
 	var window, reserve int
 	provider, model := a.model()
-	switch c.Provider {
-	case config.ProviderOpenAI:
-		window, reserve = c.OpenAI.ContextLength, c.OpenAI.MaxToken
+	if p, ok := providers[c.Provider]; ok {
+		_, window, reserve, _ = p.settings(c)
 		if window == 0 {
-			window = tokens.Window(model)
-		}
-		if window == 0 {
-			window = unknownContext
-		}
-	case config.ProviderLMStudio:
-		window, reserve = c.LMStudio.ContextLength, c.LMStudio.MaxToken
-		if window == 0 {
-			window = a.lmStudioContext(ctx)
-		}
-	case config.ProviderOllama:
-		window, reserve = c.Ollama.ContextLength, c.Ollama.MaxToken
-		if window == 0 {
-			window = a.ollamaContext(ctx)
+			window = p.window(ctx, a, model)
 		}
 	}
 	if reserve == 0 {
@@ -365,33 +333,6 @@ func (a *App) budget(ctx context.Context) engine.Budget {
 	a.Log.Info("model context budget", "provider", provider, "model", model, "context_length", window,
 		"reply_reserve", reserve, "compact_at", c.CompactAt)
 	return engine.Budget{ContextLength: window, Reserve: reserve, CompactAt: c.CompactAt, Counter: tokens.ForModel(model)}
-}
-
-// ollamaContext is the model's window as the Ollama server reports it,
-// capped at ollamaMaxAuto; ollamaMaxAuto when it cannot be asked.
-func (a *App) ollamaContext(ctx context.Context) int {
-	c := a.cfg.LLM.Ollama
-	probe, err := ollama.New(ollama.Options{Endpoint: c.Endpoint, Model: c.Model, HTTPClient: a.httpClient(30*time.Second, false), Logger: a.Log})
-	if err == nil {
-		var n int
-		if n, err = probe.ModelContextLength(ctx); err == nil && n > 0 {
-			return min(n, ollamaMaxAuto)
-		}
-	}
-	a.Log.Warn("the context length of the model is not known; set llm.ollama.context_length", "assumed", ollamaMaxAuto, "error", err)
-	return ollamaMaxAuto
-}
-
-// lmStudioContext is the context LM Studio has the model loaded with;
-// lmStudioContext (its default) when it does not say.
-func (a *App) lmStudioContext(ctx context.Context) int {
-	c := a.cfg.LLM.LMStudio
-	n, err := openai.LMStudioContextLength(ctx, a.httpClient(30*time.Second, false), c.BaseURL, c.Model)
-	if err == nil && n > 0 {
-		return n
-	}
-	a.Log.Warn("the context the model is loaded with is not known; set llm.lmstudio.context_length", "assumed", lmStudioContext, "error", err)
-	return lmStudioContext
 }
 
 // newLLM builds the model client for the budget: Ollama's num_ctx is the
@@ -412,18 +353,9 @@ func (a *App) newLLM(budget engine.Budget) (llm.Client, error) {
 	// read.
 	client := a.httpClientOver(wire.AnswerTransport{Next: base}, c.Timeout(), true)
 	var m llm.Client
-	switch c.Provider {
-	case config.ProviderOpenAI:
-		m, err = openai.New(openai.Options{BaseURL: c.OpenAI.BaseURL, APIKey: c.OpenAI.APIKey.Reveal(), Model: c.OpenAI.Model,
-			MaxTokens: reserve, HTTPClient: client, Logger: a.Log})
-	case config.ProviderLMStudio:
-		m, err = openai.New(openai.Options{BaseURL: c.LMStudio.BaseURL, APIKey: "lm-studio", Model: c.LMStudio.Model,
-			MaxTokens: reserve, HTTPClient: client, Logger: a.Log})
-	case config.ProviderOllama:
-		m, err = ollama.New(ollama.Options{Endpoint: c.Ollama.Endpoint, Model: c.Ollama.Model, MaxTokens: reserve,
-			ContextLength: window, HTTPClient: client, Logger: a.Log})
-	default:
-		err = fmt.Errorf("llm.provider %q is not openai, lmstudio or ollama", c.Provider)
+	p, err := a.provider()
+	if err == nil {
+		m, err = p.client(c, window, reserve, client, a.Log)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("setting up the %s model client: %w", c.Provider, err)
@@ -455,15 +387,12 @@ func (a *App) modelTransport() (http.RoundTripper, error) {
 // model is the provider and model name recorded with each task.
 func (a *App) model() (string, string) {
 	c := a.cfg.LLM
-	switch c.Provider {
-	case config.ProviderOpenAI:
-		return c.Provider, c.OpenAI.Model
-	case config.ProviderLMStudio:
-		return c.Provider, c.LMStudio.Model
-	case config.ProviderOllama:
-		return c.Provider, c.Ollama.Model
+	p, ok := providers[c.Provider]
+	if !ok {
+		return c.Provider, ""
 	}
-	return c.Provider, ""
+	model, _, _, _ := p.settings(c)
+	return c.Provider, model
 }
 
 // newWorker builds the worker; shutdown is closed when the process shuts

@@ -15,8 +15,6 @@ import (
 	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/llm"
-	"github.com/coding-agent/coding-agent/internal/llm/ollama"
-	"github.com/coding-agent/coding-agent/internal/llm/openai"
 	"github.com/coding-agent/coding-agent/internal/sandbox"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
@@ -148,22 +146,12 @@ const probeTool = "probe_echo"
 // where it is.
 func (a *App) servedModels(ctx context.Context, timeout time.Duration) (served []string, where string, err error) {
 	c := a.cfg.LLM
-	provider, model := a.model()
-	hc := a.httpClient(timeout, false)
-	switch provider {
-	case config.ProviderOllama:
-		where = c.Ollama.Endpoint
-		var m *ollama.Client
-		if m, err = ollama.New(ollama.Options{Endpoint: c.Ollama.Endpoint, Model: model, HTTPClient: hc, Logger: a.Log}); err == nil {
-			served, err = m.Models(ctx)
-		}
-	case config.ProviderLMStudio:
-		where = c.LMStudio.BaseURL
-		served, err = openai.ListModels(ctx, hc, c.LMStudio.BaseURL, "lm-studio")
-	default:
-		where = c.OpenAI.BaseURL
-		served, err = openai.ListModels(ctx, hc, c.OpenAI.BaseURL, c.OpenAI.APIKey.Reveal())
+	p, err := a.provider()
+	if err != nil {
+		return nil, "", err
 	}
+	_, _, _, where = p.settings(c)
+	served, err = p.served(ctx, c, a.httpClient(timeout, false), a.Log)
 	return served, where, err
 }
 
@@ -202,8 +190,8 @@ func (a *App) doctorModel(ctx context.Context, d *doctor) engine.Budget {
 	}
 	if !serves(served, model) {
 		hint := ""
-		if provider == config.ProviderOllama {
-			hint = fmt.Sprintf("; `ollama pull %s`", model)
+		if pull := providers[provider].pull; pull != "" {
+			hint = "; " + fmt.Sprintf(pull, model)
 		}
 		d.line("FAIL", "model", "%s at %s does not serve %q (it serves %s)%s", provider, where, model, quoteAll(served), hint)
 		return engine.Budget{}
@@ -300,7 +288,7 @@ type held struct {
 func (a *App) probeHeld(ctx context.Context, m llm.Client) held {
 	var h held
 	h.format, h.formatRefused = probeFormat(ctx, m)
-	if a.cfg.LLM.Provider == config.ProviderOllama {
+	if !providers[a.cfg.LLM.Provider].toolChoice {
 		h.noChoice = true
 	} else {
 		h.choice, h.choiceRefused = probeToolChoice(ctx, m)
@@ -385,10 +373,7 @@ func recommend(native, jsonOK bool, h held) (m mode, ok bool) {
 func (a *App) doctorHeld(d *doctor, h held, native, jsonOK bool) {
 	c := a.cfg.LLM
 	constrained := c.Constrained == config.ConstrainedAuto
-	field := "response_format"
-	if c.Provider == config.ProviderOllama {
-		field = "format"
-	}
+	field := providers[c.Provider].formatField
 	level := func(used bool) string {
 		if used {
 			return "warn"
