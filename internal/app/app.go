@@ -21,8 +21,6 @@ import (
 	"github.com/coding-agent/coding-agent/internal/config"
 	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/forge"
-	ghforge "github.com/coding-agent/coding-agent/internal/forge/github"
-	glforge "github.com/coding-agent/coding-agent/internal/forge/gitlab"
 	"github.com/coding-agent/coding-agent/internal/httpx"
 	"github.com/coding-agent/coding-agent/internal/llm"
 	"github.com/coding-agent/coding-agent/internal/llm/record"
@@ -211,35 +209,16 @@ func (a *App) forgeHTTPClient() *http.Client {
 }
 
 func (a *App) newForge() (forge.Forge, error) {
-	c := a.cfg
-	client := a.forgeHTTPClient()
-	switch c.TaskSource {
-	case task.GitHub:
-		o := ghforge.Options{APIURL: c.GitHub.APIURL, Token: c.GitHub.Token.Reveal(), Owner: c.GitHub.Owner,
-			Repositories: c.GitHub.Repositories, Query: c.GitHub.Query, HTTPClient: client, Logger: a.Log, Sleep: a.o.Sleep}
-		if app := c.GitHub.App; app != nil {
-			key, err := ghforge.ParseAppKey([]byte(app.PrivateKey.Reveal()))
-			if err != nil {
-				return nil, fmt.Errorf("setting up GitHub: %w", err)
-			}
-			o.App = &ghforge.App{ID: app.AppID, Key: key, InstallationID: app.InstallationID}
-		}
-		f, err := ghforge.New(o)
-		if err != nil {
-			return nil, fmt.Errorf("setting up GitHub: %w", err)
-		}
-		a.gitToken, a.setup = f.Token, f
-		return f, nil
-	case task.GitLab:
-		f, err := glforge.New(glforge.Options{APIURL: c.GitLab.APIURL, Token: c.GitLab.Token.Reveal(), Projects: c.GitLab.Projects,
-			Group: c.GitLab.Group, HTTPClient: client, Logger: a.Log, Sleep: a.o.Sleep})
-		if err != nil {
-			return nil, fmt.Errorf("setting up GitLab: %w", err)
-		}
-		a.gitToken, a.setup = func(context.Context) (string, error) { return c.GitLab.Token.Reveal(), nil }, f
-		return f, nil
+	k, err := a.forgeKind()
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("task_source %q is not github or gitlab", c.TaskSource)
+	f, token, err := k.open(a, a.forgeHTTPClient())
+	if err != nil {
+		return nil, err
+	}
+	a.gitToken, a.setup = token, f
+	return f, nil
 }
 
 // startAgent starts the MCP servers and builds the model client and the
@@ -402,10 +381,7 @@ func (a *App) newWorker(q *jobs, shutdown <-chan struct{}) *worker.Worker {
 	provider, model := a.model()
 	self := a.self
 	self.Provider, self.Model = provider, model
-	bot := a.cfg.GitHub.BotName
-	if a.cfg.TaskSource == task.GitLab {
-		bot = a.cfg.GitLab.BotName
-	}
+	bot := forges[a.cfg.TaskSource].botName(a.cfg)
 	cd, cv, tr := a.cfg.CommentDetection, a.cfg.Conversation, a.cfg.Trust
 	newWatch := func(who *watch.Audience, comments []task.Comment) engine.Watch {
 		return a.wake.watching(watch.New(watch.Options{Forge: a.forge, Comments: cd.Enabled, Interval: cd.CheckInterval,
@@ -471,10 +447,7 @@ func (a *App) workspaces() (worker.Workspaces, error) {
 	// The forge's git takes the token as a password: GitHub's user is
 	// x-access-token, GitLab's oauth2. A GitHub App's token is asked for
 	// at each command: it changes every hour.
-	user := "x-access-token"
-	if c.TaskSource == task.GitLab {
-		user = "oauth2"
-	}
+	user := forges[c.TaskSource].gitUser
 	auth := func(ctx context.Context) (string, error) {
 		token, err := a.gitToken(ctx)
 		if err != nil {

@@ -54,10 +54,7 @@ func (a *App) Doctor(ctx context.Context, out io.Writer, fix bool) error {
 // repositories are the configured repositories (GitHub) or projects
 // (GitLab), and the owner or group discovered beyond them.
 func (a *App) repositories() (repos []string, beyond string) {
-	if a.cfg.TaskSource == task.GitLab {
-		return a.cfg.GitLab.Projects, a.cfg.GitLab.Group
-	}
-	return a.cfg.GitHub.Repositories, a.cfg.GitHub.Owner
+	return forges[a.cfg.TaskSource].repositories(a.cfg)
 }
 
 func (a *App) doctorForge(ctx context.Context, d *doctor, fix bool) {
@@ -70,12 +67,7 @@ func (a *App) doctorForge(ctx context.Context, d *doctor, fix bool) {
 	if acct.Bot {
 		d.line("ok", "forge", "%s: acting as @%s, a bot user", a.cfg.TaskSource, acct.Login)
 	} else {
-		fixWith := "a dedicated account"
-		if a.cfg.TaskSource == task.GitHub {
-			fixWith += " or a GitHub App (github.app)"
-		} else {
-			fixWith += " or a project access token (its user is a bot)"
-		}
+		fixWith := "a dedicated account or " + forges[a.cfg.TaskSource].botAdvice
 		d.line("warn", "forge", "%s: acting as @%s, a user account: comments written as @%s are taken for the agent's own "+
 			"and never heard; if that is you, use %s", a.cfg.TaskSource, acct.Login, acct.Login, fixWith)
 	}
@@ -480,10 +472,8 @@ func (a *App) doctorListener(d *doctor) {
 	}
 	l.Close()
 	d.line("ok", "server", "%s can be listened on: /healthz, /readyz and /metrics", srv.Listen)
-	hooks := map[string]config.Secret{task.GitHub: srv.GitHubWebhookSecret, task.GitLab: srv.GitLabWebhookToken}
-	if hooks[a.cfg.TaskSource] == "" {
-		d.line("warn", "server", "no %s webhook secret: pickup waits for the next poll (set server.%s)", a.cfg.TaskSource,
-			map[string]string{task.GitHub: "github_webhook_secret", task.GitLab: "gitlab_webhook_token"}[a.cfg.TaskSource])
+	if k := forges[a.cfg.TaskSource]; k.webhook(srv) == "" {
+		d.line("warn", "server", "no %s webhook secret: pickup waits for the next poll (set server.%s)", a.cfg.TaskSource, k.webhookKey)
 		return
 	}
 	d.line("ok", "server", "POST /webhooks/%s is served: point the %s webhook (issues, comments, pull or merge requests, "+

@@ -194,10 +194,7 @@ func (d *dryForge) EditChange(_ context.Context, ref task.Ref, number int, body 
 }
 
 func (d *dryForge) OpenChange(_ context.Context, ref task.Ref, c forge.NewChange) (forge.Change, error) {
-	kind := "pull request"
-	if ref.Forge == task.GitLab {
-		kind = "merge request"
-	}
+	kind := ref.Facts().Change
 	if c.Draft {
 		kind = "draft " + kind
 	}

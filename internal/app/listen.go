@@ -132,10 +132,7 @@ const botTimeout = 10 * time.Second
 // isBot reports whether author is the bot: bot_name, else the token's
 // user as the forge says (asked once per process).
 func (a *App) isBot(author string) bool {
-	bot := a.cfg.GitHub.BotName
-	if a.cfg.TaskSource == task.GitLab {
-		bot = a.cfg.GitLab.BotName
-	}
+	bot := forges[a.cfg.TaskSource].botName(a.cfg)
 	if bot == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), botTimeout)
 		defer cancel()

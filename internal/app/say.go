@@ -3,10 +3,8 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
-	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/coding-agent/coding-agent/internal/worker"
 )
 
@@ -20,25 +18,8 @@ import (
 func (a *App) watched() []any {
 	c := a.cfg
 	var where []string
-	switch c.TaskSource {
-	case task.GitHub:
-		g := c.GitHub
-		where = append(where, g.Repositories...)
-		if g.Owner != "" {
-			where = append(where, "the repositories of "+g.Owner)
-		}
-		if len(where) == 0 {
-			where = append(where, "every repository")
-		}
-		if g.Query != "" {
-			where[len(where)-1] += fmt.Sprintf(" matching %q", g.Query)
-		}
-	case task.GitLab:
-		g := c.GitLab
-		where = append(where, g.Projects...)
-		if g.Group != "" {
-			where = append(where, "group "+g.Group)
-		}
+	if k, ok := forges[c.TaskSource]; ok {
+		where = k.watching(c)
 	}
 	return []any{"forge", c.TaskSource, "watching", strings.Join(where, ", "), "label", c.Labels().Bot}
 }

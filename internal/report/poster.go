@@ -18,18 +18,19 @@ import (
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
-// Comment size limits, in characters, of the forges.
-const (
-	GitHubMaxComment = 65536
-	GitLabMaxComment = 1000000
+// The forges' comment size limits, in characters (task.Forges).
+var (
+	GitHubMaxComment = task.Forges[task.GitHub].MaxComment
+	GitLabMaxComment = task.Forges[task.GitLab].MaxComment
 )
 
-// MaxComment returns the comment size limit of a forge.
+// MaxComment returns the comment size limit of a forge (task.Forges;
+// GitHub's for a forge it does not know).
 func MaxComment(forgeName string) int {
-	if forgeName == task.GitLab {
-		return GitLabMaxComment
+	if f, ok := task.Forges[forgeName]; ok {
+		return f.MaxComment
 	}
-	return GitHubMaxComment
+	return task.Forges[task.GitHub].MaxComment
 }
 
 // Forge is what posting needs of a forge: posting a comment, and, to find

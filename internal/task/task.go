@@ -16,6 +16,32 @@ const (
 	GitLab = "gitlab"
 )
 
+// ForgeFacts are what the daemon knows of a forge's tasks, wherever it
+// writes or reads them: one entry per forge (Forges), so that nothing
+// else asks which forge a task is on.
+type ForgeFacts struct {
+	// Change is what the forge calls a change: "pull request".
+	Change string
+	// ChangeKind is the Kind of a change task there.
+	ChangeKind Kind
+	// Nested: a repository may sit in nested groups (group/sub/project);
+	// otherwise it is owner/name.
+	Nested bool
+	// RepoForm is how a repository is written, for messages.
+	RepoForm string
+	// MaxComment is the longest comment the forge takes, in characters.
+	MaxComment int
+}
+
+// Forges are the forges' facts, by name.
+var Forges = map[string]ForgeFacts{
+	GitHub: {Change: "pull request", ChangeKind: PullRequest, RepoForm: "owner/name", MaxComment: 65536},
+	GitLab: {Change: "merge request", ChangeKind: MergeRequest, Nested: true, RepoForm: "group/project", MaxComment: 1000000},
+}
+
+// Facts are the facts of r's forge (zero for a forge not in Forges).
+func (r Ref) Facts() ForgeFacts { return Forges[r.Forge] }
+
 // Kind is the kind of item a task is.
 type Kind string
 
@@ -28,7 +54,7 @@ const (
 // Ref identifies a task across forges: github:acme/app#12 is an issue,
 // github:acme/app!13 a pull request, gitlab:group/app!7 a merge request.
 type Ref struct {
-	Forge  string // GitHub or GitLab
+	Forge  string // a key of Forges: GitHub or GitLab
 	Repo   string // "owner/name" on GitHub, the full project path on GitLab
 	Kind   Kind
 	Number int // issue/PR number on GitHub, iid on GitLab
@@ -63,7 +89,8 @@ func (r Ref) FullMention() string { return r.Repo + r.Mention() }
 // (merge request).
 func ParseRef(s string) (Ref, error) {
 	forge, rest, ok := strings.Cut(s, ":")
-	if !ok || (forge != GitHub && forge != GitLab) {
+	facts, known := Forges[forge]
+	if !ok || !known {
 		return Ref{}, fmt.Errorf("task ref %q: want github:owner/repo#N or gitlab:group/project!N", s)
 	}
 	i := strings.LastIndexAny(rest, "#!")
@@ -77,28 +104,21 @@ func ParseRef(s string) (Ref, error) {
 		return Ref{}, fmt.Errorf("task ref %q: %q is not a positive number", s, digits)
 	}
 	repo := rest[:i]
-	if !validRepo(forge, repo) {
-		want := "owner/name"
-		if forge == GitLab {
-			want = "group/project"
-		}
-		return Ref{}, fmt.Errorf("task ref %q: repository %q must be %s", s, repo, want)
+	if !validRepo(facts, repo) {
+		return Ref{}, fmt.Errorf("task ref %q: repository %q must be %s", s, repo, facts.RepoForm)
 	}
 	kind := Issue
 	if rest[i] == '!' {
-		kind = PullRequest
-		if forge == GitLab {
-			kind = MergeRequest
-		}
+		kind = facts.ChangeKind
 	}
 	return Ref{Forge: forge, Repo: repo, Kind: kind, Number: n}, nil
 }
 
-// validRepo wants non-empty path segments without #, ! or spaces: exactly two on
-// GitHub (owner/name), two or more on GitLab (group/subgroup/project).
-func validRepo(forge, repo string) bool {
+// validRepo wants non-empty path segments without #, ! or spaces: exactly two
+// (owner/name), or two or more where repositories nest (group/subgroup/project).
+func validRepo(f ForgeFacts, repo string) bool {
 	segs := strings.Split(repo, "/")
-	if len(segs) < 2 || (forge == GitHub && len(segs) != 2) {
+	if len(segs) < 2 || (!f.Nested && len(segs) != 2) {
 		return false
 	}
 	for _, seg := range segs {

@@ -131,12 +131,7 @@ func (o *TaskWorkspace) Close(keep bool) error {
 }
 
 // kind is what the forge calls a change.
-func kind(ref task.Ref) string {
-	if ref.Forge == task.GitLab {
-		return "merge request"
-	}
-	return "pull request"
-}
+func kind(ref task.Ref) string { return ref.Facts().Change }
 
 // Deliver commits what the round changed, its subject saying what that
 // was, pushes it and, for an issue, opens the draft pull or merge request
