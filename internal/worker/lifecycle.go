@@ -261,7 +261,7 @@ func (w *Worker) notify(ctx context.Context, f ending, n notice) {
 	switch n {
 	case failureNotice:
 		var evidence string
-		if evidence, err = f.evidence(); err == nil {
+		if evidence, err = f.evidence(w.o.Lang); err == nil {
 			body, err = w.o.Lang.Failed(f.reason, ls.Failed, ls.Bot, f.where, evidence)
 		}
 	case pausedNotice:
@@ -297,12 +297,12 @@ func (w *Worker) setStatus(ctx context.Context, ref task.Ref, s task.Status, msg
 	return nil
 }
 
-// evidence is what the failed run ran, for its failure comment (the
-// plain loop's: comments are in English), "" when it ran nothing.
-func (f ending) evidence() (string, error) {
+// evidence is what the failed run ran, for its failure comment, in the
+// comments' language; "" when it ran nothing.
+func (f ending) evidence(l report.Lang) (string, error) {
 	if len(f.checks)+len(f.ran) == 0 {
 		return "", nil
 	}
 	checks, ran := report.Commands(f.checks, f.ran)
-	return report.Evidence(report.English, checks, ran)
+	return report.Evidence(l, checks, ran)
 }

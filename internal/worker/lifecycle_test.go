@@ -11,6 +11,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/engine"
 	ghforge "github.com/coding-agent/coding-agent/internal/forge/github"
 	"github.com/coding-agent/coding-agent/internal/forgetest"
+	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/store/sqlite"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -257,6 +258,22 @@ func TestRunEnds(t *testing.T) {
 				t.Errorf("store error %q, want %q", rec.Error, tc.reason)
 			}
 		})
+	}
+}
+
+// A failed run's comment under language ja is Japanese throughout: the
+// evidence of what it ran too (it was English, in a Japanese comment).
+func TestFailureCommentKeepsToItsLanguage(t *testing.T) {
+	wd := newWorld(t, false)
+	wd.w.o.Lang = report.Japanese
+	wd.claim()
+	wd.run.out = engine.Outcome{End: engine.Failed, Reason: "checks fail",
+		Checks: []engine.CheckResult{{Command: "pytest -q", ExitCode: 1, Output: "1 failed"}},
+		Ran:    []toolhost.CommandRun{{Command: "pytest -q", ExitCode: 1}}}
+	wd.w.Process(t.Context(), wd.ref)
+	c := wd.comments()
+	if len(c) != 1 || !strings.Contains(c[0], "coding-agent が実行したチェック") || strings.Contains(c[0], "Checks run by") {
+		t.Errorf("the failure comment:\n%s", strings.Join(c, "\n-----\n"))
 	}
 }
 
