@@ -158,11 +158,21 @@ func (f ending) key(what string) engine.Key {
 }
 
 // move applies ev's row to the task: its labels, its status, its notice,
-// its checkpoint. It reports false when a label change failed and the row
-// says to retry: the task was left for the next pass. Its error is the
+// its checkpoint, when the task's status is one the row moves from (the
+// table's from column, checked here at run time). It reports false when
+// a label change failed and the row says to retry (the task was left for
+// the next pass), or when the status did not allow the row. Its error is the
 // first store write that failed (each is logged where it failed).
 func (w *Worker) move(ctx context.Context, f ending, ev event) (bool, error) {
 	tr := lifecycle[ev]
+	if rec, err := w.o.Store.Get(ctx, f.ref); err == nil && !slices.Contains(tr.from, rec.Status) {
+		// The row is not where the event comes from: a path that reached
+		// here by mistake acts on nothing. A row that cannot be read is
+		// moved: the store's failure is the transition's own then.
+		f.log.Error("a transition the task's status does not allow; nothing done", "event", ev,
+			"status", rec.Status, "from", tr.from)
+		return false, nil
+	}
 	if all, err := w.relabel(ctx, f, tr); (err != nil || !all) && tr.retry != "" {
 		w.refuse(f.ref, err)
 		f.log.Error("could not set the labels; the next pass tries again", "event", ev, "status", tr.retry)

@@ -147,6 +147,35 @@ func TestEveryEventIsWalked(t *testing.T) {
 	}
 }
 
+// The table's from column holds at run time: every event applied to a
+// task in every status moves it only from a status the row lists; from
+// any other, nothing changes (status, labels, comments).
+func TestTransitionsMoveOnlyFromTheirStatuses(t *testing.T) {
+	all := []task.Status{task.Queued, task.Running, task.Paused, task.Stopped, task.Awaiting, task.Done, task.Failed}
+	for ev, tr := range lifecycle {
+		for _, st := range all {
+			wd := newWorld(t, false)
+			wd.claim()
+			if err := wd.st.SetStatus(t.Context(), wd.ref, st, ""); err != nil {
+				t.Fatal(err)
+			}
+			labels, comments := wd.labels(), len(wd.comments())
+			moved, err := wd.w.move(t.Context(), ending{ref: wd.ref, log: wd.w.log(wd.ref), labels: labels}, ev)
+			rec := wd.record()
+			allowed := slices.Contains(tr.from, st)
+			switch {
+			case err != nil:
+				t.Errorf("%s from %s: %v", ev, st, err)
+			case allowed && rec.Status != tr.to && rec.Status != tr.retry:
+				t.Errorf("%s from %s: status %s, want %s", ev, st, rec.Status, tr.to)
+			case !allowed && (moved || rec.Status != st || !slices.Equal(wd.labels(), labels) || len(wd.comments()) != comments):
+				t.Errorf("%s from %s, which the row does not list: moved %v, status %s, labels %q (were %q)",
+					ev, st, moved, rec.Status, wd.labels(), labels)
+			}
+		}
+	}
+}
+
 // The producer claims a task from any status it may be in, dropping the bot
 // label and whatever final, pause or stop label an earlier round left.
 func TestClaim(t *testing.T) {
