@@ -37,23 +37,53 @@ const (
 	authRefused       event = "forge refused"      // the forge refuses the credentials: a later run resumes it
 )
 
-// notice is the comment a transition posts.
-type notice int
-
-const (
-	noNotice notice = iota
-	failureNotice
-	pausedNotice
-	stoppedNotice
-	interruptedNotice
-	storeNotice
-	keptNotice // where a failed task's workspace is kept
-)
-
-// String names a notice in its comment's key.
-func (n notice) String() string {
-	return [...]string{"none", "failed", "paused", "stopped", "interrupted", "store-failed", "kept"}[n]
+// runEnds are the events a run's end causes, but done's: that one
+// delivers the work first, and is runDone or roundDone as the
+// conversation goes on or not (finishRound).
+var runEnds = map[engine.End]event{
+	engine.Failed:      runFailed,
+	engine.Paused:      runPaused,
+	engine.Stopped:     runStopped,
+	engine.Interrupted: runInterrupted,
 }
+
+// notice is the comment a transition posts: its name (in the comment's
+// key) and how it is written, in the comments' language.
+type notice struct {
+	name   string
+	render func(w *Worker, f ending) (string, error)
+}
+
+// The notices; a transition without one (nil) posts nothing.
+var (
+	failureNotice = &notice{"failed", func(w *Worker, f ending) (string, error) {
+		evidence, err := f.evidence(w.o.Lang)
+		if err != nil {
+			return "", err
+		}
+		return w.o.Lang.Failed(f.reason, w.o.Labels.Failed, w.o.Labels.Bot, f.where, evidence)
+	}}
+	pausedNotice = &notice{"paused", func(w *Worker, f ending) (string, error) {
+		return w.o.Lang.Paused(f.calls, f.reason, w.o.Labels.Paused, w.o.Labels.Bot, w.o.Owner.Host)
+	}}
+	stoppedNotice = &notice{"stopped", func(w *Worker, f ending) (string, error) {
+		return w.o.Lang.Stopped(f.calls, f.reason, w.o.Labels.Bot)
+	}}
+	interruptedNotice = &notice{"interrupted", func(w *Worker, f ending) (string, error) {
+		return w.o.Lang.Interrupted(f.calls)
+	}}
+	storeNotice = &notice{"store-failed", func(w *Worker, f ending) (string, error) {
+		if f.lost {
+			return w.o.Lang.StoreLost(f.calls, f.reason)
+		}
+		return w.o.Lang.StoreFailed(f.calls, f.reason)
+	}}
+	// keptNotice says where a failed task's workspace is kept, when the
+	// run's own closing comment said why it failed.
+	keptNotice = &notice{"kept", func(w *Worker, f ending) (string, error) {
+		return w.o.Lang.Kept(f.where)
+	}}
+)
 
 // transition is one row of the life cycle: from which statuses an event
 // moves a task to which, and what it does on the way.
@@ -70,7 +100,7 @@ type transition struct {
 	// stops there, removing nothing else.
 	take   bool
 	stale  []task.Role
-	notice notice
+	notice *notice
 	clear  bool // the checkpoint is dropped
 	// retry is where a failed label change leaves the task, for the next
 	// pass to try the transition again: queued with the run's outcome in
@@ -253,8 +283,8 @@ func (w *Worker) relabel(ctx context.Context, f ending, tr transition) (bool, er
 
 // notify posts the transition's notice, if any; a notice that cannot be
 // posted is logged.
-func (w *Worker) notify(ctx context.Context, f ending, n notice) {
-	if f.post == nil || n == noNotice {
+func (w *Worker) notify(ctx context.Context, f ending, n *notice) {
+	if f.post == nil || n == nil {
 		return
 	}
 	if n == failureNotice && f.reported {
@@ -265,35 +295,12 @@ func (w *Worker) notify(ctx context.Context, f ending, n notice) {
 		}
 		n = keptNotice
 	}
-	ls := w.o.Labels
-	var body string
-	var err error
-	switch n {
-	case failureNotice:
-		var evidence string
-		if evidence, err = f.evidence(w.o.Lang); err == nil {
-			body, err = w.o.Lang.Failed(f.reason, ls.Failed, ls.Bot, f.where, evidence)
-		}
-	case pausedNotice:
-		body, err = w.o.Lang.Paused(f.calls, f.reason, ls.Paused, ls.Bot, w.o.Owner.Host)
-	case stoppedNotice:
-		body, err = w.o.Lang.Stopped(f.calls, f.reason, ls.Bot)
-	case keptNotice:
-		body, err = w.o.Lang.Kept(f.where)
-	case interruptedNotice:
-		body, err = w.o.Lang.Interrupted(f.calls)
-	case storeNotice:
-		if f.lost {
-			body, err = w.o.Lang.StoreLost(f.calls, f.reason)
-		} else {
-			body, err = w.o.Lang.StoreFailed(f.calls, f.reason)
-		}
-	}
+	body, err := n.render(w, f)
 	if err != nil {
 		f.log.Error("rendering a notice", "error", err)
 		return
 	}
-	if err := f.post.PostAll(ctx, f.key(n.String()), body); err != nil {
+	if err := f.post.PostAll(ctx, f.key(n.name), body); err != nil {
 		f.log.Error("posting a notice", "error", err)
 	}
 }

@@ -189,14 +189,8 @@ func (w *Worker) end(ctx, fctx context.Context, f ending, out engine.Outcome, er
 		}
 		moved, err := w.finishRound(fctx, f, out)
 		return settlementOf(moved), failure(err)
-	case out.End == engine.Failed:
-		ev = runFailed
-	case out.End == engine.Paused:
-		ev = runPaused
-	case out.End == engine.Stopped:
-		ev = runStopped
-	case out.End == engine.Interrupted:
-		ev = runInterrupted
+	case runEnds[out.End] != "":
+		ev = runEnds[out.End]
 	default:
 		f.reason = fmt.Sprintf("the run ended without a known outcome (%q)", out.End)
 	}
