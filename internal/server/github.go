@@ -130,14 +130,14 @@ func (g github) read(r *http.Request, body []byte) (event, error) {
 }
 
 // asks reports whether a change of an issue or pull/merge request may ask
-// for the agent: the bot label added, the paused label removed (a resume),
-// or the item opened (or reopened) with the bot label (has).
+// for the agent: a label change that asks (task.Labels.Asks), or the item
+// opened (or reopened) with the bot label (has).
 func asks(action, label string, has bool, l task.Labels) bool {
 	switch action {
 	case "labeled":
-		return label == l.Bot
+		return l.Asks([]string{label}, nil)
 	case "unlabeled":
-		return l.Paused != "" && label == l.Paused
+		return l.Asks(nil, []string{label})
 	case "opened", "reopened", "open", "reopen":
 		return has
 	}

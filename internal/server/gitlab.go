@@ -127,8 +127,18 @@ func (g gitlab) read(r *http.Request, body []byte) (event, error) {
 	}
 	ev := event{what: labelled, ref: ref, id: p.Project.ID}
 	if c := p.Changes.Labels; c != nil {
-		if has(c.Current, g.labels.Bot) && !has(c.Previous, g.labels.Bot) ||
-			has(c.Previous, g.labels.Paused) && !has(c.Current, g.labels.Paused) {
+		var added, removed []string
+		for _, l := range c.Current {
+			if !has(c.Previous, l.Title) {
+				added = append(added, l.Title)
+			}
+		}
+		for _, l := range c.Previous {
+			if !has(c.Current, l.Title) {
+				removed = append(removed, l.Title)
+			}
+		}
+		if g.labels.Asks(added, removed) {
 			return ev, nil
 		}
 	}

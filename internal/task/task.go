@@ -5,6 +5,7 @@ package task
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -262,6 +263,25 @@ func (l *Labels) field(r Role) *string {
 		return &l.Awaiting
 	}
 	return nil
+}
+
+// Asks reports whether a change of a task's labels asks for the agent:
+// the bot label added, or the paused label removed (a resume). The
+// webhooks read every label change with it.
+func (l Labels) Asks(added, removed []string) bool {
+	return l.Bot != "" && slices.Contains(added, l.Bot) || l.Paused != "" && slices.Contains(removed, l.Paused)
+}
+
+// Halting is the role of the label among labels that halts a run at its
+// next checkpoint: RoleStopped, else RolePaused; 0 for none. The watcher
+// of a run reads the task's labels with it.
+func (l Labels) Halting(labels []string) Role {
+	for _, r := range []Role{RoleStopped, RolePaused} {
+		if name := l.Of(r); name != "" && slices.Contains(labels, name) {
+			return r
+		}
+	}
+	return 0
 }
 
 // Labels are the labels that move a task through its states on the forge,

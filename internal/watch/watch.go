@@ -182,14 +182,15 @@ func (w *Watcher) check(ctx context.Context, at engine.Step, mark int64) (engine
 	if err != nil {
 		return steer, fmt.Errorf("reading %s: %w", w.ref, err)
 	}
+	halt := w.o.Labels.Halting(t.Labels)
 	switch {
-	case w.o.Labels.Stopped != "" && t.HasLabel(w.o.Labels.Stopped):
+	case halt == task.RoleStopped:
 		steer.End, steer.Reason = engine.Stopped, fmt.Sprintf("the %q label was added", w.o.Labels.Stopped)
 	case w.unassigned(t):
 		steer.End, steer.Reason = engine.Stopped, "the bot was unassigned"
 	case t.State != "" && t.State != "open":
 		steer.End, steer.Reason = engine.Stopped, "the task was closed"
-	case w.o.Labels.Paused != "" && t.HasLabel(w.o.Labels.Paused):
+	case halt == task.RolePaused:
 		steer.End, steer.Reason = engine.Paused, fmt.Sprintf("the %q label was added", w.o.Labels.Paused)
 	}
 	if !w.o.Comments {
