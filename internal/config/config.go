@@ -669,9 +669,9 @@ func Default() *Config {
 		ShutdownGraceSeconds: 5,
 		LeaseSeconds:         60,
 	}
-	for _, section := range []any{&c.GitHub, &c.GitLab} { // every label role's default
+	for _, section := range sections { // every label role's default
 		for _, r := range task.Roles {
-			labelField(section, r.Key).SetString(r.Default)
+			labelField(section(c), r.Key).SetString(r.Default)
 		}
 	}
 	return c
@@ -694,21 +694,6 @@ func defaultPlanning() Planning {
 		LLMCallComments:    LLMCallComments{Enabled: true},
 	}
 }
-
-// Labels returns the labels of the active task source (zero for an unknown one).
-func (c *Config) Labels() task.Labels {
-	switch c.TaskSource {
-	case task.GitHub:
-		return c.GitHub.labels()
-	case task.GitLab:
-		return c.GitLab.labels()
-	}
-	return task.Labels{}
-}
-
-func (g *GitHub) labels() task.Labels { return labelsOf(g) }
-
-func (g *GitLab) labels() task.Labels { return labelsOf(g) }
 
 // labelsOf is the labels a forge's section (a pointer to it) configures:
 // its field of each role's key (task.Roles).

@@ -11,7 +11,7 @@ import (
 // its default is the role's: the configuration, doctor and the worker
 // read the one list.
 func TestEverySectionHasEveryLabel(t *testing.T) {
-	for _, source := range []string{task.GitHub, task.GitLab} {
+	for _, source := range config.Forges {
 		c := config.Default()
 		c.TaskSource = source
 		l := c.Labels()

@@ -26,11 +26,8 @@ type secretFile struct {
 // that may come from a file.
 func (c *Config) secretFiles() []secretFile {
 	var out []secretFile
-	switch c.TaskSource {
-	case task.GitHub:
-		out = append(out, secretFile{"github.token", &c.GitHub.Token, c.GitHub.TokenFile})
-	case task.GitLab:
-		out = append(out, secretFile{"gitlab.token", &c.GitLab.Token, c.GitLab.TokenFile})
+	if s := c.section(); s != nil {
+		out = append(out, s.tokenFile())
 	}
 	if c.LLM.Provider == ProviderOpenAI {
 		out = append(out, secretFile{"llm.openai.api_key", &c.LLM.OpenAI.APIKey, c.LLM.OpenAI.APIKeyFile})

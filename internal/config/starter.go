@@ -44,12 +44,10 @@ func StarterIn(forge, provider, output, language string) ([]byte, error) {
 	}
 	data := map[string]string{
 		"Forge": forge, "Provider": provider, "Output": output, "Language": language,
-		"ForgeTitle": "GitHub", "Change": "pull request", "Changes": "pull requests",
+		"ForgeTitle": sections[forge](Default()).title(), "Change": task.Forges[forge].Change,
+		"Changes": task.Forges[forge].Change + "s",
 		"ProviderTitle": map[string]string{ProviderOpenAI: "an OpenAI model", ProviderOllama: "a model served by Ollama",
 			ProviderLMStudio: "a model served by LM Studio"}[provider],
-	}
-	if forge == task.GitLab {
-		data["ForgeTitle"], data["Change"], data["Changes"] = "GitLab", "merge request", "merge requests"
 	}
 	var b bytes.Buffer
 	if err := starterTemplate.Execute(&b, data); err != nil {
@@ -61,9 +59,9 @@ func StarterIn(forge, provider, output, language string) ([]byte, error) {
 // StarterVariables are the environment variables a starter configuration
 // for forge and provider reads without a default: its secrets.
 func StarterVariables(forge, provider string) []string {
-	vars := []string{"GITHUB_TOKEN"}
-	if forge == task.GitLab {
-		vars = []string{"GITLAB_TOKEN"}
+	var vars []string
+	if s, ok := sections[forge]; ok {
+		vars = append(vars, s(Default()).tokenVar())
 	}
 	if provider == ProviderOpenAI {
 		vars = append(vars, "OPENAI_API_KEY")

@@ -28,13 +28,8 @@ var (
 // selected are not checked.
 func (c *Config) Validate() error {
 	var k checker
-	if k.oneOf("task_source", c.TaskSource, task.GitHub, task.GitLab) {
-		switch c.TaskSource {
-		case task.GitHub:
-			c.GitHub.validate(&k)
-		case task.GitLab:
-			c.GitLab.validate(&k)
-		}
+	if k.oneOf("task_source", c.TaskSource, Forges...) {
+		c.section().validate(&k)
 	}
 	k.required("state_dir", c.StateDir, "required")
 	c.Database.validate(&k)
