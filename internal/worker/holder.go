@@ -192,10 +192,10 @@ func (w *Worker) beatHolds(ctx context.Context) {
 // claimed it last, and its row says queued or running), so that watchers
 // see it alive: another process sharing the store, of this host or
 // another, beats its own, and a row a dead process left is beaten once
-// Backlog takes it over. A holder comment
-// that is gone means a watcher put the task up again: its run in hand is
-// stopped and its row says stopped, for its next run to find it is not
-// this host's. It returns a failure of the store.
+// Backlog takes it over. A holder comment that is gone means a watcher
+// put the task up again: its run in hand is stopped and its row says
+// stopped, for its next run to find it is not this host's. It returns a
+// failure of the store.
 func (w *Worker) Beat(ctx context.Context) error {
 	if w.o.ForgeLease <= 0 {
 		return nil
