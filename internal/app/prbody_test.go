@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"regexp"
 	"slices"
 	"strconv"
@@ -225,5 +226,41 @@ func checkNotation(t *testing.T, fg, text string) {
 	t.Helper()
 	if fg == task.GitHub && regexp.MustCompile(`(^|[\s(/\w])!\d+`).MatchString(text) {
 		t.Errorf("GitLab's !N notation on GitHub:\n%s", text)
+	}
+}
+
+// A pull request task whose `run` is killed right after its push landed,
+// before the description was updated: the next run, which pushes nothing,
+// still gives the round its section (the workspace kept where the
+// undescribed pushes began). The section was missing before.
+func TestKillAfterThePushStillDescribesTheRound(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
+	bin := buildBinary(t)
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.PullRequest, provider: config.ProviderOpenAI, native: true,
+		seed:    func(s *forgetest.IssueSeed) { s.Title, s.Body = "Greeting feature", "The author's own description." },
+		respond: roundWork(false, "hello.txt", "", "Wrote hello.txt.")})
+	quickstart(t, e)
+	e.cfg.Language = config.LanguageEnglish
+	e.cfg.Conversation.Enabled = false
+	killed, stderr := runKilledAt(t, bin, e, func(c forgetest.Call) bool {
+		if !c.Served || c.Method != "POST" || !strings.HasSuffix(c.Path, "/git-receive-pack") {
+			return false
+		}
+		_, pushed := e.git().file(e.head, "hello.txt")
+		return pushed
+	})
+	if !killed {
+		t.Fatalf("the run ended before its push landed:\n%s", stderr)
+	}
+	if body := oneChange(t, e.git(), e.head).Body; roundHeading.MatchString(body) {
+		t.Fatalf("the description has a round section before the run that writes it was killed:\n%s", body)
+	}
+	if err := e.run(context.Background()); err != nil {
+		t.Fatalf("the run after the kill: %v\nthe killed run's stderr:\n%s", err, stderr)
+	}
+	e.wantLabels(t, "bug", "coding agent done")
+	body := oneChange(t, e.git(), e.head).Body
+	if n := roundHeading.FindAllString(body, -1); len(n) != 1 || !strings.Contains(roundSection(t, body, 1), "`hello.txt`") {
+		t.Errorf("the description after the rerun, want one round section naming hello.txt:\n%s", body)
 	}
 }

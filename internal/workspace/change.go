@@ -14,7 +14,9 @@ import (
 // prev, its description now: why (the issue it closes, quoted), what the
 // change does from where the branch left Base, and this round's section
 // when it pushed commits. The round's commits are those after
-// pushedBefore (where the forge's branch was before this delivery); when
+// pushedBefore (where the forge's branch was before the first push no
+// description covers yet: this delivery's, or one a stop or a failed
+// description left, Workspace.Undescribed); when
 // this delivery pushed none, after the head of the description's newest
 // round (a delivery repeated after a crash, the push done), so a round's
 // commits get their section once; else, for an issue, from where the
@@ -86,7 +88,19 @@ func (o *TaskWorkspace) describe(ctx context.Context, ch forge.Change, pushedBef
 		err = o.ts.o.Forge.EditChange(ctx, o.t.Ref, ch.Number, body)
 	}
 	if err != nil {
+		// The next delivery describes this round's commits with its own.
 		o.ts.o.Manager.log.Error("updating the description of the change", "task", o.t.Ref.String(), "change", ch.Number, "error", err)
+		return
+	}
+	o.described(ctx)
+}
+
+// described forgets where the undescribed pushes began: the description
+// covers them now. A failure is logged; the next round's section then
+// starts there again, and covers this round's commits a second time.
+func (o *TaskWorkspace) described(ctx context.Context) {
+	if err := o.w.Described(ctx); err != nil {
+		o.ts.o.Manager.log.Warn("forgetting the pushes the description now covers", "task", o.t.Ref.String(), "error", err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,6 +41,31 @@ func (w *Workspace) ForkPoint(ctx context.Context) (string, error) {
 // Forge is the commit the forge's branch was at when last fetched or
 // pushed; "" before the forge has the branch.
 func (w *Workspace) Forge(ctx context.Context) (string, error) { return w.refSHA(ctx, headRef) }
+
+// Undescribed is where the forge's branch stood before the first push
+// that no description of the change covers yet: before, the forge's head
+// now, which it records for a push to come, unless a push before it was
+// left undescribed (its process stopped between the push and the
+// description, or the description failed), whose start it returns. Kept
+// in the workspace's own git directory, beyond the tools' reach, until
+// Described.
+func (w *Workspace) Undescribed(ctx context.Context, before string) (string, error) {
+	start, err := w.refSHA(ctx, undescribedRef)
+	if err != nil || start != "" || before == "" {
+		return cmp.Or(start, before), err
+	}
+	if _, err := w.git(ctx, "update-ref", undescribedRef, before); err != nil {
+		return "", err
+	}
+	return before, nil
+}
+
+// Described says the change's description covers the branch's head:
+// the next push starts anew (Undescribed).
+func (w *Workspace) Described(ctx context.Context) error {
+	_, err := w.git(ctx, "update-ref", "-d", undescribedRef)
+	return err
+}
 
 // Commits are the short ids of the commits in from..to, oldest first.
 func (w *Workspace) Commits(ctx context.Context, from, to string) ([]string, error) {

@@ -46,6 +46,9 @@ type Spec struct {
 const (
 	baseRef = "refs/workspace/base"
 	headRef = "refs/workspace/head"
+	// undescribedRef is where the forge's head stood before the first
+	// push that no description of the change covers yet (Undescribed).
+	undescribedRef = "refs/workspace/undescribed"
 )
 
 // Workspace is one task's checkout. Its methods are for one goroutine at a

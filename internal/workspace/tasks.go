@@ -153,7 +153,11 @@ func (o *TaskWorkspace) Deliver(ctx context.Context, done engine.Outcome) (strin
 		}
 		return o.ts.o.Lang.Patch(kind(o.t.Ref), o.ts.o.Redact(patch))
 	}
-	pushedBefore, err := o.w.Forge(ctx)
+	before, err := o.w.Forge(ctx)
+	if err != nil {
+		return "", err
+	}
+	pushedBefore, err := o.w.Undescribed(ctx, before)
 	if err != nil {
 		return "", err
 	}
@@ -200,6 +204,7 @@ func (o *TaskWorkspace) Deliver(ctx context.Context, done engine.Outcome) (strin
 			return "", err
 		}
 		out.Opened, out.Draft = true, ch.Draft
+		o.described(ctx)
 	} else {
 		o.describe(ctx, ch, pushedBefore, done)
 	}
