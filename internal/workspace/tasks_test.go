@@ -20,28 +20,8 @@ import (
 func TestDeliverAgainAfterEveryStepOpensOneChange(t *testing.T) {
 	for _, failAt := range []string{"none", "push", "find", "open"} {
 		t.Run(failAt, func(t *testing.T) {
-			g := forgetest.NewGitHub(t)
-			n := g.AddIssue("acme/app", forgetest.IssueSeed{Title: "Add a file", Labels: []string{"coding agent"}})
-			c, err := github.New(github.Options{APIURL: g.URL(), Token: g.Token, Repositories: []string{"acme/app"},
-				HTTPClient: g.Client(), Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ref := task.Ref{Forge: task.GitHub, Repo: "acme/app", Kind: task.Issue, Number: n}
-			tk, err := c.Get(t.Context(), ref)
-			if err != nil {
-				t.Fatal(err)
-			}
-			auth := Static("Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+g.Token)))
-			ts := NewTasks(TasksOptions{Manager: newManager(t, Options{}), Forge: c, Auth: auth, Keep: "failed",
-				Delivery: Delivery{Enabled: true, Draft: true, BranchPrefix: "coding-agent/"}})
-			repo, err := c.Repository(t.Context(), ref)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w := prepare(t, ts.o.Manager, Spec{Ref: ref, CloneURL: repo.CloneURL, Auth: auth, Base: repo.DefaultBranch,
-				Branch: "coding-agent/issue-" + strings.TrimPrefix(ref.String(), "github:acme/app#")})
-			o := &TaskWorkspace{ts: ts, t: tk, w: w}
+			g, o := issueWorkspace(t, "Add a file")
+			w := o.w
 			write(t, w.Dir, "hello.txt", "hello\n")
 			write(t, w.Dir, "__pycache__/hello.cpython-312.pyc", "\x00")
 			switch failAt { // that step fails once
@@ -86,4 +66,61 @@ func TestDeliverAgainAfterEveryStepOpensOneChange(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A description that could not be updated leaves its round's commits to
+// the next delivery's section: round 2's edit of the pull request fails,
+// and round 3's section names round 2's file as well as its own.
+func TestFailedDescriptionIsCoveredByTheNextRound(t *testing.T) {
+	g, o := issueWorkspace(t, "Add files")
+	w := o.w
+	for i, file := range []string{"one.txt", "two.txt", "three.txt"} {
+		write(t, w.Dir, file, file+"\n")
+		if i == 1 {
+			g.Inject(forgetest.Fault{Method: "PATCH", Path: "/pulls/", Status: 422, Times: 1})
+		}
+		if _, err := o.Deliver(t.Context(), engine.Outcome{End: engine.Done, Comment: "Wrote " + file + "."}); err != nil {
+			t.Fatalf("round %d: %v", i+1, err)
+		}
+	}
+	ps := g.Pulls("acme/app")
+	if len(ps) != 1 {
+		t.Fatalf("pull requests %+v, want one", ps)
+	}
+	sections := strings.Split(ps[0].Body, "<!-- coding-agent:round ")
+	if len(sections) != 3 { // before the first, and two rounds described
+		t.Fatalf("%d round sections, want 2 (round 2's edit failed):\n%s", len(sections)-1, ps[0].Body)
+	}
+	if last := sections[2]; !strings.Contains(last, "`two.txt`") || !strings.Contains(last, "`three.txt`") {
+		t.Errorf("the last section does not name two.txt and three.txt:\n%s", last)
+	}
+}
+
+// issueWorkspace is the delivering workspace of an issue titled title on
+// a GitHub emulator, through the real adapter, its branch
+// coding-agent/issue-1.
+func issueWorkspace(t *testing.T, title string) (*forgetest.GitHub, *TaskWorkspace) {
+	t.Helper()
+	g := forgetest.NewGitHub(t)
+	n := g.AddIssue("acme/app", forgetest.IssueSeed{Title: title, Labels: []string{"coding agent"}})
+	c, err := github.New(github.Options{APIURL: g.URL(), Token: g.Token, Repositories: []string{"acme/app"},
+		HTTPClient: g.Client(), Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := task.Ref{Forge: task.GitHub, Repo: "acme/app", Kind: task.Issue, Number: n}
+	tk, err := c.Get(t.Context(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := Static("Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+g.Token)))
+	ts := NewTasks(TasksOptions{Manager: newManager(t, Options{}), Forge: c, Auth: auth, Keep: "failed",
+		Delivery: Delivery{Enabled: true, Draft: true, BranchPrefix: "coding-agent/"}})
+	repo, err := c.Repository(t.Context(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := prepare(t, ts.o.Manager, Spec{Ref: ref, CloneURL: repo.CloneURL, Auth: auth, Base: repo.DefaultBranch,
+		Branch: "coding-agent/issue-" + strings.TrimPrefix(ref.String(), "github:acme/app#")})
+	return g, &TaskWorkspace{ts: ts, t: tk, w: w}
 }
