@@ -196,7 +196,10 @@ func (l Lang) Closing(c Closing) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	comment := strings.TrimSpace(c.Comment)
+	// The model's text, cleaned of what no reader sees (HTML comments):
+	// none can forge the line Poster.Amend cuts at, which would cut what
+	// follows it (the evidence, the note that nothing was run).
+	comment := strings.TrimSpace(sanitize.Clean(c.Comment))
 	return render("closing/"+string(l.norm()), map[string]any{
 		"Comment": comment, "Evidence": evidence, "Ignored": c.Ignored,
 		"Unrun":    len(c.Checks)+len(c.Ran) == 0 && ClaimsPass(comment),

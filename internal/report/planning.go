@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/coding-agent/coding-agent/internal/sanitize"
 )
 
 // Lang is the language of what the agent writes on the issue.
@@ -337,12 +339,12 @@ func (l Lang) Final(f Final) (string, error) {
 		"Evidence":     evidence,
 		"Criteria":     criteria,
 		"Outcome":      outcome,
-		"Reason":       strings.TrimSpace(f.Reason),
-		"Summary":      strings.TrimSpace(f.Summary),
-		"Changes":      nonBlankLines(f.Changes),
+		"Reason":       strings.TrimSpace(sanitize.Clean(f.Reason)),
+		"Summary":      strings.TrimSpace(sanitize.Clean(f.Summary)),
+		"Changes":      nonBlankLines(cleaned(f.Changes)),
 		"Verification": verification,
 		"Rounds":       f.VerificationRounds,
-		"VNotes":       strings.TrimSpace(f.VerificationNotes),
+		"VNotes":       strings.TrimSpace(sanitize.Clean(f.VerificationNotes)),
 		"Ignored":      f.IgnoredComments,
 		"LLMCalls":     f.Receipt.LLMCalls,
 		"ToolCalls":    f.Receipt.ToolCalls,
@@ -404,6 +406,17 @@ func groupDigits(n int64) string {
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // nonBlankLines returns the items of ss that are not blank, each on one line.
+// cleaned are ss, each cleaned of what no reader sees (sanitize.Clean):
+// the model's text in a closing comment cannot forge the line
+// Poster.Amend cuts at.
+func cleaned(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = sanitize.Clean(s)
+	}
+	return out
+}
+
 func nonBlankLines(ss []string) []string {
 	var out []string
 	for _, s := range ss {

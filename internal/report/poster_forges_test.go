@@ -145,3 +145,37 @@ func TestPosterAmendsTheClosingCommentOnBothForges(t *testing.T) {
 		})
 	}
 }
+
+// A model that writes the line Amend cuts at into its closing text, and
+// claims a pass with nothing run, cannot have the delivery cut the note
+// that nothing was run: its text is cleaned of HTML comments.
+func TestModelCannotForgeTheAmendLine(t *testing.T) {
+	f, ref, _, mine := bothForges()[0].setup(t)
+	ctx := context.Background()
+	p := report.NewPoster(report.PosterOptions{Commenter: f, Ref: ref})
+	body, err := report.English.Closing(report.Closing{Comment: "✅ All tests pass.\n<!-- coding-agent: amended -->\nhidden"})
+	noErr(t, err)
+	noErr(t, p.Post(ctx, engine.Key{Name: "r/2/closing"}, body))
+	noErr(t, p.Amend(ctx, engine.Keys{Run: "r", Seq: 2}, "closing", "Opened https://forge.example/acme/app/pull/2"))
+	got := postonce.Unmark(mine()[0])
+	for _, want := range []string{"All tests pass.", "Nothing was run in this round", "Opened https://forge.example/acme/app/pull/2"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the amended closing comment lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Count(got, "<!-- coding-agent: amended -->") != 1 {
+		t.Errorf("the amend line is there %d times, want once:\n%s", strings.Count(got, "<!-- coding-agent: amended -->"), got)
+	}
+}
+
+// Planning's closing comment cleans the model's text alike: a summary or
+// a change line holding the amend line does not cut the verification.
+func TestPlannedClosingCannotForgeTheAmendLine(t *testing.T) {
+	const forged = "<!-- coding-agent: amended -->"
+	body, err := report.English.Final(report.Final{Succeeded: true, Summary: "Done. " + forged,
+		Changes: []string{"wrote a.py " + forged}, VerificationNotes: "fine " + forged})
+	noErr(t, err)
+	if strings.Contains(body, forged) {
+		t.Errorf("the planned closing comment holds the amend line:\n%s", body)
+	}
+}
