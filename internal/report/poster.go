@@ -186,9 +186,15 @@ func postOnce(ctx context.Context, f forge.Commenter, ref task.Ref, log *slog.Lo
 	return c, false, err
 }
 
-// amendMark starts what Amend adds to a comment: a hidden line, so that
-// amending again replaces what was added rather than adding it twice.
+// amendMark starts what Amend adds to a comment: a hidden line of its
+// own after a blank one, so that amending again replaces what was added
+// rather than adding it twice. Only a whole line counts: the model's text
+// in a comment (cleaned of HTML comments) and the commands it ran (code
+// in list items) cannot make one.
 const amendMark = "<!-- coding-agent: amended -->"
+
+// amendLine is amendMark as Amend writes it.
+const amendLine = "\n\n" + amendMark + "\n"
 
 // ErrNotAmended is Amend's error when the comment to amend is not on the
 // forge (never posted, or deleted) or the addition would not fit in it:
@@ -232,10 +238,10 @@ func (p *Poster) Amend(ctx context.Context, keys engine.Keys, what, addition str
 		return ErrNotAmended
 	}
 	body := strings.ReplaceAll(postonce.Unmark(c.Body), "\r\n", "\n")
-	if i := strings.LastIndex(body, amendMark); i >= 0 {
+	if i := strings.LastIndex(body, amendLine); i >= 0 {
 		body = body[:i]
 	}
-	body = strings.TrimRight(body, "\n") + "\n\n" + amendMark + "\n" + strings.TrimSpace(p.o.Redact(addition))
+	body = strings.TrimRight(body, "\n") + amendLine + strings.TrimSpace(p.o.Redact(addition))
 	if utf8.RuneCountInString(body) > p.o.MaxLen {
 		return ErrNotAmended
 	}
