@@ -189,7 +189,9 @@ func (f ending) key(what string) engine.Key {
 
 // move applies ev's row to the task: its labels, its status, its notice,
 // its checkpoint, when the task's status is one the row moves from (the
-// table's from column, checked here at run time). It reports false when
+// table's from column, checked here at run time; the rows that take a
+// request go through take instead, where the forge's take and the
+// store's claim decide). It reports false when
 // a label change failed and the row says to retry (the task was left for
 // the next pass), or when the status did not allow the row. Its error is the
 // first store write that failed (each is logged where it failed).
