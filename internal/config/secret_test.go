@@ -57,6 +57,17 @@ func TestSecretsFindsEverySecretField(t *testing.T) {
 		switch {
 		case v.Kind() == reflect.Pointer && !v.IsNil():
 			set(v.Elem())
+		case v.Kind() == reflect.Slice || v.Kind() == reflect.Array:
+			for i := range v.Len() {
+				set(v.Index(i))
+			}
+		case v.Kind() == reflect.Map:
+			for _, k := range v.MapKeys() { // a map's values are not addressable: set a copy, put it back
+				e := reflect.New(v.Type().Elem()).Elem()
+				e.Set(v.MapIndex(k))
+				set(e)
+				v.SetMapIndex(k, e)
+			}
 		case v.Kind() == reflect.Struct:
 			for i := range v.NumField() {
 				if v.Type().Field(i).IsExported() {

@@ -44,7 +44,7 @@ func StarterIn(forge, provider, output, language string) ([]byte, error) {
 	}
 	data := map[string]string{
 		"Forge": forge, "Provider": provider, "Output": output, "Language": language,
-		"ForgeTitle": sections[forge](Default()).title(), "Change": task.Forges[forge].Change,
+		"ForgeTitle": sections[forge](&Config{}).title(), "Change": task.Forges[forge].Change,
 		"Changes": task.Forges[forge].Change + "s",
 		"ProviderTitle": map[string]string{ProviderOpenAI: "an OpenAI model", ProviderOllama: "a model served by Ollama",
 			ProviderLMStudio: "a model served by LM Studio"}[provider],
@@ -61,7 +61,7 @@ func StarterIn(forge, provider, output, language string) ([]byte, error) {
 func StarterVariables(forge, provider string) []string {
 	var vars []string
 	if s, ok := sections[forge]; ok {
-		vars = append(vars, s(Default()).tokenVar())
+		vars = append(vars, s(&Config{}).tokenVar())
 	}
 	if provider == ProviderOpenAI {
 		vars = append(vars, "OPENAI_API_KEY")

@@ -46,7 +46,7 @@ func relay() int {
 	flags, ferr := strconv.ParseUint(os.Args[3], 10, 64)
 	n, nerr := strconv.Atoi(os.Args[4])
 	if ferr != nil || nerr != nil || n < 0 || n > 8 {
-		fmt.Fprintf(os.Stderr, "sandbox relay: bad arguments %q\n", os.Args[3:])
+		fmt.Fprintf(os.Stderr, "sandbox relay: bad arguments %q\n", os.Args[2:])
 		return 127
 	}
 	stage := os.Args[5]

@@ -1,7 +1,6 @@
 package workspace
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,16 +42,20 @@ func (w *Workspace) ForkPoint(ctx context.Context) (string, error) {
 func (w *Workspace) Forge(ctx context.Context) (string, error) { return w.refSHA(ctx, headRef) }
 
 // Undescribed is where the forge's branch stood before the first push
-// that no description of the change covers yet: before, the forge's head
-// now, which it records for a push to come, unless a push before it was
-// left undescribed (its process stopped between the push and the
-// description, or the description failed), whose start it returns. Kept
-// in the workspace's own git directory, beyond the tools' reach, until
-// Described.
-func (w *Workspace) Undescribed(ctx context.Context, before string) (string, error) {
+// that no description of the change covers yet: the forge's head now
+// (Forge), which it records for a push to come, unless a push before it
+// was left undescribed (its process stopped between the push and the
+// description, or the description failed), whose start it returns; ""
+// before the forge has the branch. Kept in the workspace's own git
+// directory, beyond the tools' reach, until Described.
+func (w *Workspace) Undescribed(ctx context.Context) (string, error) {
 	start, err := w.refSHA(ctx, undescribedRef)
-	if err != nil || start != "" || before == "" {
-		return cmp.Or(start, before), err
+	if err != nil || start != "" {
+		return start, err
+	}
+	before, err := w.Forge(ctx)
+	if err != nil || before == "" {
+		return "", err
 	}
 	if _, err := w.git(ctx, "update-ref", undescribedRef, before); err != nil {
 		return "", err

@@ -153,11 +153,7 @@ func (o *TaskWorkspace) Deliver(ctx context.Context, done engine.Outcome) (strin
 		}
 		return o.ts.o.Lang.Patch(kind(o.t.Ref), o.ts.o.Redact(patch))
 	}
-	before, err := o.w.Forge(ctx)
-	if err != nil {
-		return "", err
-	}
-	pushedBefore, err := o.w.Undescribed(ctx, before)
+	pushedBefore, err := o.w.Undescribed(ctx)
 	if err != nil {
 		return "", err
 	}
