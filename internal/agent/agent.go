@@ -199,15 +199,7 @@ func (p *plain) live(ctx context.Context, final bool) error {
 // v is the round's end (finished or halted), otherwise at the Board's pace.
 func (p *plain) show(ctx context.Context, v report.Live) error {
 	v.Steps, v.Earlier, v.UpdatedAt = p.st.Steps, p.st.Earlier, p.l.e.Now()
-	body, err := p.l.o.Lang.Living(v, report.MaxComment(p.r.Input().Task.Ref.Forge)-200)
-	if err != nil {
-		p.r.Log().Error("rendering the living comment", "error", err)
-		return nil
-	}
-	if v.Finished || v.Halted != "" {
-		return p.board.Flush(ctx, body)
-	}
-	return p.board.SetProgress(ctx, body)
+	return p.board.Live(ctx, v)
 }
 
 // Halt makes the living comment's last edit say the run paused, stopped

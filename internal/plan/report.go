@@ -245,20 +245,10 @@ func (p *policy) show(ctx context.Context, end report.Live) {
 // whatever the time.
 func (p *policy) live(ctx context.Context, progress string, v report.Live) {
 	v.Progress, v.Steps, v.Earlier, v.UpdatedAt = progress, p.st.Steps, p.st.Earlier, p.c.o.Engine.Now()
-	last := v.Finished || v.Halted != ""
-	if !last {
+	if !v.Last() {
 		v.Now = string(p.st.At.Phase)
 	}
-	body, err := p.c.o.Lang.Living(v, report.MaxComment(p.r.Input().Task.Ref.Forge)-200)
-	if err != nil {
-		p.log.Error("rendering the living comment", "error", err)
-		return
-	}
-	if last {
-		_ = p.board.Flush(ctx, body)
-		return
-	}
-	_ = p.board.SetProgress(ctx, body)
+	_ = p.board.Live(ctx, v) // logged by the Board
 }
 
 // Ending completes the outcome: what the round did (done), or the failure

@@ -130,6 +130,22 @@ func (b *Board) SetProgress(ctx context.Context, body string) error {
 	return b.setProgress(ctx, body, false)
 }
 
+// Live shows v as the living comment, in the board's language: at once
+// when it is the round's last edit (v.Last), else at the board's pace
+// (SetProgress). A comment that cannot be rendered is logged, not
+// returned: the run goes on without that edit.
+func (b *Board) Live(ctx context.Context, v Live) error {
+	body, err := b.o.Lang.Living(v, MaxComment(b.o.Ref.Forge)-200)
+	if err != nil {
+		b.log.ErrorContext(ctx, "rendering the living comment", "error", err)
+		return nil
+	}
+	if v.Last() {
+		return b.Flush(ctx, body)
+	}
+	return b.SetProgress(ctx, body)
+}
+
 // Flush makes the edit SetProgress held back, if any; and with body not
 // blank, shows body at once whatever EditEvery says: the last edit of a
 // round.

@@ -116,6 +116,9 @@ type Live struct {
 	UpdatedAt time.Time
 }
 
+// Last reports whether v is its round's last edit: finished or halted.
+func (v Live) Last() bool { return v.Finished || v.Halted != "" }
+
 // liveStep is a step ready for the template.
 type liveStep struct {
 	N                int
@@ -149,7 +152,7 @@ func (l Lang) Living(v Live, maxLen int) (string, error) {
 		steps = append(steps, ls)
 	}
 	now := ""
-	if !v.Finished && v.Halted == "" {
+	if !v.Last() {
 		now = oneLine(v.Now)
 		if _, ok := phaseVocab[l.norm()][now]; ok {
 			now = l.PhaseName(now)
