@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -112,5 +113,44 @@ func TestStopMidRun(t *testing.T) {
 	}
 	if l := e.living(); !strings.Contains(l, "coding-agent stopped working on this") || !strings.Contains(l, "*Stopped") {
 		t.Errorf("the living comment does not say the run stopped:\n%s", l)
+	}
+}
+
+// The living comment's last edit says how the run halted, in both loops
+// and for both halts a person asks for (pause, stop), on both forges: it
+// said "working" for ever before.
+func TestLivingCommentSaysTheRunHalted(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
+	for _, planning := range []bool{false, true} {
+		for _, c := range []struct {
+			signal, forge, header, footer string
+		}{
+			{app.SignalPause, task.GitHub, "coding-agent paused its work on this", "*Paused: resuming it continues from here"},
+			{app.SignalStop, task.GitLab, "coding-agent stopped working on this", "*Stopped"},
+		} {
+			t.Run(fmt.Sprintf("planning=%v/%s", planning, c.signal), func(t *testing.T) {
+				t.Parallel()
+				respond := writeThenDone
+				if planning {
+					respond = fullPlan
+				}
+				s := setup{forge: c.forge, kind: task.Issue, provider: config.ProviderOpenAI, native: true, planning: planning,
+					respond: func(e *env, r llmtest.Received) llmtest.Step {
+						if r.N == 1 { // the run halts at the next checkpoint, before the done
+							e.signal(c.signal)
+						}
+						return respond(e, r)
+					}}
+				e := newEnv(t, s)
+				if planning {
+					e = planned(t, s)
+				}
+				e.cfg.Language = config.LanguageEnglish
+				e.runOK(t)
+				if l := e.living(); !strings.Contains(l, c.header) || !strings.Contains(l, c.footer) || strings.Contains(l, "is working on this") {
+					t.Errorf("the living comment after %s:\n%s", c.signal, l)
+				}
+			})
+		}
 	}
 }
