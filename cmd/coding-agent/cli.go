@@ -114,7 +114,7 @@ var commands = []command{
 		summary: "Validate the config file (FILE or --config) and list every problem at once.", define: configFlag},
 	{name: "init", summary: "Write a commented starter config, with ${VAR} placeholders for the secrets.",
 		define: func(fs *flag.FlagSet, f *flags) {
-			fs.StringVar(&f.forge, "forge", "", "github or gitlab (required)")
+			fs.StringVar(&f.forge, "forge", "", config.ForgeChoice()+" (required)")
 			fs.StringVar(&f.provider, "provider", "", "openai, ollama or lmstudio (required)")
 			fs.StringVar(&f.output, "output", "config.yaml", "the file to write")
 			fs.BoolVar(&f.force, "force", false, "overwrite the file if it exists")

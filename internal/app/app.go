@@ -381,7 +381,7 @@ func (a *App) newWorker(q *jobs, shutdown <-chan struct{}) *worker.Worker {
 	provider, model := a.model()
 	self := a.self
 	self.Provider, self.Model = provider, model
-	bot := forges[a.cfg.TaskSource].botName(a.cfg)
+	bot := a.cfg.BotName()
 	cd, cv, tr := a.cfg.CommentDetection, a.cfg.Conversation, a.cfg.Trust
 	newWatch := func(who *watch.Audience, comments []task.Comment) engine.Watch {
 		return a.wake.watching(watch.New(watch.Options{Forge: a.forge, Comments: cd.Enabled, Interval: cd.CheckInterval,
@@ -447,7 +447,7 @@ func (a *App) workspaces() (worker.Workspaces, error) {
 	// The forge's git takes the token as a password: GitHub's user is
 	// x-access-token, GitLab's oauth2. A GitHub App's token is asked for
 	// at each command: it changes every hour.
-	user := forges[c.TaskSource].gitUser
+	user := forges[c.TaskSource].GitUser
 	auth := func(ctx context.Context) (string, error) {
 		token, err := a.gitToken(ctx)
 		if err != nil {

@@ -51,12 +51,6 @@ func (a *App) Doctor(ctx context.Context, out io.Writer, fix bool) error {
 	return nil
 }
 
-// repositories are the configured repositories (GitHub) or projects
-// (GitLab), and the owner or group discovered beyond them.
-func (a *App) repositories() (repos []string, beyond string) {
-	return forges[a.cfg.TaskSource].repositories(a.cfg)
-}
-
 func (a *App) doctorForge(ctx context.Context, d *doctor, fix bool) {
 	setup := a.setup
 	acct, err := setup.Account(ctx)
@@ -67,11 +61,11 @@ func (a *App) doctorForge(ctx context.Context, d *doctor, fix bool) {
 	if acct.Bot {
 		d.line("ok", "forge", "%s: acting as @%s, a bot user", a.cfg.TaskSource, acct.Login)
 	} else {
-		fixWith := "a dedicated account or " + forges[a.cfg.TaskSource].botAdvice
+		fixWith := "a dedicated account or " + forges[a.cfg.TaskSource].BotAdvice
 		d.line("warn", "forge", "%s: acting as @%s, a user account: comments written as @%s are taken for the agent's own "+
 			"and never heard; if that is you, use %s", a.cfg.TaskSource, acct.Login, acct.Login, fixWith)
 	}
-	repos, beyond := a.repositories()
+	repos, beyond := a.cfg.Scope()
 	if beyond != "" {
 		d.line("warn", "forge", "the repositories of %s are discovered, not checked one by one here: list them to have them checked", beyond)
 	}
@@ -472,8 +466,8 @@ func (a *App) doctorListener(d *doctor) {
 	}
 	l.Close()
 	d.line("ok", "server", "%s can be listened on: /healthz, /readyz and /metrics", srv.Listen)
-	if k := forges[a.cfg.TaskSource]; k.webhook(srv) == "" {
-		d.line("warn", "server", "no %s webhook secret: pickup waits for the next poll (set server.%s)", a.cfg.TaskSource, k.webhookKey)
+	if secret, key := a.cfg.Webhook(); secret == "" {
+		d.line("warn", "server", "no %s webhook secret: pickup waits for the next poll (set server.%s)", a.cfg.TaskSource, key)
 		return
 	}
 	d.line("ok", "server", "POST /webhooks/%s is served: point the %s webhook (issues, comments, pull or merge requests, "+

@@ -100,7 +100,7 @@ func (a *App) listen() (stop func(), err error) {
 	}
 	interval := a.cfg.Continuous.Producer.Interval()
 	ready := server.Readiness{Store: a.storeReadable, ForgeSeen: a.metrics.ForgeSeen, Within: interval + forgeTimeout}
-	h := server.New(server.Options{GitHubSecret: s.GitHubWebhookSecret.Reveal(), GitLabToken: s.GitLabWebhookToken.Reveal(),
+	h := server.New(server.Options{Webhooks: a.webhooks(),
 		Labels: a.cfg.Labels(), Watched: a.cfg.Watches, Self: a.isBot, Events: a.wake,
 		Delivered: a.metrics.WebhookDelivered, Ready: ready.Check, Metrics: a.metrics.Handler(), Logger: a.Log})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
@@ -132,7 +132,7 @@ const botTimeout = 10 * time.Second
 // isBot reports whether author is the bot: bot_name, else the token's
 // user as the forge says (asked once per process).
 func (a *App) isBot(author string) bool {
-	bot := forges[a.cfg.TaskSource].botName(a.cfg)
+	bot := a.cfg.BotName()
 	if bot == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), botTimeout)
 		defer cancel()

@@ -34,9 +34,11 @@ func TestEveryForgeIsRegistered(t *testing.T) {
 		t.Fatalf("task.Forges %q, the configuration's %q", got, want)
 	}
 	for name, k := range forges {
-		if k.open == nil || k.botName == nil || k.gitUser == "" || k.repositories == nil || k.watching == nil ||
-			k.botAdvice == "" || k.webhook == nil || k.webhookKey == "" {
-			t.Errorf("forge %s lacks a fact", name)
+		if k.open == nil || k.Name != name || k.GitUser == "" || k.BotAdvice == "" || k.Hooks == nil {
+			t.Errorf("forge %s lacks a fact: %+v", name, k.Kind)
+		}
+		if _, key := (&config.Config{TaskSource: name}).Webhook(); key == "" {
+			t.Errorf("the configuration's section of %s names no webhook secret", name)
 		}
 		if f := task.Forges[name]; f.Change == "" || f.ChangeKind == "" || f.RepoForm == "" || f.MaxComment == 0 {
 			t.Errorf("task.Forges[%s] lacks a fact: %+v", name, f)

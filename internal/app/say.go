@@ -17,11 +17,7 @@ import (
 // the label.
 func (a *App) watched() []any {
 	c := a.cfg
-	var where []string
-	if k, ok := forges[c.TaskSource]; ok {
-		where = k.watching(c)
-	}
-	return []any{"forge", c.TaskSource, "watching", strings.Join(where, ", "), "label", c.Labels().Bot}
+	return []any{"forge", c.TaskSource, "watching", strings.Join(c.Watching(), ", "), "label", c.Labels().Bot}
 }
 
 // mode is how tasks are worked on: planning, or the plain loop.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +26,16 @@ type forgeSection interface {
 	// variable the starter reads its token from.
 	title() string
 	tokenVar() string
+	// botName is the configured bot_name ("": learned from the forge).
+	botName() string
+	// scope is the configured repositories (or projects), and the owner
+	// (or group) whose are discovered beyond them.
+	scope() (repos []string, beyond string)
+	// watching says where discovery looks, for the operator.
+	watching() []string
+	// webhook is the server's secret for the forge's webhooks, and its
+	// key in the server section.
+	webhook(s Server) (secret Secret, key string)
 }
 
 // sections are the forge sections of a configuration, by task_source, in
@@ -41,6 +52,54 @@ func (c *Config) section() forgeSection {
 		return s(c)
 	}
 	return nil
+}
+
+// BotName is the configured forge's bot_name ("": learned from the
+// forge).
+func (c *Config) BotName() string {
+	if s := c.section(); s != nil {
+		return s.botName()
+	}
+	return ""
+}
+
+// Scope is the configured forge's repositories (or projects), and the
+// owner (or group) whose repositories are discovered beyond them.
+func (c *Config) Scope() (repos []string, beyond string) {
+	if s := c.section(); s != nil {
+		return s.scope()
+	}
+	return nil, ""
+}
+
+// Watching says where discovery looks on the configured forge, for the
+// operator: a phrase each.
+func (c *Config) Watching() []string {
+	if s := c.section(); s != nil {
+		return s.watching()
+	}
+	return nil
+}
+
+// Webhook is the server's secret for the configured forge's webhooks,
+// and its key in the server section.
+func (c *Config) Webhook() (secret Secret, key string) {
+	if s := c.section(); s != nil {
+		return s.webhook(c.Server)
+	}
+	return "", ""
+}
+
+// Webhooks are the secrets of every forge whose webhook has one in the
+// server section, by forge: the listener serves each.
+func (c *Config) Webhooks() map[string]Secret {
+	w := map[string]Secret{}
+	for name, s := range sections {
+		if secret, _ := s(c).webhook(c.Server); secret != "" {
+			w[name] = secret
+		}
+	}
+	return w
 }
 
 // Labels returns the labels of the active task source (zero for an unknown one).
@@ -92,4 +151,40 @@ func (g *GitLab) watches(repo string, id int64) bool {
 		return true
 	}
 	return under(g.Group, repo)
+}
+
+func (g *GitHub) botName() string { return g.BotName }
+func (g *GitLab) botName() string { return g.BotName }
+
+func (g *GitHub) scope() ([]string, string) { return g.Repositories, g.Owner }
+func (g *GitLab) scope() ([]string, string) { return g.Projects, g.Group }
+
+func (g *GitHub) watching() []string {
+	where := append([]string(nil), g.Repositories...)
+	if g.Owner != "" {
+		where = append(where, "the repositories of "+g.Owner)
+	}
+	if len(where) == 0 {
+		where = append(where, "every repository")
+	}
+	if g.Query != "" {
+		where[len(where)-1] += fmt.Sprintf(" matching %q", g.Query)
+	}
+	return where
+}
+
+func (g *GitLab) watching() []string {
+	where := append([]string(nil), g.Projects...)
+	if g.Group != "" {
+		where = append(where, "group "+g.Group)
+	}
+	return where
+}
+
+func (g *GitHub) webhook(s Server) (Secret, string) {
+	return s.GitHubWebhookSecret, "github_webhook_secret"
+}
+
+func (g *GitLab) webhook(s Server) (Secret, string) {
+	return s.GitLabWebhookToken, "gitlab_webhook_token"
 }

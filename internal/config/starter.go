@@ -4,7 +4,9 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"text/template"
 
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -18,8 +20,17 @@ var starterTemplate = template.Must(template.New("config.yaml").Parse(starterTex
 // Providers are the values of llm.provider.
 var Providers = []string{ProviderOpenAI, ProviderOllama, ProviderLMStudio}
 
-// Forges are the values of task_source.
-var Forges = []string{task.GitHub, task.GitLab}
+// Forges are the values of task_source: the forges with a section
+// (sections), sorted.
+var Forges = slices.Sorted(maps.Keys(sections))
+
+// ForgeChoice is the values of task_source in prose: "github or gitlab".
+func ForgeChoice() string {
+	if len(Forges) < 2 {
+		return strings.Join(Forges, "")
+	}
+	return strings.Join(Forges[:len(Forges)-1], ", ") + " or " + Forges[len(Forges)-1]
+}
 
 // Starter returns a commented starter configuration for forge (task.GitHub
 // or task.GitLab) and provider, with ${VAR} placeholders for its secrets, the
@@ -37,7 +48,7 @@ func StarterIn(forge, provider, output, language string) ([]byte, error) {
 		return nil, fmt.Errorf("unknown language %q: want en or ja", language)
 	}
 	if !slices.Contains(Forges, forge) {
-		return nil, fmt.Errorf("unknown forge %q: want github or gitlab", forge)
+		return nil, fmt.Errorf("unknown forge %q: want %s", forge, ForgeChoice())
 	}
 	if !slices.Contains(Providers, provider) {
 		return nil, fmt.Errorf("unknown provider %q: want openai, ollama or lmstudio", provider)

@@ -95,7 +95,7 @@ const (
 // cap), not their bodies: reading them whole took the process from 36 MB
 // to 443 MB. Allocation, counted by the runtime, bounds what was kept.
 func TestUnverifiedBodiesAreNotKept(t *testing.T) {
-	srv := httptest.NewServer(server.New(server.Options{GitHubSecret: ghSecret, GitLabToken: glToken, Labels: labels, Events: &events{}}))
+	srv := httptest.NewServer(server.New(server.Options{Webhooks: webhooks(ghSecret, glToken), Labels: labels, Events: &events{}}))
 	t.Cleanup(srv.Close)
 	// What a post may keep before its proof is checked (1 MB, in blocks
 	// of 32 KB), and 4 MB for the connections, their buffers and the
@@ -130,7 +130,7 @@ func TestUnverifiedBodiesAreNotKept(t *testing.T) {
 // and the bytes allocated per flood; on Linux also the process's peak
 // resident set (VmHWM) at the end, which counts the whole test binary.
 func BenchmarkUnverifiedFlood(b *testing.B) {
-	srv := httptest.NewServer(server.New(server.Options{GitHubSecret: ghSecret, GitLabToken: glToken, Labels: labels, Events: &events{}}))
+	srv := httptest.NewServer(server.New(server.Options{Webhooks: webhooks(ghSecret, glToken), Labels: labels, Events: &events{}}))
 	b.Cleanup(srv.Close)
 	var peak, alloc uint64
 	for b.Loop() {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	ghforge "github.com/coding-agent/coding-agent/internal/forge/github"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -20,7 +21,7 @@ func (noEvents) Commented(task.Ref) {}
 // deliveries trickle in, a third is answered 503 with Retry-After without
 // its body being read; once they are done, the next is read again.
 func TestBodiesBeingReadAreCapped(t *testing.T) {
-	h := New(Options{GitHubSecret: "whsec", Reading: 2, Events: noEvents{}})
+	h := New(Options{Webhooks: []Webhook{{Forge: task.GitHub, Secret: "whsec", Hooks: ghforge.Hooks{}}}, Reading: 2, Events: noEvents{}})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	post := func(body io.Reader) (*http.Response, error) {

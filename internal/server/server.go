@@ -1,5 +1,5 @@
-// Package server is the HTTP listener of `serve`: the GitHub and GitLab
-// webhooks, which wake the producer or a task's checks at once instead of
+// Package server is the HTTP listener of `serve`: the forges' webhooks
+// (each read by its adapter's forge.Hooks), which wake the producer or a task's checks at once instead of
 // at the next poll, and /healthz, /readyz and /metrics for whoever runs the
 // process. A webhook only signals: the claim, the checks and the work stay
 // in the poll loops, which remain the fallback and the repair for a
@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
@@ -33,12 +34,9 @@ type Events interface {
 
 // Options configure the listener's handler.
 type Options struct {
-	// GitHubSecret verifies POST /webhooks/github (X-Hub-Signature-256);
-	// empty: the path is not served.
-	GitHubSecret string
-	// GitLabToken verifies POST /webhooks/gitlab (X-Gitlab-Token); empty:
-	// the path is not served.
-	GitLabToken string
+	// Webhooks are the forges' webhooks served, each at POST
+	// /webhooks/{forge}.
+	Webhooks []Webhook
 	// Labels' Bot and Paused say which label changes ask for the agent.
 	Labels task.Labels
 	// Watched reports whether the process works on the repository (GitHub
@@ -66,6 +64,14 @@ type Options struct {
 	// Now is the clock of the bodies remembered; nil → time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+}
+
+// Webhook is one forge's webhook: its deliveries, verified with Secret
+// and read by Hooks.
+type Webhook struct {
+	Forge  string // its name in the path, and the forge of its tasks
+	Secret string // the secret (or token) its deliveries prove
+	Hooks  forge.Hooks
 }
 
 // Limits of what a delivery may make the listener read and keep.
@@ -133,11 +139,8 @@ func New(o Options) *Handler {
 	if o.Metrics != nil {
 		h.mux.Handle("GET /metrics", o.Metrics)
 	}
-	if o.GitHubSecret != "" {
-		h.mux.Handle("POST /webhooks/github", h.webhook(github{secret: []byte(o.GitHubSecret), labels: o.Labels}))
-	}
-	if o.GitLabToken != "" {
-		h.mux.Handle("POST /webhooks/gitlab", h.webhook(gitlab{token: o.GitLabToken, labels: o.Labels}))
+	for _, w := range o.Webhooks {
+		h.mux.Handle("POST /webhooks/"+w.Forge, h.webhook(w))
 	}
 	return h
 }
@@ -163,47 +166,6 @@ func reply(w http.ResponseWriter, status int, msg string) {
 	_, _ = io.WriteString(w, msg+"\n")
 }
 
-// action is what one delivery asks.
-type action int
-
-const (
-	ignore action = iota
-	labelled
-	commented
-)
-
-// event is a delivery as the listener reads it.
-type event struct {
-	what   action
-	ref    task.Ref
-	id     int64  // GitLab's numeric project id; 0 on GitHub
-	author string // a comment's author
-	why    string // why it is ignored
-}
-
-// forgeHooks verifies and reads one forge's deliveries.
-type forgeHooks interface {
-	name() string
-	// admit checks what the headers prove, before any of the body is
-	// read: false refuses the delivery. The proof it returns verifies the
-	// body as the body is written through it; nil when the headers
-	// proved the delivery (GitLab's token).
-	admit(r *http.Request) (proof, bool)
-	// reads reports whether the listener reads the delivery's event;
-	// why not, when it does not. Only the body of an event read is kept.
-	reads(r *http.Request) (string, bool)
-	// ids are the delivery's ids: it is a duplicate when one was seen.
-	ids(r *http.Request) []string
-	// read turns the delivery into an event; an error is a malformed body.
-	read(r *http.Request, body []byte) (event, error)
-}
-
-// proof verifies a body written through it (GitHub's HMAC).
-type proof interface {
-	io.Writer
-	valid() bool
-}
-
 // Results of a delivery, as Options.Delivered is told.
 const (
 	Accepted     = "accepted"     // 202: the loops were signalled
@@ -219,10 +181,10 @@ const (
 // Retry-After), 202 acted on (the loops were signalled), 200 ignored
 // (another event, another repository, or a delivery seen before), each
 // with a line saying which.
-func (h *Handler) webhook(f forgeHooks) http.Handler {
+func (h *Handler) webhook(f Webhook) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		status, result, msg := h.deliver(f, w, r)
-		h.o.Delivered(f.name(), result)
+		h.o.Delivered(f.Forge, result)
 		if status == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", busyRetry)
 		}
@@ -235,14 +197,14 @@ func (h *Handler) webhook(f forgeHooks) http.Handler {
 // read; the body is verified as it streams in, and kept only when its
 // event is read and it fits maxKept, so that a delivery without the
 // forge's proof never makes the listener hold more than that.
-func (h *Handler) deliver(f forgeHooks, w http.ResponseWriter, r *http.Request) (int, string, string) {
-	log := h.o.Logger.With("forge", f.name(), "delivery", firstOf(f.ids(r)))
-	p, ok := f.admit(r)
+func (h *Handler) deliver(f Webhook, w http.ResponseWriter, r *http.Request) (int, string, string) {
+	log := h.o.Logger.With("forge", f.Forge, "delivery", firstOf(f.Hooks.IDs(r)))
+	p, ok := f.Hooks.Admit(r, f.Secret)
 	if !ok {
 		log.Warn("webhook delivery refused: missing or wrong signature", "remote", r.RemoteAddr)
 		return http.StatusUnauthorized, Unauthorized, "signature missing or wrong"
 	}
-	why, reads := f.reads(r)
+	why, reads := f.Hooks.Reads(r)
 	var body []byte
 	var digest *[sha256.Size]byte
 	if reads || p != nil {
@@ -261,42 +223,42 @@ func (h *Handler) deliver(f forgeHooks, w http.ResponseWriter, r *http.Request) 
 			}
 			return http.StatusBadRequest, Malformed, "reading the payload: " + err.Error()
 		}
-		if p != nil && !p.valid() {
+		if p != nil && !p.Valid() {
 			log.Warn("webhook delivery refused: missing or wrong signature", "remote", r.RemoteAddr)
 			return http.StatusUnauthorized, Unauthorized, "signature missing or wrong"
 		}
 		body, digest = kept, &sum
 	}
-	ev := event{why: why}
+	ev := forge.Ignored(why)
 	if reads {
 		var err error
-		if ev, err = f.read(r, body); err != nil {
+		if ev, err = f.Hooks.Read(r, body, h.o.Labels); err != nil {
 			log.Warn("webhook delivery refused: malformed payload", "error", err)
 			return http.StatusBadRequest, Malformed, err.Error()
 		}
 	}
 	switch {
-	case ev.what != ignore && !h.o.Watched(ev.ref.Forge, ev.ref.Repo, ev.id):
-		ev = event{why: fmt.Sprintf("%s is not a configured repository", ev.ref.Repo)}
-	case ev.what == commented && h.o.Self(ev.author):
-		ev = event{why: "the bot's own comment"}
+	case ev.What != forge.Nothing && !h.o.Watched(ev.Ref.Forge, ev.Ref.Repo, ev.ProjectID):
+		ev = forge.Ignored(fmt.Sprintf("%s is not a configured repository", ev.Ref.Repo))
+	case ev.What == forge.Commented && h.o.Self(ev.Author):
+		ev = forge.Ignored("the bot's own comment")
 	}
-	if !h.seen.add(f.name(), f.ids(r), digest) {
+	if !h.seen.add(f.Forge, f.Hooks.IDs(r), digest) {
 		log.Info("webhook delivery ignored: delivered before")
 		return http.StatusOK, Duplicate, "ignored: duplicate delivery"
 	}
-	switch ev.what {
-	case labelled:
-		log.Info("webhook: task may ask for the agent; producer woken", "task", ev.ref.String())
-		h.o.Events.Labelled(ev.ref)
-	case commented:
-		log.Info("webhook: comment on task; its checks woken", "task", ev.ref.String())
-		h.o.Events.Commented(ev.ref)
+	switch ev.What {
+	case forge.Labelled:
+		log.Info("webhook: task may ask for the agent; producer woken", "task", ev.Ref.String())
+		h.o.Events.Labelled(ev.Ref)
+	case forge.Commented:
+		log.Info("webhook: comment on task; its checks woken", "task", ev.Ref.String())
+		h.o.Events.Commented(ev.Ref)
 	default:
-		log.Debug("webhook delivery ignored", "reason", ev.why)
-		return http.StatusOK, Ignored, "ignored: " + ev.why
+		log.Debug("webhook delivery ignored", "reason", ev.Why)
+		return http.StatusOK, Ignored, "ignored: " + ev.Why
 	}
-	return http.StatusAccepted, Accepted, "accepted: " + ev.ref.String()
+	return http.StatusAccepted, Accepted, "accepted: " + ev.Ref.String()
 }
 
 // readBody reads r's body through p (nil: nothing to verify) and a
@@ -304,7 +266,7 @@ func (h *Handler) deliver(f forgeHooks, w http.ResponseWriter, r *http.Request) 
 // kept may hold maxKept bytes, one hashed only maxBody: reading stops
 // with an *http.MaxBytesError past that, or at once when Content-Length
 // says so.
-func readBody(w http.ResponseWriter, r *http.Request, p proof, keep bool) ([]byte, [sha256.Size]byte, error) {
+func readBody(w http.ResponseWriter, r *http.Request, p forge.Proof, keep bool) ([]byte, [sha256.Size]byte, error) {
 	var sum [sha256.Size]byte
 	limit := int64(maxBody)
 	if keep {

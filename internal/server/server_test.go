@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	ghforge "github.com/coding-agent/coding-agent/internal/forge/github"
+	glforge "github.com/coding-agent/coding-agent/internal/forge/gitlab"
 	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/server"
 	"github.com/coding-agent/coding-agent/internal/task"
@@ -107,7 +109,20 @@ func (l *listener) get(path string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func both() server.Options { return server.Options{GitHubSecret: ghSecret, GitLabToken: glToken} }
+func both() server.Options { return server.Options{Webhooks: webhooks(ghSecret, glToken)} }
+
+// webhooks are GitHub's webhook under ghSecret and GitLab's under glToken
+// ("": not served).
+func webhooks(ghSecret, glToken string) []server.Webhook {
+	var w []server.Webhook
+	if ghSecret != "" {
+		w = append(w, server.Webhook{Forge: task.GitHub, Secret: ghSecret, Hooks: ghforge.Hooks{}})
+	}
+	if glToken != "" {
+		w = append(w, server.Webhook{Forge: task.GitLab, Secret: glToken, Hooks: glforge.Hooks{}})
+	}
+	return w
+}
 
 func TestGitHubSignature(t *testing.T) {
 	gh := forgetest.NewGitHub(t)
@@ -364,7 +379,7 @@ func TestWebhookPathNeedsItsSecret(t *testing.T) {
 	gh := forgetest.NewGitHub(t)
 	gh.AddRepo("acme/app")
 	n := gh.AddIssue("acme/app", forgetest.IssueSeed{Title: "t", Author: "alice"})
-	l := newListener(t, server.Options{GitLabToken: glToken})
+	l := newListener(t, server.Options{Webhooks: webhooks("", glToken)})
 	if status, _ := l.send("/webhooks/github", gh.LabelHook("acme/app", n, "coding agent", "alice", "")); status != http.StatusNotFound {
 		t.Fatalf("status %d, want 404", status)
 	}

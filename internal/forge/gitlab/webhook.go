@@ -1,4 +1,4 @@
-package server
+package gitlab
 
 import (
 	"crypto/sha256"
@@ -8,35 +8,33 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
-// gitlab reads GitLab's deliveries: X-Gitlab-Event names the hook,
-// X-Gitlab-Token carries the secret token as configured on the hook,
+// Hooks reads GitLab's webhook deliveries: X-Gitlab-Event names the
+// hook, X-Gitlab-Token carries the secret token as configured on the hook,
 // X-Gitlab-Event-UUID is the event's id (the same for every hook the event
 // fires) and Idempotency-Key the delivery's (kept by a retry).
-type gitlab struct {
-	token  string
-	labels task.Labels
-}
+type Hooks struct{}
 
-func (gitlab) name() string { return task.GitLab }
+var _ forge.Hooks = Hooks{}
 
-// admit compares X-Gitlab-Token with the token before the body is read;
+// Admit compares X-Gitlab-Token with the token before the body is read;
 // it compares digests, so that neither the token's bytes nor its length
 // shows in the time taken. The body has nothing more to verify.
-func (g gitlab) admit(r *http.Request) (proof, bool) {
+func (Hooks) Admit(r *http.Request, secret string) (forge.Proof, bool) {
 	got := r.Header.Get("X-Gitlab-Token")
 	if got == "" {
 		return nil, false
 	}
-	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(g.token))
+	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(secret))
 	return nil, subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
-// reads: the Issue, Merge Request and Note Hooks; the body of another is
+// Reads: the Issue, Merge Request and Note Hooks; the body of another is
 // not read at all.
-func (gitlab) reads(r *http.Request) (string, bool) {
+func (Hooks) Reads(r *http.Request) (string, bool) {
 	switch hook := r.Header.Get("X-Gitlab-Event"); hook {
 	case "Issue Hook", "Confidential Issue Hook", "Merge Request Hook", "Note Hook", "Confidential Note Hook":
 		return "", true
@@ -45,21 +43,22 @@ func (gitlab) reads(r *http.Request) (string, bool) {
 	}
 }
 
-func (gitlab) ids(r *http.Request) []string {
+// IDs are the delivery's and the event's ids.
+func (Hooks) IDs(r *http.Request) []string {
 	return []string{r.Header.Get("Idempotency-Key"), r.Header.Get("X-Gitlab-Event-UUID")}
 }
 
-type glLabel struct {
+type hookLabel struct {
 	Title string `json:"title"`
 }
 
-type glIID struct {
+type hookIID struct {
 	IID int `json:"iid"`
 }
 
-// glPayload is the part of an Issue, Merge Request or Note Hook payload the
+// hookPayload is the part of an Issue, Merge Request or Note Hook payload the
 // listener reads.
-type glPayload struct {
+type hookPayload struct {
 	ObjectKind string `json:"object_kind"`
 	User       struct {
 		Username string `json:"username"`
@@ -73,43 +72,44 @@ type glPayload struct {
 		Action       string `json:"action"`
 		NoteableType string `json:"noteable_type"`
 	} `json:"object_attributes"`
-	Labels  []glLabel `json:"labels"`
+	Labels  []hookLabel `json:"labels"`
 	Changes struct {
 		Labels *struct {
-			Previous []glLabel `json:"previous"`
-			Current  []glLabel `json:"current"`
+			Previous []hookLabel `json:"previous"`
+			Current  []hookLabel `json:"current"`
 		} `json:"labels"`
 	} `json:"changes"`
-	Issue        *glIID `json:"issue"`
-	MergeRequest *glIID `json:"merge_request"`
+	Issue        *hookIID `json:"issue"`
+	MergeRequest *hookIID `json:"merge_request"`
 }
 
-func (g gitlab) read(r *http.Request, body []byte) (event, error) {
+// Read reads an Issue, Merge Request or Note Hook delivery.
+func (Hooks) Read(r *http.Request, body []byte, labels task.Labels) (forge.Event, error) {
 	hook := r.Header.Get("X-Gitlab-Event")
-	var p glPayload
+	var p hookPayload
 	if err := json.Unmarshal(body, &p); err != nil {
-		return event{}, fmt.Errorf("reading the %s payload: %w", hook, err)
+		return forge.Event{}, fmt.Errorf("reading the %s payload: %w", hook, err)
 	}
 	if p.Project == nil || p.Project.PathWithNamespace == "" {
-		return event{}, fmt.Errorf("the %s payload names no project", hook)
+		return forge.Event{}, fmt.Errorf("the %s payload names no project", hook)
 	}
 	ref := task.Ref{Forge: task.GitLab, Repo: p.Project.PathWithNamespace}
 	a := p.ObjectAttributes
 	if p.ObjectKind == "note" {
 		switch {
 		case a.Action != "" && a.Action != "create":
-			return event{why: "note " + a.Action}, nil
+			return forge.Ignored("note " + a.Action), nil
 		case a.NoteableType == "Issue" && p.Issue != nil:
 			ref.Kind, ref.Number = task.Issue, p.Issue.IID
 		case a.NoteableType == "MergeRequest" && p.MergeRequest != nil:
 			ref.Kind, ref.Number = task.MergeRequest, p.MergeRequest.IID
 		default:
-			return event{why: fmt.Sprintf("a note on a %s", a.NoteableType)}, nil
+			return forge.Ignored(fmt.Sprintf("a note on a %s", a.NoteableType)), nil
 		}
 		if ref.Number <= 0 {
-			return event{}, fmt.Errorf("the %s payload names no iid", hook)
+			return forge.Event{}, fmt.Errorf("the %s payload names no iid", hook)
 		}
-		return event{what: commented, ref: ref, id: p.Project.ID, author: p.User.Username}, nil
+		return forge.Event{What: forge.Commented, Ref: ref, ProjectID: p.Project.ID, Author: p.User.Username}, nil
 	}
 	switch p.ObjectKind {
 	case "issue":
@@ -117,15 +117,15 @@ func (g gitlab) read(r *http.Request, body []byte) (event, error) {
 	case "merge_request":
 		ref.Kind = task.MergeRequest
 	default:
-		return event{why: fmt.Sprintf("object_kind %q is not read", p.ObjectKind)}, nil
+		return forge.Ignored(fmt.Sprintf("object_kind %q is not read", p.ObjectKind)), nil
 	}
 	if ref.Number = a.IID; ref.Number <= 0 {
-		return event{}, fmt.Errorf("the %s payload names no iid", hook)
+		return forge.Event{}, fmt.Errorf("the %s payload names no iid", hook)
 	}
-	has := func(ls []glLabel, name string) bool {
-		return name != "" && slices.ContainsFunc(ls, func(l glLabel) bool { return l.Title == name })
+	has := func(ls []hookLabel, name string) bool {
+		return name != "" && slices.ContainsFunc(ls, func(l hookLabel) bool { return l.Title == name })
 	}
-	ev := event{what: labelled, ref: ref, id: p.Project.ID}
+	ev := forge.Event{What: forge.Labelled, Ref: ref, ProjectID: p.Project.ID}
 	if c := p.Changes.Labels; c != nil {
 		var added, removed []string
 		for _, l := range c.Current {
@@ -138,12 +138,15 @@ func (g gitlab) read(r *http.Request, body []byte) (event, error) {
 				removed = append(removed, l.Title)
 			}
 		}
-		if g.labels.Asks(added, removed) {
+		if labels.Asks(added, removed) {
 			return ev, nil
 		}
 	}
-	if asks(a.Action, "", has(p.Labels, g.labels.Bot), g.labels) {
+	if forge.Asks(labels, a.Action, "", has(p.Labels, labels.Bot)) {
 		return ev, nil
 	}
-	return event{why: fmt.Sprintf("%s %s does not ask for the agent", p.ObjectKind, a.Action)}, nil
+	return forge.Ignored(fmt.Sprintf("%s %s does not ask for the agent", p.ObjectKind, a.Action)), nil
 }
+
+// Kind is GitLab, as the registry of forges knows it.
+var Kind = forge.Kind{Name: task.GitLab, GitUser: "oauth2", BotAdvice: "a project access token (its user is a bot)", Hooks: Hooks{}}
