@@ -72,7 +72,7 @@ type hookLabel struct {
 type hookItem struct {
 	Number      int             `json:"number"`
 	PullRequest json.RawMessage `json:"pull_request"` // on an issue: present when it is a pull request
-	Labels      []hookLabel       `json:"labels"`
+	Labels      []hookLabel     `json:"labels"`
 }
 
 // hookPayload is the part of an issues, pull_request or issue_comment
