@@ -15,6 +15,7 @@ import (
 const (
 	GitHub = "github"
 	GitLab = "gitlab"
+	Gitea  = "gitea" // Gitea and Forgejo
 )
 
 // ForgeFacts are what the daemon knows of a forge's tasks, wherever it
@@ -38,6 +39,7 @@ type ForgeFacts struct {
 var Forges = map[string]ForgeFacts{
 	GitHub: {Change: "pull request", ChangeKind: PullRequest, RepoForm: "owner/name", MaxComment: 65536},
 	GitLab: {Change: "merge request", ChangeKind: MergeRequest, Nested: true, RepoForm: "group/project", MaxComment: 1000000},
+	Gitea:  {Change: "pull request", ChangeKind: PullRequest, RepoForm: "owner/name", MaxComment: 65536},
 }
 
 // Facts are the facts of r's forge (zero for a forge not in Forges).
