@@ -2,7 +2,7 @@ package config
 
 import (
 	"bytes"
-	_ "embed"
+	"embed"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,10 +12,13 @@ import (
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
-//go:embed starter/config.yaml.tmpl
-var starterText string
+// The starter's text: config.yaml.tmpl, and a file per forge (named by
+// its task_source) that defines its "section" and its "webhook" line.
+//
+//go:embed starter
+var starterFiles embed.FS
 
-var starterTemplate = template.Must(template.New("config.yaml").Parse(starterText))
+var starterTemplate = template.Must(template.ParseFS(starterFiles, "starter/config.yaml.tmpl"))
 
 // Providers are the values of llm.provider.
 var Providers = []string{ProviderOpenAI, ProviderOllama, ProviderLMStudio}
@@ -60,8 +63,12 @@ func StarterIn(forge, provider, output, language string) ([]byte, error) {
 		"ProviderTitle": map[string]string{ProviderOpenAI: "an OpenAI model", ProviderOllama: "a model served by Ollama",
 			ProviderLMStudio: "a model served by LM Studio"}[provider],
 	}
+	t, err := template.Must(starterTemplate.Clone()).ParseFS(starterFiles, "starter/"+forge+".yaml.tmpl")
+	if err != nil {
+		return nil, fmt.Errorf("writing the starter config: %w", err)
+	}
 	var b bytes.Buffer
-	if err := starterTemplate.Execute(&b, data); err != nil {
+	if err := t.ExecuteTemplate(&b, "config.yaml.tmpl", data); err != nil {
 		return nil, fmt.Errorf("writing the starter config: %w", err)
 	}
 	return b.Bytes(), nil
