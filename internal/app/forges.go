@@ -9,6 +9,7 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/config"
 	"github.com/coding-agent/coding-agent/internal/forge"
+	giteaforge "github.com/coding-agent/coding-agent/internal/forge/gitea"
 	ghforge "github.com/coding-agent/coding-agent/internal/forge/github"
 	glforge "github.com/coding-agent/coding-agent/internal/forge/gitlab"
 	"github.com/coding-agent/coding-agent/internal/server"
@@ -41,6 +42,7 @@ type adapter interface {
 var forges = registry(
 	forgeKind{ghforge.Kind, openGitHub},
 	forgeKind{glforge.Kind, openGitLab},
+	forgeKind{giteaforge.Kind, openGitea},
 )
 
 func registry(kinds ...forgeKind) map[string]forgeKind {
@@ -75,6 +77,16 @@ func openGitLab(a *App, client *http.Client) (adapter, func(context.Context) (st
 		Group: c.Group, HTTPClient: client, Logger: a.Log, Sleep: a.o.Sleep})
 	if err != nil {
 		return nil, nil, fmt.Errorf("setting up GitLab: %w", err)
+	}
+	return f, func(context.Context) (string, error) { return c.Token.Reveal(), nil }, nil
+}
+
+func openGitea(a *App, client *http.Client) (adapter, func(context.Context) (string, error), error) {
+	c := a.cfg.Gitea
+	f, err := giteaforge.New(giteaforge.Options{APIURL: c.APIURL, Token: c.Token.Reveal(), Repositories: c.Repositories,
+		Owner: c.Owner, HTTPClient: client, Logger: a.Log, Sleep: a.o.Sleep})
+	if err != nil {
+		return nil, nil, fmt.Errorf("setting up Gitea: %w", err)
 	}
 	return f, func(context.Context) (string, error) { return c.Token.Reveal(), nil }, nil
 }

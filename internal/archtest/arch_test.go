@@ -26,6 +26,7 @@ var (
 	adapters = map[string]string{
 		"internal/forge/github":   "internal/forge",
 		"internal/forge/gitlab":   "internal/forge",
+		"internal/forge/gitea":    "internal/forge",
 		"internal/llm/openai":     "internal/llm",
 		"internal/llm/ollama":     "internal/llm",
 		"internal/llm/tokens":     "internal/llm",
@@ -55,12 +56,12 @@ var (
 		"deploy"} // tests only: the Dockerfile, compose.yaml and the systemd unit
 	// required must exist: the rules below would pass vacuously without them.
 	required = []string{"internal/task", "internal/forge", "internal/llm", "internal/store", "internal/queue",
-		"internal/forge/github", "internal/forge/gitlab", "internal/llm/openai", "internal/llm/ollama",
+		"internal/forge/github", "internal/forge/gitlab", "internal/forge/gitea", "internal/llm/openai", "internal/llm/ollama",
 		"internal/store/sqlite", "internal/store/postgres", "internal/queue/memqueue", "internal/queue/rabbitmq", "internal/agent", "internal/report",
 		"internal/worker", "internal/toolhost", "internal/workspace", "internal/app", "cmd/coding-agent"}
 	// vendorSDKs are the forge and model client libraries and the database
 	// and broker drivers only adapters use.
-	vendorSDKs = []string{"github.com/google/go-github/", "gitlab.com/gitlab-org/api/client-go",
+	vendorSDKs = []string{"github.com/google/go-github/", "gitlab.com/gitlab-org/api/client-go", "code.gitea.io/sdk/gitea",
 		"github.com/openai/openai-go", "github.com/ollama/ollama", "github.com/jackc/pgx/", "github.com/rabbitmq/amqp091-go"}
 )
 

@@ -103,6 +103,7 @@ type Config struct {
 	Database         Database         `yaml:"database"`            // a shared PostgreSQL store instead of the embedded one
 	GitHub           GitHub           `yaml:"github"`              // read when TaskSource is github
 	GitLab           GitLab           `yaml:"gitlab"`              // read when TaskSource is gitlab
+	Gitea            Gitea            `yaml:"gitea"`               // read when TaskSource is gitea (Gitea or Forgejo)
 	LLM              LLM              `yaml:"llm"`                 // model provider settings
 	MCPServers       []MCPServer      `yaml:"mcp_servers"`         // tool servers started over stdio
 	Tools            Tools            `yaml:"tools"`               // limits on tool calls
@@ -318,6 +319,7 @@ type Server struct {
 	Listen              string `yaml:"listen"`                // host:port, e.g. 127.0.0.1:8080 (port 0: any free port); "": no listener
 	GitHubWebhookSecret Secret `yaml:"github_webhook_secret"` // serves POST /webhooks/github, verified with it
 	GitLabWebhookToken  Secret `yaml:"gitlab_webhook_token"`  // serves POST /webhooks/gitlab, verified with it
+	GiteaWebhookSecret  Secret `yaml:"gitea_webhook_secret"`  // serves POST /webhooks/gitea (Gitea and Forgejo), verified with it
 }
 
 // Logging is the logging section.

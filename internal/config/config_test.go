@@ -109,6 +109,7 @@ func TestGitHubOpenAIExample(t *testing.T) {
 			AwaitingResponseLabel: "coding agent awaiting response",
 		},
 		GitLab: config.Default().GitLab,
+		Gitea:  config.Default().Gitea,
 		LLM: config.LLM{
 			Provider: "openai", FunctionCalling: true, TimeoutSeconds: 600, CompactAt: 0.7,
 			OpenAI: config.OpenAI{BaseURL: "https://api.openai.com/v1", APIKey: "sk-example",

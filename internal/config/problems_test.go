@@ -198,7 +198,7 @@ func TestEmptyFileListsRequiredKeys(t *testing.T) {
 	got := problems(t, "# nothing yet\n", nil)
 	want := config.Problems{
 		{Path: "llm.provider", Msg: "required (one of: openai, lmstudio, ollama)"},
-		{Path: "task_source", Msg: "required (one of: github, gitlab)"},
+		{Path: "task_source", Msg: "required (one of: gitea, github, gitlab)"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
@@ -258,7 +258,7 @@ func TestValidateRequiredPerSourceAndProvider(t *testing.T) {
 		}},
 		{"task_source: svn\nllm: {provider: gpt}\n", config.Problems{
 			{Path: "llm.provider", Msg: "must be one of: openai, lmstudio, ollama", Line: 2},
-			{Path: "task_source", Msg: "must be one of: github, gitlab", Line: 1},
+			{Path: "task_source", Msg: "must be one of: gitea, github, gitlab", Line: 1},
 		}},
 		{"task_source: github\ngithub: {token: t, owner: a/b, api_url: \"ftp://x\", failed_label: \"\"}\n" +
 			"llm: {provider: openai, openai: {model: m, api_key: k, base_url: /v1, max_token: -1}}\n", config.Problems{

@@ -21,8 +21,11 @@ func TestEverySectionHasEveryLabel(t *testing.T) {
 			}
 		}
 		where := "owner: acme"
-		if source == task.GitLab {
+		switch source {
+		case task.GitLab:
 			where = "group: acme"
+		case task.Gitea:
+			where = "owner: acme\n  api_url: https://gitea.example.com"
 		}
 		c, _ = mustParse(t, "task_source: "+source+"\n"+source+":\n  token: t\n  "+where+
 			"\n  awaiting_response_label: waiting\nllm:\n  provider: lmstudio\n  lmstudio:\n    model: m\n", nil)

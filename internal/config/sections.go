@@ -43,6 +43,7 @@ type forgeSection interface {
 var sections = map[string]func(c *Config) forgeSection{
 	task.GitHub: func(c *Config) forgeSection { return &c.GitHub },
 	task.GitLab: func(c *Config) forgeSection { return &c.GitLab },
+	task.Gitea:  func(c *Config) forgeSection { return &c.Gitea },
 }
 
 // section is the section of the configured task_source; nil for a value
