@@ -24,7 +24,8 @@ const (
 	exitUsage   = 2 // bad command line or bad config
 )
 
-const usage = `usage: coding-agent <command> [flags]
+// usage is the command line's help; %[1]s is the forges (task_source's values).
+var usage = fmt.Sprintf(`usage: coding-agent <command> [flags]
 
 commands:
   run            one pass: discover labelled tasks, process them all, exit [--dry-run]
@@ -41,13 +42,13 @@ commands:
   doctor         check every configured service and say what to fix [--fix creates missing labels]
   config check [FILE]
                  validate the config file and list every problem
-  init           write a starter config: --forge github|gitlab --provider openai|ollama|lmstudio
+  init           write a starter config: --forge %[1]s --provider openai|ollama|lmstudio
   health         probe the running serve's GET /healthz at server.listen (exit 0 when it answers 200)
   version        print the version and commit (also --version)
 
 Every command but init and version reads --config FILE (default config.yaml).
 coding-agent <command> --help lists the command's own flags.
-`
+`, strings.Join(config.Forges, "|"))
 
 // flags are the values a command's flags set.
 type flags struct {
@@ -273,7 +274,7 @@ func loadConfig(path string, load func(string) (*config.Config, []config.Warning
 	if err != nil {
 		fmt.Fprintf(stderr, "config %s:\n%s\n", path, indent(err))
 		if errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(stderr, "write a starter config with `coding-agent init --forge github|gitlab --provider openai|ollama|lmstudio --output %s`, or name yours with --config FILE\n", path)
+			fmt.Fprintf(stderr, "write a starter config with `coding-agent init --forge %s --provider openai|ollama|lmstudio --output %s`, or name yours with --config FILE\n", strings.Join(config.Forges, "|"), path)
 		}
 		return nil, exitUsage, false
 	}
@@ -301,7 +302,7 @@ func checkConfig(cmd command, f flags, pos []string, stdout, stderr io.Writer) i
 // unless --force.
 func initConfig(f flags, stdout, stderr io.Writer) int {
 	if f.forge == "" || f.provider == "" {
-		fmt.Fprintln(stderr, "usage: coding-agent init --forge github|gitlab --provider openai|ollama|lmstudio [--language en|ja] [--output FILE] [--force]")
+		fmt.Fprintf(stderr, "usage: coding-agent init --forge %s --provider openai|ollama|lmstudio [--language en|ja] [--output FILE] [--force]\n", strings.Join(config.Forges, "|"))
 		return exitUsage
 	}
 	data, err := config.StarterIn(f.forge, f.provider, f.output, f.language)
