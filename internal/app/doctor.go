@@ -61,7 +61,7 @@ func (a *App) doctorForge(ctx context.Context, d *doctor, fix bool) {
 	if acct.Bot {
 		d.line("ok", "forge", "%s: acting as @%s, a bot user", a.cfg.TaskSource, acct.Login)
 	} else {
-		fixWith := "a dedicated account or " + forges[a.cfg.TaskSource].BotAdvice
+		fixWith := forges[a.cfg.TaskSource].BotAdvice
 		d.line("warn", "forge", "%s: acting as @%s, a user account: comments written as @%s are taken for the agent's own "+
 			"and never heard; if that is you, use %s", a.cfg.TaskSource, acct.Login, acct.Login, fixWith)
 	}

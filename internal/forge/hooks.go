@@ -85,8 +85,8 @@ type Kind struct {
 	Name string
 	// GitUser is the user git names with the token as its password.
 	GitUser string
-	// BotAdvice is how else to act as a bot user than a dedicated
-	// account, for doctor.
+	// BotAdvice is how to act as an account nobody else writes as, for
+	// doctor: "a dedicated account or …".
 	BotAdvice string
 	// Hooks reads the forge's webhook deliveries.
 	Hooks Hooks

@@ -16,7 +16,7 @@ import (
 
 // Kind is Gitea (and Forgejo), as the registry of forges knows it.
 var Kind = forge.Kind{Name: task.Gitea, GitUser: "oauth2",
-	BotAdvice: "a user made for the agent alone (Gitea's API marks no user as a bot)", Hooks: Hooks{}}
+	BotAdvice: "a dedicated account (Gitea's API marks no user as a bot)", Hooks: Hooks{}}
 
 // Hooks reads Gitea's and Forgejo's webhook deliveries: X-Gitea-Event (or
 // X-Forgejo-Event) names the event, X-Gitea-Delivery (X-Forgejo-Delivery)

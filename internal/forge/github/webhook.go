@@ -131,4 +131,4 @@ func (Hooks) Read(r *http.Request, body []byte, labels task.Labels) (forge.Event
 }
 
 // Kind is GitHub, as the registry of forges knows it.
-var Kind = forge.Kind{Name: task.GitHub, GitUser: "x-access-token", BotAdvice: "a GitHub App (github.app)", Hooks: Hooks{}}
+var Kind = forge.Kind{Name: task.GitHub, GitUser: "x-access-token", BotAdvice: "a dedicated account or a GitHub App (github.app)", Hooks: Hooks{}}

@@ -149,4 +149,4 @@ func (Hooks) Read(r *http.Request, body []byte, labels task.Labels) (forge.Event
 }
 
 // Kind is GitLab, as the registry of forges knows it.
-var Kind = forge.Kind{Name: task.GitLab, GitUser: "oauth2", BotAdvice: "a project access token (its user is a bot)", Hooks: Hooks{}}
+var Kind = forge.Kind{Name: task.GitLab, GitUser: "oauth2", BotAdvice: "a dedicated account or a project access token (its user is a bot)", Hooks: Hooks{}}
