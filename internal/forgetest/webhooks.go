@@ -35,14 +35,23 @@ func (d Delivery) Send(client *http.Client, url string) (*http.Response, error) 
 	return client.Do(req)
 }
 
-// ID is the delivery's id: X-GitHub-Delivery, or GitLab's Idempotency-Key.
+// ID is the delivery's id: X-Gitea-Delivery, X-GitHub-Delivery, or
+// GitLab's Idempotency-Key.
 func (d Delivery) ID() string {
-	return cmp.Or(d.Header.Get("X-GitHub-Delivery"), d.Header.Get("Idempotency-Key"))
+	return cmp.Or(d.Header.Get("X-Gitea-Delivery"), d.Header.Get("X-GitHub-Delivery"), d.Header.Get("Idempotency-Key"))
 }
 
 // WithSecret is d as a hook with another secret sends it: signed with it
-// (GitHub), or carrying it as the token (GitLab).
+// (GitHub, Gitea), or carrying it as the token (GitLab).
 func (d Delivery) WithSecret(secret string) Delivery {
+	if event := d.Header.Get("X-Gitea-Event"); event != "" {
+		out := giteaDelivery(event, d.Header.Get("X-Gitea-Event-Type"), d.Body, secret)
+		h := d.Header.Clone()
+		for _, k := range []string{"X-Gitea-Signature", "X-Forgejo-Signature", "X-Hub-Signature-256"} {
+			h.Set(k, out.Header.Get(k))
+		}
+		return Delivery{Header: h, Body: d.Body}
+	}
 	if event := d.Header.Get("X-GitHub-Event"); event != "" {
 		out := githubDelivery(event, 0, d.Body, secret)
 		h := d.Header.Clone()

@@ -23,27 +23,126 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/forge/gitea"
+	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
-// The contract tests run against a Gitea (or Forgejo) instance named by
-// CODING_AGENT_GITEA_URL, with an administrator's token in
-// CODING_AGENT_GITEA_ADMIN_TOKEN: they make their own users, repository,
-// labels and issues there, named afresh each run. docs/design.md says how
-// to build and start Gitea 1.26 here. Without the variables they are
-// skipped.
-type instance struct {
-	t     *testing.T
-	url   string
-	admin string
+// The contract tests run against the emulator (forgetest.Gitea) and,
+// when CODING_AGENT_GITEA_URL names one with an administrator's token in
+// CODING_AGENT_GITEA_ADMIN_TOKEN, against a real Gitea (or Forgejo) as
+// well: the same checks, so the emulator answers as Gitea does where the
+// adapter looks. On the real one they make their own users, repository,
+// labels and issues, named afresh each run. docs/design.md says how to
+// build and start Gitea 1.26 here.
+
+// backend is where a world lives: what the tests do as people, and the
+// repository's state read without the adapter.
+type backend interface {
+	// issue opens an issue as alice carrying labels (made when missing).
+	issue(w *world, title string, labels []string) int
+	comment(w *world, n int, user, body string) int64
+	addLabel(w *world, n int, label, user string)
+	setPermission(w *world, user, perm string)
+	// reactions are the reactions on issue n.
+	reactions(w *world, n int) []string
+	// hooked sends to target the deliveries of bob labelling issue n with
+	// label and commenting on it, signed with secret.
+	hooked(w *world, target, secret string, n int, label string)
 }
 
-func realGitea(t *testing.T) *instance {
+// world is one run's users and repository: alice owns it, bob may write,
+// carol may read, bot is the agent (an administrator of it).
+type world struct {
+	t                      *testing.T
+	b                      backend
+	url                    string
+	repo                   string
+	bot, alice, bob, carol string
+	botTok                 string
+	client                 *gitea.Client
+	ownerClient            *gitea.Client
+}
+
+// both runs f on a world of the emulator, and of the real Gitea if any.
+func both(t *testing.T, f func(t *testing.T, w *world)) {
+	t.Run("emulator", func(t *testing.T) { f(t, emulated(t)) })
+	t.Run("gitea", func(t *testing.T) { f(t, real(t)) })
+}
+
+func (w *world) clients() {
+	var err error
+	if w.client, err = gitea.New(gitea.Options{APIURL: w.url, Token: w.botTok, Repositories: []string{w.repo}}); err != nil {
+		w.t.Fatal(err)
+	}
+	if w.ownerClient, err = gitea.New(gitea.Options{APIURL: w.url + "/api/v1/", Token: w.botTok, Owner: w.alice}); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// emu is the emulator as a backend.
+type emu struct{ g *forgetest.Gitea }
+
+func emulated(t *testing.T) *world {
+	g := forgetest.NewGitea(t)
+	w := &world{t: t, b: emu{g}, url: g.URL(), bot: g.BotUsername, alice: "alice", bob: "bob", carol: "carol", botTok: g.Token}
+	w.repo = "alice/app"
+	g.AddRepo(w.repo)
+	g.SetPermission(w.repo, "bob", "write")
+	w.clients()
+	return w
+}
+
+func (e emu) issue(w *world, title string, labels []string) int {
+	return e.g.AddIssue(w.repo, forgetest.IssueSeed{Title: title, Body: "body of " + title, Author: w.alice, Labels: labels})
+}
+func (e emu) comment(w *world, n int, user, body string) int64 {
+	return e.g.AddComment(w.repo, n, user, body)
+}
+func (e emu) addLabel(w *world, n int, label, user string) { e.g.AddLabelBy(w.repo, n, label, user) }
+func (e emu) setPermission(w *world, user, perm string)    { e.g.SetPermission(w.repo, user, perm) }
+func (e emu) reactions(w *world, n int) []string           { return e.g.Reactions(w.repo, n, 0) }
+func (e emu) hooked(w *world, target, secret string, n int, label string) {
+	for _, d := range []forgetest.Delivery{e.g.LabelHook(w.repo, n, label, w.bob, secret), e.g.CommentHook(w.repo, n, w.bob, "hi", secret)} {
+		resp, err := d.Send(http.DefaultClient, target)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+}
+
+// instance is a real Gitea as a backend.
+type instance struct {
+	t        *testing.T
+	url      string
+	admin    string
+	aliceTok string
+	bobTok   string
+	labelIDs map[string]int64
+}
+
+func real(t *testing.T) *world {
 	u, tok := os.Getenv("CODING_AGENT_GITEA_URL"), os.Getenv("CODING_AGENT_GITEA_ADMIN_TOKEN")
 	if u == "" || tok == "" {
 		t.Skip("CODING_AGENT_GITEA_URL and CODING_AGENT_GITEA_ADMIN_TOKEN name no Gitea to test against")
 	}
-	return &instance{t: t, url: strings.TrimRight(u, "/"), admin: tok}
+	g := &instance{t: t, url: strings.TrimRight(u, "/"), admin: tok, labelIDs: map[string]int64{}}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	s := hex.EncodeToString(b)
+	w := &world{t: t, b: g, url: g.url}
+	w.bot, w.botTok = g.user("bot", s)
+	w.alice, g.aliceTok = g.user("alice", s)
+	w.bob, g.bobTok = g.user("bob", s)
+	w.carol, _ = g.user("carol", s)
+	w.repo = w.alice + "/app"
+	g.call("POST", "/user/repos", g.aliceTok, map[string]any{"name": "app", "auto_init": true, "default_branch": "main"}, nil, http.StatusCreated)
+	g.call("PUT", "/repos/"+w.repo+"/collaborators/"+w.bob, g.aliceTok, map[string]any{"permission": "write"}, nil, http.StatusNoContent)
+	// The bot administers the repository: Gitea shows others'
+	// permissions to administrators only (CanWrite).
+	g.call("PUT", "/repos/"+w.repo+"/collaborators/"+w.bot, g.aliceTok, map[string]any{"permission": "admin"}, nil, http.StatusNoContent)
+	w.clients()
+	return w
 }
 
 // call sends method path with body as JSON under token (or basic auth
@@ -93,79 +192,86 @@ func (g *instance) user(prefix, suffix string) (login, token string) {
 	return login, tk.SHA1
 }
 
-// world is one run's users and repository: alice owns it, bob may write,
-// carol may not, bot is the agent.
-type world struct {
-	*instance
-	repo                     string
-	bot, alice, bob, carol   string
-	botTok, aliceTok, bobTok string
-	client                   *gitea.Client
-	ownerClient              *gitea.Client
-	labelIDs                 map[string]int64
-}
-
-func newWorld(t *testing.T) *world {
-	g := realGitea(t)
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	s := hex.EncodeToString(b)
-	w := &world{instance: g, labelIDs: map[string]int64{}}
-	w.bot, w.botTok = g.user("bot", s)
-	w.alice, w.aliceTok = g.user("alice", s)
-	w.bob, w.bobTok = g.user("bob", s)
-	w.carol, _ = g.user("carol", s)
-	w.repo = w.alice + "/app"
-	g.call("POST", "/user/repos", w.aliceTok, map[string]any{"name": "app", "auto_init": true, "default_branch": "main"}, nil, http.StatusCreated)
-	g.call("PUT", "/repos/"+w.repo+"/collaborators/"+w.bob, w.aliceTok, map[string]any{"permission": "write"}, nil, http.StatusNoContent)
-	// The bot administers the repository: Gitea shows others'
-	// permissions to administrators only (CanWrite).
-	g.call("PUT", "/repos/"+w.repo+"/collaborators/"+w.bot, w.aliceTok, map[string]any{"permission": "admin"}, nil, http.StatusNoContent)
-	var err error
-	if w.client, err = gitea.New(gitea.Options{APIURL: g.url, Token: w.botTok, Repositories: []string{w.repo}}); err != nil {
-		t.Fatal(err)
-	}
-	if w.ownerClient, err = gitea.New(gitea.Options{APIURL: g.url + "/api/v1/", Token: w.botTok, Owner: w.alice}); err != nil {
-		t.Fatal(err)
-	}
-	return w
-}
-
-func (w *world) label(ctx context.Context, name string) int64 {
-	w.t.Helper()
-	if id, ok := w.labelIDs[name]; ok {
+func (g *instance) label(w *world, name string) int64 {
+	g.t.Helper()
+	if id, ok := g.labelIDs[name]; ok {
 		return id
 	}
-	if err := w.client.CreateLabel(ctx, w.repo, name, "#1d76db"); err != nil {
-		w.t.Fatal(err)
+	var l struct {
+		ID int64 `json:"id"`
 	}
-	var ls []struct {
-		ID   int64  `json:"id"`
-		Name string `json:"name"`
-	}
-	w.call("GET", "/repos/"+w.repo+"/labels?limit=50", w.aliceTok, nil, &ls, http.StatusOK)
-	for _, l := range ls {
-		w.labelIDs[l.Name] = l.ID
-	}
-	return w.labelIDs[name]
+	g.call("POST", "/repos/"+w.repo+"/labels", g.aliceTok, map[string]any{"name": name, "color": "#1d76db"}, &l, http.StatusCreated)
+	g.labelIDs[name] = l.ID
+	return l.ID
 }
 
-// issue opens an issue as alice with labels.
-func (w *world) issue(ctx context.Context, title string, labels ...string) task.Ref {
-	w.t.Helper()
+func (g *instance) issue(w *world, title string, labels []string) int {
 	ids := []int64{}
 	for _, l := range labels {
-		ids = append(ids, w.label(ctx, l))
+		ids = append(ids, g.label(w, l))
 	}
 	var is struct {
 		Number int `json:"number"`
 	}
-	w.call("POST", "/repos/"+w.repo+"/issues", w.aliceTok, map[string]any{"title": title, "body": "body of " + title, "labels": ids}, &is, http.StatusCreated)
-	return task.Ref{Forge: task.Gitea, Repo: w.repo, Kind: task.Issue, Number: is.Number}
+	g.call("POST", "/repos/"+w.repo+"/issues", g.aliceTok, map[string]any{"title": title, "body": "body of " + title, "labels": ids}, &is, http.StatusCreated)
+	return is.Number
 }
 
-func TestContractReadAndTalk(t *testing.T) {
-	w := newWorld(t)
+func (g *instance) token(w *world, user string) string {
+	if user == w.bob {
+		return g.bobTok
+	}
+	return g.aliceTok
+}
+
+func (g *instance) comment(w *world, n int, user, body string) int64 {
+	var c struct {
+		ID int64 `json:"id"`
+	}
+	g.call("POST", fmt.Sprintf("/repos/%s/issues/%d/comments", w.repo, n), g.token(w, user), map[string]any{"body": body}, &c, http.StatusCreated)
+	return c.ID
+}
+
+func (g *instance) addLabel(w *world, n int, label, user string) {
+	g.call("POST", fmt.Sprintf("/repos/%s/issues/%d/labels", w.repo, n), g.token(w, user),
+		map[string]any{"labels": []int64{g.label(w, label)}}, nil, http.StatusOK)
+}
+
+func (g *instance) setPermission(w *world, user, perm string) {
+	g.call("PUT", "/repos/"+w.repo+"/collaborators/"+user, g.aliceTok, map[string]any{"permission": perm}, nil, http.StatusNoContent)
+}
+
+func (g *instance) reactions(w *world, n int) []string {
+	var rs []struct {
+		Content string `json:"content"`
+		User    struct {
+			Login string `json:"login"`
+		} `json:"user"`
+	}
+	g.call("GET", fmt.Sprintf("/repos/%s/issues/%d/reactions", w.repo, n), g.aliceTok, nil, &rs, http.StatusOK)
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.User.Login+":"+r.Content)
+	}
+	return out
+}
+
+func (g *instance) hooked(w *world, target, secret string, n int, label string) {
+	g.call("POST", "/repos/"+w.repo+"/hooks", g.aliceTok, map[string]any{"type": "gitea", "active": true,
+		"events": []string{"issues", "issue_comment", "pull_request", "issue_label", "pull_request_label"},
+		"config": map[string]string{"url": target, "content_type": "json", "secret": secret}}, nil, http.StatusCreated)
+	g.addLabel(w, n, label, w.bob)
+	g.comment(w, n, w.bob, "hi")
+}
+
+// issue opens an issue as alice with labels.
+func (w *world) issue(title string, labels ...string) task.Ref {
+	return task.Ref{Forge: task.Gitea, Repo: w.repo, Kind: task.Issue, Number: w.b.issue(w, title, labels)}
+}
+
+func TestContractReadAndTalk(t *testing.T) { both(t, readAndTalk) }
+
+func readAndTalk(t *testing.T, w *world) {
 	ctx := context.Background()
 	acct, err := w.client.Account(ctx)
 	if err != nil || acct.Login != w.bot || acct.Bot {
@@ -174,8 +280,11 @@ func TestContractReadAndTalk(t *testing.T) {
 	if ok, err := w.client.CanPush(ctx, w.repo); err != nil || !ok {
 		t.Fatalf("CanPush = %v, %v", ok, err)
 	}
-	ref := w.issue(ctx, "Add a greeting", "coding agent", "bug")
-	other := w.issue(ctx, "Not for the agent", "bug")
+	ref := w.issue("Add a greeting", "coding agent", "bug")
+	other := w.issue("Not for the agent", "bug")
+	if err := w.client.CreateLabel(ctx, w.repo, "coding agent done", "#0e8a16"); err != nil {
+		t.Fatal(err)
+	}
 	labels, err := w.client.RepoLabels(ctx, w.repo)
 	if err != nil || !slices.Contains(labels, "coding agent") || !slices.Contains(labels, "bug") {
 		t.Fatalf("RepoLabels = %q, %v", labels, err)
@@ -197,10 +306,7 @@ func TestContractReadAndTalk(t *testing.T) {
 		t.Fatalf("Get of a missing issue: %v, want ErrNotFound", err)
 	}
 
-	var bobs struct {
-		ID int64 `json:"id"`
-	}
-	w.call("POST", fmt.Sprintf("/repos/%s/issues/%d/comments", w.repo, ref.Number), w.bobTok, map[string]any{"body": "Keep it short."}, &bobs, http.StatusCreated)
+	bobs := w.b.comment(w, ref.Number, w.bob, "Keep it short.")
 	before := time.Now().Add(-2 * time.Second)
 	posted, err := w.client.PostComment(ctx, ref, "Working on it.")
 	if err != nil || posted.Author != w.bot || posted.ID == 0 {
@@ -218,7 +324,7 @@ func TestContractReadAndTalk(t *testing.T) {
 		t.Fatalf("CommentsSince = %+v, %v", since, err)
 	}
 	for range 2 {
-		if err := w.client.React(ctx, ref, bobs.ID, forge.ReactionSeen); err != nil {
+		if err := w.client.React(ctx, ref, bobs, forge.ReactionSeen); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -238,7 +344,7 @@ func TestContractReadAndTalk(t *testing.T) {
 		}
 	}
 	// A bot that may only write knows only the owner for a writer.
-	w.call("PUT", "/repos/"+w.repo+"/collaborators/"+w.bot, w.aliceTok, map[string]any{"permission": "write"}, nil, http.StatusNoContent)
+	w.b.setPermission(w, w.bot, "write")
 	for _, u := range []struct {
 		login string
 		want  bool
@@ -247,7 +353,6 @@ func TestContractReadAndTalk(t *testing.T) {
 			t.Errorf("CanWrite(%s) by a writer = %v, %v; want %v", u.login, ok, err, u.want)
 		}
 	}
-	w.label(ctx, "coding agent done")
 	for range 2 {
 		if err := w.client.AddLabel(ctx, other, "coding agent done"); err != nil {
 			t.Fatal(err)
@@ -258,8 +363,7 @@ func TestContractReadAndTalk(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	w.call("POST", fmt.Sprintf("/repos/%s/issues/%d/labels", w.repo, other.Number), w.bobTok,
-		map[string]any{"labels": []int64{w.label(ctx, "coding agent")}}, nil, http.StatusOK)
+	w.b.addLabel(w, other.Number, "coding agent", w.bob)
 	if who, err := w.client.LabeledBy(ctx, other, "coding agent"); err != nil || who != w.bob {
 		t.Fatalf("LabeledBy = %q, %v; want %s", who, err, w.bob)
 	}
@@ -270,10 +374,11 @@ func TestContractReadAndTalk(t *testing.T) {
 
 // Of takers racing for one label, exactly one takes it; the lock reaction
 // is gone afterwards.
-func TestContractTakeLabel(t *testing.T) {
-	w := newWorld(t)
+func TestContractTakeLabel(t *testing.T) { both(t, takeLabel) }
+
+func takeLabel(t *testing.T, w *world) {
 	ctx := context.Background()
-	ref := w.issue(ctx, "Race for it", "coding agent")
+	ref := w.issue("Race for it", "coding agent")
 	for round := range 3 {
 		if round > 0 {
 			if err := w.client.AddLabel(ctx, ref, "coding agent"); err != nil {
@@ -305,11 +410,7 @@ func TestContractTakeLabel(t *testing.T) {
 		if err != nil || got.HasLabel("coding agent") {
 			t.Fatalf("the label is still there: %+v, %v", got, err)
 		}
-		var rs []struct {
-			Content string `json:"content"`
-		}
-		w.call("GET", fmt.Sprintf("/repos/%s/issues/%d/reactions", w.repo, ref.Number), w.aliceTok, nil, &rs, http.StatusOK)
-		if len(rs) != 0 {
+		if rs := w.b.reactions(w, ref.Number); len(rs) != 0 {
 			t.Fatalf("round %d: reactions left: %+v", round, rs)
 		}
 	}
@@ -320,8 +421,9 @@ func TestContractTakeLabel(t *testing.T) {
 
 // A branch pushed over HTTP becomes a draft pull request (a WIP: title),
 // found again by its branch; opening it again gives the same one.
-func TestContractDelivery(t *testing.T) {
-	w := newWorld(t)
+func TestContractDelivery(t *testing.T) { both(t, delivery) }
+
+func delivery(t *testing.T, w *world) {
 	ctx := context.Background()
 	repo, err := w.client.Repository(ctx, task.Ref{Forge: task.Gitea, Repo: w.repo, Kind: task.Issue, Number: 1})
 	if err != nil || repo.DefaultBranch != "main" || !strings.HasSuffix(repo.CloneURL, "/"+w.repo+".git") {
@@ -348,7 +450,7 @@ func TestContractDelivery(t *testing.T) {
 	git("-c", "user.name=bot", "-c", "user.email=bot@example.com", "commit", "-q", "-m", "add hello")
 	git("push", "-q", "origin", "agent/issue-1")
 
-	ref := w.issue(ctx, "Say hello")
+	ref := w.issue("Say hello")
 	if _, ok, err := w.client.FindChange(ctx, ref, "agent/issue-1"); err != nil || ok {
 		t.Fatalf("FindChange before = %v, %v", ok, err)
 	}
@@ -378,9 +480,9 @@ func TestContractDelivery(t *testing.T) {
 
 // Gitea's deliveries, as it sends them, are verified and read by Hooks: a
 // label added, a comment.
-func TestContractWebhooks(t *testing.T) {
-	w := newWorld(t)
-	ctx := context.Background()
+func TestContractWebhooks(t *testing.T) { both(t, webhooks) }
+
+func webhooks(t *testing.T, w *world) {
 	const secret = "gitea-hook-secret"
 	labels := task.Labels{Bot: "coding agent", Paused: "coding agent paused"}
 	got := make(chan forge.Event, 16)
@@ -408,13 +510,8 @@ func TestContractWebhooks(t *testing.T) {
 		got <- ev
 	}))
 	defer srv.Close()
-	w.call("POST", "/repos/"+w.repo+"/hooks", w.aliceTok, map[string]any{"type": "gitea", "active": true,
-		"events": []string{"issues", "issue_comment", "pull_request", "issue_label", "pull_request_label"},
-		"config": map[string]string{"url": srv.URL, "content_type": "json", "secret": secret}}, nil, http.StatusCreated)
-	ref := w.issue(ctx, "Hooked")
-	w.call("POST", fmt.Sprintf("/repos/%s/issues/%d/labels", w.repo, ref.Number), w.bobTok,
-		map[string]any{"labels": []int64{w.label(ctx, "coding agent")}}, nil, http.StatusOK)
-	w.call("POST", fmt.Sprintf("/repos/%s/issues/%d/comments", w.repo, ref.Number), w.bobTok, map[string]any{"body": "hi"}, nil, http.StatusCreated)
+	ref := w.issue("Hooked")
+	w.b.hooked(w, srv.URL, secret, ref.Number, "coding agent")
 	var labelled, commented bool
 	for deadline := time.After(30 * time.Second); !labelled || !commented; {
 		select {
