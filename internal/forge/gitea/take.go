@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	sdk "code.gitea.io/sdk/gitea"
+
 	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
@@ -107,16 +109,17 @@ func (c *Client) heldSince(ctx context.Context, ref task.Ref) (time.Time, error)
 	if err != nil {
 		return time.Time{}, err
 	}
-	rs, resp, err := c.api(ctx).GetIssueReactions(owner, repo, int64(ref.Number))
-	if err != nil {
-		return time.Time{}, wrap(resp, err)
-	}
-	for _, r := range rs {
-		if r.Reaction == lockReaction && r.User != nil && strings.EqualFold(r.User.UserName, bot) {
-			return r.Created, nil
+	var held time.Time
+	err = pages(func(opt sdk.ListOptions) (*sdk.Response, error) {
+		rs, resp, err := c.api(ctx).ListIssueReactions(owner, repo, int64(ref.Number), sdk.ListIssueReactionsOptions{ListOptions: opt})
+		for _, r := range rs {
+			if r.Reaction == lockReaction && r.User != nil && strings.EqualFold(r.User.UserName, bot) {
+				held = r.Created
+			}
 		}
-	}
-	return time.Time{}, nil
+		return resp, err
+	})
+	return held, err
 }
 
 // unlock removes the lock reaction, even when ctx has ended; a failure is
