@@ -133,8 +133,11 @@ type apiError struct {
 }
 
 func (e *apiError) Error() string {
-	if e.status == 0 {
+	switch e.status {
+	case 0:
 		return e.err.Error()
+	case http.StatusUnauthorized:
+		return fmt.Sprintf("gitea answered 401 (check gitea.token): %v", e.err)
 	}
 	return fmt.Sprintf("gitea answered %d: %v", e.status, e.err)
 }
@@ -144,7 +147,7 @@ func (e *apiError) Unwrap() []error {
 	case http.StatusNotFound:
 		return []error{e.err, forge.ErrNotFound}
 	case http.StatusUnauthorized:
-		return []error{e.err, fmt.Errorf("%w (check gitea.token)", forge.ErrAuth)}
+		return []error{e.err, forge.ErrAuth}
 	}
 	return []error{e.err}
 }
