@@ -277,7 +277,7 @@ func (h *hostsEnv) check(t *testing.T) (twice, dup, notDone int) {
 // the -forge-lease variants (on, as by default; the others set
 // forge_lease_seconds: 0; see docs/design.md).
 func BenchmarkForgeRequestsPerTask(b *testing.B) {
-	for _, forge := range []string{task.GitHub, task.GitLab} {
+	for _, forge := range emulatedForges {
 		for _, lease := range []int{0, 30} {
 			name := forge
 			if lease > 0 {
@@ -297,12 +297,7 @@ func benchRequests(b *testing.B, forge string, lease int) {
 		if err := e.run(context.Background()); err != nil {
 			b.Fatal(err)
 		}
-		var reqs []forgetest.Request
-		if e.gh != nil {
-			reqs = e.gh.Requests()
-		} else {
-			reqs = e.gl.Requests()
-		}
+		reqs := e.emu().Requests()
 		total += len(reqs)
 		for _, r := range reqs {
 			if strings.Contains(r.Path, "/labels") || strings.Contains(r.Path, "/award_emoji") || r.Method == "PUT" {

@@ -26,6 +26,7 @@ func TestConversationRounds(t *testing.T) {
 	}{
 		{"github-plain", task.GitHub, false},
 		{"gitlab-planning", task.GitLab, true},
+		{"gitea-plain", task.Gitea, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := setup{forge: c.forge, kind: task.Issue, provider: config.ProviderOpenAI, conversation: true}
@@ -132,7 +133,7 @@ func TestReplyJudgedOnceByTwoProcesses(t *testing.T) {
 // and starts round 2, never lost.
 func TestReplyDuringTheLastRequestStartsARound(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	for _, forge := range []string{task.GitHub, task.GitLab} {
+	for _, forge := range emulatedForges {
 		t.Run(forge, func(t *testing.T) {
 			added := false
 			e := newEnv(t, setup{forge: forge, kind: task.Issue, provider: config.ProviderOpenAI, conversation: true,

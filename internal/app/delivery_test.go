@@ -69,7 +69,7 @@ func writeFiles(files ...string) func(e *env, r llmtest.Received) llmtest.Step {
 	}
 }
 
-// forgeGit is the emulator's git and delivery view, the same for both.
+// forgeGit is the emulator's git and delivery view, the same for each.
 type forgeGit struct {
 	repo     string
 	file     func(branch, path string) (string, bool)
@@ -97,6 +97,21 @@ func (e *env) git() forgeGit {
 				return out
 			}}
 	}
+	if e.gt != nil {
+		return forgeGit{repo: e.ref.Repo,
+			file:     func(b, p string) (string, bool) { return e.gt.FileAt(e.ref.Repo, b, p) },
+			commits:  func(b string) []forgetest.GitCommit { return e.gt.Log(e.ref.Repo, b) },
+			branches: func() []string { return e.gt.Branches(e.ref.Repo) },
+			changes: func() []change {
+				var out []change
+				for _, p := range e.gt.Pulls(e.ref.Repo) {
+					// Gitea's draft is its WIP: title prefix.
+					out = append(out, change{Head: p.Head, Body: p.Body, Title: strings.TrimPrefix(p.Title, "WIP: "),
+						Draft: strings.HasPrefix(p.Title, "WIP: ")})
+				}
+				return out
+			}}
+	}
 	return forgeGit{repo: e.ref.Repo,
 		file:     func(b, p string) (string, bool) { return e.gl.FileAt(e.ref.Repo, b, p) },
 		commits:  func(b string) []forgetest.GitCommit { return e.gl.Log(e.ref.Repo, b) },
@@ -119,7 +134,7 @@ func (e *env) git() forgeGit {
 // the log.
 func TestQuickstartDeliversADraftChange(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	for _, fg := range []string{task.GitHub, task.GitLab} {
+	for _, fg := range emulatedForges {
 		t.Run(fg, func(t *testing.T) {
 			round := 1
 			e := newEnv(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI, native: true, conversation: true,
@@ -214,7 +229,7 @@ func TestChangeTaskPushesToItsHeadBranch(t *testing.T) {
 	for _, c := range []struct {
 		forge string
 		kind  task.Kind
-	}{{task.GitHub, task.PullRequest}, {task.GitLab, task.MergeRequest}} {
+	}{{task.GitHub, task.PullRequest}, {task.GitLab, task.MergeRequest}, {task.Gitea, task.PullRequest}} {
 		t.Run(c.forge, func(t *testing.T) {
 			e := newEnv(t, setup{forge: c.forge, kind: c.kind, provider: config.ProviderOpenAI, native: true,
 				respond: writeFiles("hello.txt")})
@@ -240,7 +255,7 @@ func TestChangeTaskPushesToItsHeadBranch(t *testing.T) {
 // says where its workspace is kept, and the file it wrote is there.
 func TestFailedTaskPushesNothing(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	for _, fg := range []string{task.GitHub, task.GitLab} {
+	for _, fg := range emulatedForges {
 		t.Run(fg, func(t *testing.T) {
 			e := newEnv(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
 				respond: func(e *env, r llmtest.Received) llmtest.Step {
@@ -380,19 +395,13 @@ func TestForkChangeGetsAPatch(t *testing.T) {
 	for _, c := range []struct {
 		forge string
 		kind  task.Kind
-	}{{task.GitHub, task.PullRequest}, {task.GitLab, task.MergeRequest}} {
+	}{{task.GitHub, task.PullRequest}, {task.GitLab, task.MergeRequest}, {task.Gitea, task.PullRequest}} {
 		t.Run(c.forge, func(t *testing.T) {
 			e := newEnv(t, setup{forge: c.forge, kind: c.kind, provider: config.ProviderOpenAI, native: true,
 				fork: "stranger/app", respond: writeFiles("hello.txt")})
 			quickstart(t, e)
-			forkHead, baseBranches := "", []string(nil)
-			if e.gh != nil {
-				forkHead, _ = e.gh.Head("stranger/app", e.head)
-				baseBranches = e.gh.Branches("acme/app")
-			} else {
-				forkHead, _ = e.gl.Head("stranger/app", e.head)
-				baseBranches = e.gl.Branches("acme/app")
-			}
+			forkHead, _ := e.emu().Head("stranger/app", e.head)
+			baseBranches := e.emu().Branches("acme/app")
 			e.runOK(t)
 			e.wantLabels(t, "bug", "coding agent done")
 			cs := e.botComments()
@@ -400,15 +409,8 @@ func TestForkChangeGetsAPatch(t *testing.T) {
 			if !strings.Contains(last, "git apply") || !strings.Contains(last, "+hello.txt from coding-agent") {
 				t.Errorf("the last comment is not the patch:\n%s", last)
 			}
-			var head string
-			var branches []string
-			if e.gh != nil {
-				head, _ = e.gh.Head("stranger/app", e.head)
-				branches = e.gh.Branches("acme/app")
-			} else {
-				head, _ = e.gl.Head("stranger/app", e.head)
-				branches = e.gl.Branches("acme/app")
-			}
+			head, _ := e.emu().Head("stranger/app", e.head)
+			branches := e.emu().Branches("acme/app")
 			if head != forkHead || !slices.Equal(branches, baseBranches) {
 				t.Errorf("something was pushed: the fork's head %s → %s, the base's branches %v → %v", forkHead, head, baseBranches, branches)
 			}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/coding-agent/coding-agent/internal/app"
 	"github.com/coding-agent/coding-agent/internal/config"
-	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
@@ -23,7 +22,7 @@ import (
 // printed, and a real run afterwards does the task from the start.
 func TestDryRunChangesNothingOnTheForge(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	for _, fg := range []string{task.GitHub, task.GitLab} {
+	for _, fg := range emulatedForges {
 		t.Run(fg, func(t *testing.T) {
 			e := newEnv(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
 				respond: writeFiles("hello.txt")})
@@ -67,13 +66,7 @@ func TestDryRunChangesNothingOnTheForge(t *testing.T) {
 // read (git's fetch, a POST to git-upload-pack, reads too).
 func onlyReads(t *testing.T, e *env) {
 	t.Helper()
-	var reqs []forgetest.Request
-	if e.gh != nil {
-		reqs = e.gh.Requests()
-	} else {
-		reqs = e.gl.Requests()
-	}
-	for _, r := range reqs {
+	for _, r := range e.emu().Requests() {
 		if r.Method != "GET" && r.Method != "HEAD" && !strings.Contains(r.Path, "git-upload-pack") {
 			t.Errorf("the dry run sent %s %s", r.Method, r.Path)
 		}
@@ -85,7 +78,7 @@ func onlyReads(t *testing.T, e *env) {
 // acknowledged with a reaction): every write is printed, none is made.
 func TestPlannedDryRunChangesNothingOnTheForge(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	for _, fg := range []string{task.GitHub, task.GitLab} {
+	for _, fg := range emulatedForges {
 		t.Run(fg, func(t *testing.T) {
 			e := planned(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI,
 				respond: func(e *env, r llmtest.Received) llmtest.Step {
@@ -143,7 +136,7 @@ func dryFolderRemoved(t *testing.T, e *env) {
 func TestDryRunShowsTheChangeItWouldMake(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
 	files := []string{"a.txt", "b.txt", "c.txt", "d.txt", "e.txt", "f.txt", "g.txt", "h.txt", "i.txt"}
-	for _, fg := range []string{task.GitHub, task.GitLab} {
+	for _, fg := range emulatedForges {
 		t.Run(fg, func(t *testing.T) {
 			e := newEnv(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
 				respond: writeFiles(files...)})
@@ -161,7 +154,7 @@ func TestDryRunShowsTheChangeItWouldMake(t *testing.T) {
 			if c := e.git().changes(); len(c) != 0 {
 				t.Errorf("the dry run opened %v", c)
 			}
-			kind := map[string]string{task.GitHub: "pull request", task.GitLab: "merge request"}[fg]
+			kind := task.Forges[fg].Change
 			for _, w := range []string{
 				"would push the branch coding-agent/issue-1 (new, from main):\n    commit ",
 				"    Add a.txt, b.txt and 7 more files", // the round's commit says what it changed
@@ -185,7 +178,7 @@ func TestDryRunShowsTheChangeItWouldMake(t *testing.T) {
 // lines printed for a planned task and its model calls.)
 func TestPlannedDryRunPrintsEditsAsChanges(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	for _, fg := range []string{task.GitHub, task.GitLab} {
+	for _, fg := range emulatedForges {
 		t.Run(fg, func(t *testing.T) {
 			// A comment per call, each edited as its phase goes on (the
 			// living comment is edited at a bounded rate, often once here).

@@ -31,6 +31,7 @@ func TestEndToEnd(t *testing.T) {
 	}{
 		{task.GitHub, task.Issue}, {task.GitHub, task.PullRequest},
 		{task.GitLab, task.Issue}, {task.GitLab, task.MergeRequest},
+		{task.Gitea, task.Issue}, {task.Gitea, task.PullRequest},
 	}
 	for _, it := range items {
 		for _, provider := range []string{config.ProviderOpenAI, config.ProviderOllama} {

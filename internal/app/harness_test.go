@@ -42,6 +42,7 @@ type env struct {
 	t         testing.TB
 	gh        *forgetest.GitHub
 	gl        *forgetest.GitLab
+	gt        *forgetest.Gitea
 	model     *llmtest.Server
 	cfg       *config.Config
 	workspace string
@@ -149,6 +150,12 @@ func newEnv(t testing.TB, s setup) *env {
 		e.gl.AddNote("acme/app", e.glKind(), n, "bob", "Please keep it short.", false)
 		e.gl.AddMember("acme/app", "bob", 30) // a Developer: heard
 		cfg.GitLab.APIURL, cfg.GitLab.Token, cfg.GitLab.Projects = e.gl.URL(), config.Secret(e.gl.Token), []string{"acme/app"}
+	case task.Gitea:
+		e.gt = forgetest.NewGitea(t)
+		e.gt.AddRepo("acme/app")
+		e.gt.AddComment("acme/app", e.addGitea(s.kind, seed), "bob", "Please keep it short.")
+		e.gt.SetPermission("acme/app", "bob", "write") // a collaborator: heard
+		cfg.Gitea.APIURL, cfg.Gitea.Token, cfg.Gitea.Repositories = e.gt.URL(), config.Secret(e.gt.Token), []string{"acme/app"}
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("test config is invalid: %v", err)
@@ -157,8 +164,65 @@ func newEnv(t testing.TB, s setup) *env {
 	return e
 }
 
-// token is the forge token the env's config holds (one forge's is empty).
-func (e *env) token() string { return (e.cfg.GitHub.Token + e.cfg.GitLab.Token).Reveal() }
+// token is the forge token the env's config holds (the other forges' are empty).
+func (e *env) token() string {
+	return (e.cfg.GitHub.Token + e.cfg.GitLab.Token + e.cfg.Gitea.Token).Reveal()
+}
+
+// emulator is what every forge emulator has alike: its request log and
+// faults, and its git repositories.
+type emulator interface {
+	Requests() []forgetest.Request
+	Inject(forgetest.Fault)
+	Count(method, path string) int
+	FileAt(repo, branch, path string) (string, bool)
+	Files(repo, branch string) []string
+	Branches(repo string) []string
+	Head(repo, branch string) (string, bool)
+	Log(repo, branch string) []forgetest.GitCommit
+	CommitFile(repo, branch, path, content, message string) string
+}
+
+// emu is the env's forge emulator.
+func (e *env) emu() emulator {
+	switch {
+	case e.gh != nil:
+		return e.gh
+	case e.gt != nil:
+		return e.gt
+	}
+	return e.gl
+}
+
+// addLabelBy adds label to the env's task as user.
+func (e *env) addLabelBy(label, user string) {
+	switch {
+	case e.gh != nil:
+		e.gh.AddLabelBy(e.ref.Repo, e.ref.Number, label, user)
+	case e.gt != nil:
+		e.gt.AddLabelBy(e.ref.Repo, e.ref.Number, label, user)
+	default:
+		e.gl.AddLabelBy(e.ref.Repo, e.glKind(), e.ref.Number, label, user)
+	}
+}
+
+// emulatedForges are the forges the end-to-end suites run on.
+var emulatedForges = []string{task.GitHub, task.GitLab, task.Gitea}
+
+// changeKind is the kind of a change task on forge: a pull request, or
+// GitLab's merge request.
+func changeKind(forge string) task.Kind { return task.Forges[forge].ChangeKind }
+
+func (e *env) addGitea(kind task.Kind, seed forgetest.IssueSeed) int {
+	n := 0
+	if kind == task.PullRequest {
+		n = e.gt.AddPull("acme/app", forgetest.PullSeed{IssueSeed: seed, Head: e.head, Base: "main", HeadRepo: e.fork})
+	} else {
+		n = e.gt.AddIssue("acme/app", seed)
+	}
+	e.ref = task.Ref{Forge: task.Gitea, Repo: "acme/app", Kind: kind, Number: n}
+	return n
+}
 
 func (e *env) addGitHub(kind task.Kind, seed forgetest.IssueSeed) int {
 	n := 0
@@ -192,9 +256,12 @@ func (e *env) glKind() string {
 // labels are the task's labels on the forge now, sorted.
 func (e *env) labels() []string {
 	var l []string
-	if e.gh != nil {
+	switch {
+	case e.gh != nil:
 		l = e.gh.Labels(e.ref.Repo, e.ref.Number)
-	} else {
+	case e.gt != nil:
+		l = e.gt.Labels(e.ref.Repo, e.ref.Number)
+	default:
 		l = e.gl.Labels(e.ref.Repo, e.glKind(), e.ref.Number)
 	}
 	l = slices.Clone(l)
@@ -234,6 +301,14 @@ func (e *env) allBotComments() []string {
 	if e.gh != nil {
 		for _, c := range e.gh.Comments(e.ref.Repo, e.ref.Number) {
 			if c.Author == e.gh.BotLogin {
+				out = append(out, postonce.Unmark(c.Body))
+			}
+		}
+		return out
+	}
+	if e.gt != nil {
+		for _, c := range e.gt.Comments(e.ref.Repo, e.ref.Number) {
+			if c.Author == e.gt.BotUsername {
 				out = append(out, postonce.Unmark(c.Body))
 			}
 		}

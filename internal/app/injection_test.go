@@ -97,6 +97,8 @@ func TestInjectionNeverReachesTheModel(t *testing.T) {
 		{"github-issue-planning", task.GitHub, task.Issue, true},
 		{"gitlab-mr-plain", task.GitLab, task.MergeRequest, false},
 		{"gitlab-issue-planning", task.GitLab, task.Issue, true},
+		{"gitea-pull-plain", task.Gitea, task.PullRequest, false},
+		{"gitea-issue-planning", task.Gitea, task.Issue, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			midRun := func(e *env, r llmtest.Received) {
@@ -177,7 +179,7 @@ func TestInjectionNeverReachesTheModel(t *testing.T) {
 // (labelled by someone with write access) is still worked on.
 func TestAuthorWithoutAccessIsNotHeardWhenConfigured(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	for _, fg := range []string{task.GitHub, task.GitLab} {
+	for _, fg := range emulatedForges {
 		t.Run(fg, func(t *testing.T) {
 			e := newEnv(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI,
 				respond: func(e *env, r llmtest.Received) llmtest.Step {
@@ -205,8 +207,8 @@ func TestAuthorWithoutAccessIsNotHeardWhenConfigured(t *testing.T) {
 // worked on.
 func TestLabelFromAnOutsiderStartsNothing(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	for _, fg := range []string{task.GitHub, task.GitLab} {
-		for _, kind := range []task.Kind{task.Issue, map[string]task.Kind{task.GitHub: task.PullRequest, task.GitLab: task.MergeRequest}[fg]} {
+	for _, fg := range emulatedForges {
+		for _, kind := range []task.Kind{task.Issue, changeKind(fg)} {
 			t.Run(fg+"-"+string(kind), func(t *testing.T) {
 				e := newEnv(t, setup{forge: fg, kind: kind, provider: config.ProviderOpenAI,
 					seed: func(sd *forgetest.IssueSeed) { sd.Author, sd.LabeledBy = "mallory", "mallory" }})
@@ -223,11 +225,7 @@ func TestLabelFromAnOutsiderStartsNothing(t *testing.T) {
 				}
 
 				// A maintainer adds the label: the task runs.
-				if e.gh != nil {
-					e.gh.AddLabelBy(e.ref.Repo, e.ref.Number, "coding agent", "acme")
-				} else {
-					e.gl.AddLabelBy(e.ref.Repo, e.glKind(), e.ref.Number, "coding agent", "acme")
-				}
+				e.addLabelBy("coding agent", "acme")
 				e.runOK(t)
 				e.wantLabels(t, "bug", "coding agent done")
 			})

@@ -17,6 +17,9 @@ func (e *env) commentEdits() int {
 	if e.gh != nil {
 		return e.gh.Count("PATCH", "/issues/comments/")
 	}
+	if e.gt != nil {
+		return e.gt.Count("PATCH", "/issues/comments/")
+	}
 	return e.gl.Count("PUT", "/notes/")
 }
 
@@ -66,17 +69,15 @@ var walkScenarios = []struct {
 // -v), and the comments of GitHub's plain hello-world.
 func TestThreeScenariosWithAFollowUp(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	for _, fg := range []string{task.GitHub, task.GitLab} {
+	for _, fg := range emulatedForges {
 		for _, planning := range []bool{false, true} {
 			for _, sc := range walkScenarios {
 				name := fg + map[bool]string{false: "/plain/", true: "/planning/"}[planning] + sc.name
 				t.Run(name, func(t *testing.T) {
 					t.Parallel()
 					kind := task.Issue
-					if sc.change && fg == task.GitHub {
-						kind = task.PullRequest
-					} else if sc.change {
-						kind = task.MergeRequest
+					if sc.change {
+						kind = changeKind(fg)
 					}
 					round := 0
 					var script [2]func(*env, llmtest.Received) llmtest.Step
@@ -160,8 +161,9 @@ func TestThreeScenariosWithAFollowUp(t *testing.T) {
 	}
 }
 
-// changeLink is a pull or merge request's link, on either forge.
-var changeLink = regexp.MustCompile(`https?://\S+/(pull|merge_requests)/\d+`)
+// changeLink is a pull or merge request's link, on any forge (Gitea's
+// are .../pulls/N).
+var changeLink = regexp.MustCompile(`https?://\S+/(pulls?|merge_requests)/\d+`)
 
 // A model that says the tests pass while nothing was run: the closing
 // comment lists nothing as run and says the claim was checked by reading

@@ -201,25 +201,21 @@ func runUnwritable(t *testing.T, e *env, command string) (int, string) {
 }
 
 func (e *env) inject(f forgetest.Fault) {
-	if e.gh != nil {
-		e.gh.Inject(f)
-	} else {
-		e.gl.Inject(f)
-	}
+	e.emu().Inject(f)
 }
 
 // askedAgain reports whether the first GET of path (exactly) was followed
 // by the same request, query included.
 func (e *env) askedAgain(path string) bool {
 	var log []forgetest.Request
-	if e.gh != nil {
-		log = e.gh.Requests()
-	} else {
-		log = e.gl.Requests()
-	}
 	prefix := ""
-	if e.gl != nil {
-		prefix = "/api/v4"
+	switch {
+	case e.gh != nil:
+		log = e.gh.Requests()
+	case e.gt != nil:
+		log, prefix = e.gt.Requests(), "/api/v1"
+	default:
+		log, prefix = e.gl.Requests(), "/api/v4"
 	}
 	i := slices.IndexFunc(log, func(r forgetest.Request) bool { return r.Method == "GET" && r.Path == prefix+path })
 	return i >= 0 && i+1 < len(log) && log[i+1].Method == "GET" && log[i+1].Path == log[i].Path && log[i+1].Query == log[i].Query

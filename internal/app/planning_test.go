@@ -111,6 +111,8 @@ func TestPlannedTaskRunsEveryPhase(t *testing.T) {
 		{"gitlab-issue-native", task.GitLab, task.Issue, true, ""},
 		{"github-issue-json-separate", task.GitHub, task.Issue, false, config.CommentsSeparate},
 		{"gitlab-issue-native-separate", task.GitLab, task.Issue, true, config.CommentsSeparate},
+		{"gitea-pull-native", task.Gitea, task.PullRequest, true, ""},
+		{"gitea-issue-json-separate", task.Gitea, task.Issue, false, config.CommentsSeparate},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := planned(t, setup{forge: c.forge, kind: c.kind, provider: config.ProviderOpenAI, native: c.native, respond: fullPlan})

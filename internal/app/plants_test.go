@@ -37,7 +37,7 @@ func runCommands(comment string, commands ...string) func(e *env, r llmtest.Rece
 // repositories, and the delivery comment says they were left out.
 func TestPlantedGitConfigNeverSteersDelivery(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	for _, fg := range []string{task.GitHub, task.GitLab} {
+	for _, fg := range emulatedForges {
 		t.Run(fg, func(t *testing.T) {
 			t.Parallel()
 			var heard atomic.Int32
@@ -96,7 +96,7 @@ func TestPlantedGitConfigNeverSteersDelivery(t *testing.T) {
 // kept.
 func TestTokenWrittenIntoAFileIsNotPushed(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	for _, fg := range []string{task.GitHub, task.GitLab} {
+	for _, fg := range emulatedForges {
 		for _, form := range []string{"raw", "base64", "spaced"} {
 			t.Run(fg+"/"+form, func(t *testing.T) {
 				t.Parallel()

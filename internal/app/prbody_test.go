@@ -75,7 +75,7 @@ var roundHeading = regexp.MustCompile(`(?m)^#### (?:Round|ラウンド) (\d+)`)
 // use the forge's own notation.
 func TestChangeBodyExplainsEachRound(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	for _, fg := range []string{task.GitHub, task.GitLab} {
+	for _, fg := range emulatedForges {
 		for _, planning := range []bool{false, true} {
 			name := fg + "/plain"
 			if planning {
@@ -157,7 +157,7 @@ func TestChangeTaskCommitsSayWhatEachRoundChanged(t *testing.T) {
 	for _, c := range []struct {
 		forge string
 		kind  task.Kind
-	}{{task.GitHub, task.PullRequest}, {task.GitLab, task.MergeRequest}} {
+	}{{task.GitHub, task.PullRequest}, {task.GitLab, task.MergeRequest}, {task.Gitea, task.PullRequest}} {
 		t.Run(c.forge, func(t *testing.T) {
 			round := 1
 			e := newEnv(t, setup{forge: c.forge, kind: c.kind, provider: config.ProviderOpenAI, native: true, conversation: true,

@@ -18,14 +18,17 @@ import (
 // an App whose installation went away leaves it.
 func TestRevokedTokenLeavesTheTaskQueued(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	for _, fg := range []string{task.GitHub, task.GitLab} {
+	for _, fg := range emulatedForges {
 		t.Run(fg, func(t *testing.T) {
 			e := newEnv(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI,
 				respond: func(e *env, r llmtest.Received) llmtest.Step {
 					if r.N == 1 {
-						if e.gh != nil {
+						switch {
+						case e.gh != nil:
 							e.gh.RevokeToken()
-						} else {
+						case e.gt != nil:
+							e.gt.RevokeToken()
+						default:
 							e.gl.RevokeToken()
 						}
 					}

@@ -57,7 +57,7 @@ func (e *env) announcements() []string {
 // of asks the model once, and that request is counted with the task's.
 func TestRepliesThroughRun(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	for _, forge := range []string{task.GitHub, task.GitLab} {
+	for _, forge := range emulatedForges {
 		start := func(t *testing.T, verdict string) *env {
 			e := newEnv(t, setup{forge: forge, kind: task.Issue, provider: config.ProviderOpenAI, conversation: true,
 				respond: judgeOr(verdict)})
@@ -129,7 +129,7 @@ func TestRepliesThroughRun(t *testing.T) {
 // nothing.
 func TestStopAnAwaitingTask(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	for _, forge := range []string{task.GitHub, task.GitLab} {
+	for _, forge := range emulatedForges {
 		t.Run(forge, func(t *testing.T) {
 			e := newEnv(t, setup{forge: forge, kind: task.Issue, provider: config.ProviderOpenAI, conversation: true})
 			e.cfg.Language = config.LanguageEnglish

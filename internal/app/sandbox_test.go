@@ -46,7 +46,7 @@ type escape struct {
 // refused or contained while the task goes on, and the task ends done.
 func TestModelCommandsStayInTheirSandbox(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	for _, fg := range []string{task.GitHub, task.GitLab} {
+	for _, fg := range emulatedForges {
 		t.Run(fg, func(t *testing.T) {
 			t.Parallel()
 			escapeSuite(t, fg, "workspace/run_command")

@@ -341,11 +341,7 @@ func (sc *scenario) run(t *testing.T) {
 	}
 	for _, f := range sc.setup.Faults {
 		fault := forgetest.Fault{Method: f.Method, Path: f.Path, Status: f.Status, Times: f.Times, AfterServe: f.AfterServe}
-		if e.gh != nil {
-			e.gh.Inject(fault)
-		} else {
-			e.gl.Inject(fault)
-		}
+		e.emu().Inject(fault)
 	}
 	err := e.run(context.Background())
 	s.mu.Lock()

@@ -65,7 +65,7 @@ func runStep(command string) step {
 // TestThreeScenariosWithAFollowUp.
 func TestFailingCheckGoesBackToTheModel(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	for _, fg := range []string{task.GitHub, task.GitLab} {
+	for _, fg := range emulatedForges {
 		t.Run(fg+"/classifier-with-tests", func(t *testing.T) {
 			t.Parallel()
 			buggy := "def classify(n):\n    return 'even' if n % 2 else 'odd'\n"
@@ -107,13 +107,7 @@ func TestFailingCheckGoesBackToTheModel(t *testing.T) {
 				}
 			}
 			branch := "coding-agent/issue-" + strconv.Itoa(e.ref.Number)
-			var files []string
-			if e.gh != nil {
-				files = e.gh.Files(e.ref.Repo, branch)
-			} else {
-				files = e.gl.Files(e.ref.Repo, branch)
-			}
-			for _, f := range files {
+			for _, f := range e.emu().Files(e.ref.Repo, branch) {
 				if strings.Contains(f, "__pycache__") || strings.HasSuffix(f, ".pyc") {
 					t.Errorf("the test run's %s was committed", f)
 				}
@@ -124,11 +118,7 @@ func TestFailingCheckGoesBackToTheModel(t *testing.T) {
 
 // commitFile puts a file on a branch of the task's repository on its forge.
 func commitFile(e *env, branch, path, content string) {
-	if e.gh != nil {
-		e.gh.CommitFile(e.ref.Repo, branch, path, content, "Add "+path)
-		return
-	}
-	e.gl.CommitFile(e.ref.Repo, branch, path, content, "Add "+path)
+	e.emu().CommitFile(e.ref.Repo, branch, path, content, "Add "+path)
 }
 
 // deliveredChange checks that the issue's branch holds files and that one

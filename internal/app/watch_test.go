@@ -18,6 +18,9 @@ func (e *env) addComment(user, body string) int64 {
 	if e.gh != nil {
 		return e.gh.AddComment(e.ref.Repo, e.ref.Number, user, body)
 	}
+	if e.gt != nil {
+		return e.gt.AddComment(e.ref.Repo, e.ref.Number, user, body)
+	}
 	return e.gl.AddNote(e.ref.Repo, e.glKind(), e.ref.Number, user, body, false)
 }
 
@@ -41,6 +44,8 @@ func TestCommentsWhileWorkingReachTheModel(t *testing.T) {
 		{"gitlab-plain", task.GitLab, false},
 		{"github-planning", task.GitHub, true},
 		{"gitlab-planning", task.GitLab, true},
+		{"gitea-plain", task.Gitea, false},
+		{"gitea-planning", task.Gitea, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var ids []int64
@@ -153,6 +158,9 @@ func (e *env) botName() string {
 	if e.gh != nil {
 		return e.gh.BotLogin
 	}
+	if e.gt != nil {
+		return e.gt.BotUsername
+	}
 	return e.gl.BotUsername
 }
 
@@ -162,6 +170,10 @@ func (e *env) allowWrite(user string) {
 		e.gh.SetPermission(e.ref.Repo, user, "write")
 		return
 	}
+	if e.gt != nil {
+		e.gt.SetPermission(e.ref.Repo, user, "write")
+		return
+	}
 	e.gl.AddMember(e.ref.Repo, user, 30)
 }
 
@@ -169,6 +181,14 @@ func (e *env) allowWrite(user string) {
 func (e *env) reactions(id int64) []string {
 	if e.gh != nil {
 		return e.gh.Reactions(e.ref.Repo, id)
+	}
+	if e.gt != nil {
+		var out []string
+		for _, r := range e.gt.Reactions(e.ref.Repo, e.ref.Number, id) {
+			_, content, _ := strings.Cut(r, ":")
+			out = append(out, content)
+		}
+		return out
 	}
 	return e.gl.Awards(e.ref.Repo, e.glKind(), e.ref.Number, id)
 }
@@ -245,6 +265,7 @@ func TestOwnCommentsCostNoCommentRead(t *testing.T) {
 		{"github-plain", task.GitHub, false},
 		{"gitlab-plain", task.GitLab, false},
 		{"github-planning", task.GitHub, true},
+		{"gitea-plain", task.Gitea, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var e *env
@@ -257,17 +278,9 @@ func TestOwnCommentsCostNoCommentRead(t *testing.T) {
 			e.runOK(t)
 			e.wantLabels(t, "bug", "coding agent done")
 			var reads []string
-			if e.gh != nil {
-				for _, r := range e.gh.Requests() {
-					if r.Method == "GET" && r.Path == "/repos/acme/app/issues/1/comments" {
-						reads = append(reads, r.Query)
-					}
-				}
-			} else {
-				for _, r := range e.gl.Requests() {
-					if r.Method == "GET" && strings.HasSuffix(r.Path, "/issues/1/notes") {
-						reads = append(reads, r.Query)
-					}
+			for _, r := range e.emu().Requests() {
+				if r.Method == "GET" && (strings.HasSuffix(r.Path, "/repos/acme/app/issues/1/comments") || strings.HasSuffix(r.Path, "/issues/1/notes")) {
+					reads = append(reads, r.Query)
 				}
 			}
 			if len(e.botComments()) < 2 {

@@ -39,7 +39,8 @@ type served struct {
 
 func (e *env) serveHTTP(t testing.TB) *served {
 	t.Helper()
-	e.cfg.Server = config.Server{Listen: "127.0.0.1:0", GitHubWebhookSecret: hookSecret, GitLabWebhookToken: hookToken}
+	e.cfg.Server = config.Server{Listen: "127.0.0.1:0", GitHubWebhookSecret: hookSecret, GitLabWebhookToken: hookToken,
+		GiteaWebhookSecret: hookSecret}
 	e.cfg.Continuous.Producer.IntervalMinutes = 60
 	e.cfg.Conversation.PollSeconds = 3600
 	if err := e.cfg.Validate(); err != nil {
@@ -113,12 +114,12 @@ func (s *served) discovered() {
 	s.t.Helper()
 	e := s.e
 	waitFor(s.t, "the first discovery", func() bool {
-		if e.gh != nil {
-			return slices.ContainsFunc(e.gh.Requests(), func(r forgetest.Request) bool {
-				return r.Method == http.MethodGet && strings.HasSuffix(r.Path, "/issues") && strings.Contains(r.Query, "labels=")
-			})
+		if e.gl != nil {
+			return e.gl.Count(http.MethodGet, "/merge_requests") > 0
 		}
-		return e.gl.Count(http.MethodGet, "/merge_requests") > 0
+		return slices.ContainsFunc(e.emu().Requests(), func(r forgetest.Request) bool {
+			return r.Method == http.MethodGet && strings.HasSuffix(r.Path, "/issues") && strings.Contains(r.Query, "labels=")
+		})
 	})
 }
 
@@ -129,6 +130,9 @@ func (s *served) label(secret string) (string, forgetest.Delivery) {
 	if e.gh != nil {
 		return "/webhooks/github", e.gh.LabelHook(e.ref.Repo, e.ref.Number, "coding agent", "", secret)
 	}
+	if e.gt != nil {
+		return "/webhooks/gitea", e.gt.LabelHook(e.ref.Repo, e.ref.Number, "coding agent", "acme", secret)
+	}
 	return "/webhooks/gitlab", e.gl.LabelHook(e.ref.Repo, e.glKind(), e.ref.Number, "coding agent", "", secret)
 }
 
@@ -136,6 +140,9 @@ func (s *served) comment(user, body string) (string, forgetest.Delivery) {
 	e := s.e
 	if e.gh != nil {
 		return "/webhooks/github", e.gh.CommentHook(e.ref.Repo, e.ref.Number, user, body, hookSecret)
+	}
+	if e.gt != nil {
+		return "/webhooks/gitea", e.gt.CommentHook(e.ref.Repo, e.ref.Number, user, body, hookSecret)
 	}
 	return "/webhooks/gitlab", e.gl.NoteHook(e.ref.Repo, e.glKind(), e.ref.Number, user, body, hookToken)
 }
@@ -153,6 +160,7 @@ func TestLabelledTaskPickedUpThroughTheWebhook(t *testing.T) {
 	}{
 		{"github-issue", task.GitHub, task.Issue},
 		{"gitlab-merge-request", task.GitLab, task.MergeRequest},
+		{"gitea-pull-request", task.Gitea, task.PullRequest},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, setup{forge: c.forge, kind: c.kind, provider: config.ProviderOpenAI, seed: unlabelled})
@@ -360,23 +368,34 @@ func metric(f map[string]*dto.MetricFamily, name, label, value string) float64 {
 // paused task resumes at once, not at the next poll.
 func TestResumeThroughTheWebhook(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
-		respond: func(e *env, r llmtest.Received) llmtest.Step {
-			if r.N == 1 {
-				e.gh.AddLabelDirect(e.ref.Repo, e.ref.Number, "coding agent paused")
+	for _, fg := range []string{task.GitHub, task.Gitea} {
+		t.Run(fg, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, setup{forge: fg, kind: task.Issue, provider: config.ProviderOpenAI,
+				respond: func(e *env, r llmtest.Received) llmtest.Step {
+					if r.N == 1 {
+						e.addLabelBy("coding agent paused", "acme")
+					}
+					return writeThenDone(e, r)
+				}})
+			s := e.serveHTTP(t)
+			waitFor(t, "the task to pause", func() bool {
+				return slices.Equal(e.labels(), []string{"bug", "coding agent paused"}) && e.record().Status == task.Paused
+			})
+			before := len(e.model.Requests())
+			path, unlabel := "/webhooks/github", forgetest.Delivery{}
+			if e.gt != nil {
+				path, unlabel = "/webhooks/gitea", e.gt.UnlabelHook(e.ref.Repo, e.ref.Number, "coding agent paused", "acme", hookSecret)
+			} else {
+				unlabel = e.gh.UnlabelHook(e.ref.Repo, e.ref.Number, "coding agent paused", hookSecret)
 			}
-			return writeThenDone(e, r)
-		}})
-	s := e.serveHTTP(t)
-	waitFor(t, "the task to pause", func() bool {
-		return slices.Equal(e.labels(), []string{"bug", "coding agent paused"}) && e.record().Status == task.Paused
-	})
-	before := len(e.model.Requests())
-	if status := s.send("/webhooks/github", e.gh.UnlabelHook(e.ref.Repo, e.ref.Number, "coding agent paused", hookSecret)); status != http.StatusAccepted {
-		t.Fatalf("delivery: status %d, want 202", status)
-	}
-	waitFor(t, "the task to be done", func() bool { return slices.Contains(e.labels(), "coding agent done") })
-	if n := len(e.model.Requests()); n <= before {
-		t.Fatal("the resumed task made no model request")
+			if status := s.send(path, unlabel); status != http.StatusAccepted {
+				t.Fatalf("delivery: status %d, want 202", status)
+			}
+			waitFor(t, "the task to be done", func() bool { return slices.Contains(e.labels(), "coding agent done") })
+			if n := len(e.model.Requests()); n <= before {
+				t.Fatal("the resumed task made no model request")
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -42,6 +43,9 @@ type Gitea struct {
 
 	t   testing.TB
 	srv *httptest.Server
+
+	// revoked: Token is answered 401 (RevokeToken), on the API and by git.
+	revoked atomic.Bool
 
 	dmu    sync.Mutex // guards everything below
 	repos  map[string]*gtRepo
@@ -114,7 +118,7 @@ func NewGitea(t testing.TB) *Gitea {
 	t.Helper()
 	g := &Gitea{Token: "gitea-forgetest-token", BotUsername: "coding-agent-bot", t: t, repos: map[string]*gtRepo{}, nextID: 500}
 	g.GitRepos = newGitRepos(t, "Gitea", func(tok string) bool {
-		return subtle.ConstantTimeCompare([]byte(tok), []byte(g.Token)) == 1
+		return !g.revoked.Load() && subtle.ConstantTimeCompare([]byte(tok), []byte(g.Token)) == 1
 	})
 	api := g.wrap(g.routes(), gtErrBody)
 	git := g.wrap(g.GitRepos, gitErrBody)
@@ -129,6 +133,10 @@ func NewGitea(t testing.TB) *Gitea {
 	t.Cleanup(g.srv.Close)
 	return g
 }
+
+// RevokeToken makes Token answered 401 from now on, as when its user
+// deletes it.
+func (g *Gitea) RevokeToken() { g.revoked.Store(true) }
 
 // URL is the instance's root URL (the API is under /api/v1).
 func (g *Gitea) URL() string { return g.srv.URL }

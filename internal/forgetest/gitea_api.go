@@ -66,7 +66,7 @@ func (g *Gitea) authed(h http.HandlerFunc) http.HandlerFunc {
 		if !ok {
 			tok, _ = strings.CutPrefix(a, "Bearer ")
 		}
-		if tok != g.Token {
+		if g.revoked.Load() || tok != g.Token {
 			g.fail(w, http.StatusUnauthorized, "user does not exist [uid: 0, name: ]")
 			return
 		}

@@ -125,12 +125,17 @@ func (c *Client) React(ctx context.Context, ref task.Ref, commentID int64, emoji
 }
 
 // AddLabel adds label to the issue or pull request by its id, leaving
-// the others (POST .../labels adds; only PUT replaces).
+// the others (POST .../labels adds; only PUT replaces). A label the
+// repository lacks is made first, as GitHub and GitLab make one on use
+// (doctor --fix makes them with their colours beforehand).
 func (c *Client) AddLabel(ctx context.Context, ref task.Ref, label string) error {
 	owner, repo, err := split(ref)
 	if err == nil {
 		var id int64
-		if id, err = c.labelID(ctx, ref.Repo, label); err == nil {
+		if id, err = c.labelID(ctx, ref.Repo, label); errors.Is(err, errNoSuchLabel) {
+			id, err = c.makeLabel(ctx, ref.Repo, label)
+		}
+		if err == nil {
 			_, resp, e := c.api(httpx.Idempotent(ctx)).AddIssueLabels(owner, repo, int64(ref.Number), sdk.IssueLabelsOption{Labels: []int64{id}})
 			err = wrap(resp, e)
 		}
@@ -170,9 +175,25 @@ func (c *Client) removeLabel(ctx context.Context, ref task.Ref, label string) er
 // --fix creates them).
 var errNoSuchLabel = errors.New("the repository has no such label (coding-agent doctor --fix creates it)")
 
-// labelID is the id of repo's label name: Gitea's label endpoints take
-// ids. The repository's labels are read once and again when a name is
-// not among them (a label created since).
+// makeLabel creates repo's label name and returns the id to use: Gitea
+// takes two labels of one name, so two hosts making it at once may make
+// two; every host reads the labels again and uses the lowest id, and the
+// other stays unused.
+func (c *Client) makeLabel(ctx context.Context, repo, name string) (int64, error) {
+	if err := c.CreateLabel(ctx, repo, name, defaultColor); err != nil {
+		return 0, err
+	}
+	c.log.Info("made a label the repository lacked", "repository", repo, "label", name)
+	return c.labelID(ctx, repo, name)
+}
+
+// defaultColor is the colour of a label made on use: Gitea's grey.
+const defaultColor = "#ededed"
+
+// labelID is the id of repo's label name (the lowest, when Gitea holds
+// two of one name): Gitea's label endpoints take ids. The repository's
+// labels are read once and again when a name is not among them (a label
+// created since).
 func (c *Client) labelID(ctx context.Context, repo, name string) (int64, error) {
 	c.mu.Lock()
 	id, ok := c.labels[repo][name]
@@ -186,7 +207,9 @@ func (c *Client) labelID(ctx context.Context, repo, name string) (int64, error) 
 	}
 	ids := make(map[string]int64, len(ls))
 	for _, l := range ls {
-		ids[l.Name] = l.ID
+		if id, ok := ids[l.Name]; !ok || l.ID < id {
+			ids[l.Name] = l.ID
+		}
 	}
 	c.mu.Lock()
 	c.labels[repo] = ids
