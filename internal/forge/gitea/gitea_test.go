@@ -205,7 +205,7 @@ func TestHooks(t *testing.T) {
 		return d
 	}
 	for _, d := range []forgetest.Delivery{
-		g.LabelHook("acme/app", n, "bug", "bob", "s3cret"),                 // paused, no bot label: nothing
+		g.LabelHook("acme/app", n, "bug", "bob", "s3cret"),                   // paused, no bot label: nothing
 		g.UnlabelHook("acme/app", n, "coding agent paused", "bob", "s3cret"), // a resume, perhaps
 		forgejo(g.LabelHook("acme/app", p, "coding agent", "bob", "s3cret")),
 		g.CommentHook("acme/app", p, "bob", "hi", "s3cret"),
