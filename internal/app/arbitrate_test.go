@@ -43,7 +43,8 @@ func TestHostsWithOwnStoresRunEachTaskOnce(t *testing.T) {
 		forge string
 		lease int // forge_lease_seconds; 0: not set (the default, 300)
 		reps  int
-	}{{task.GitHub, 0, reps}, {task.GitLab, 0, reps}, {task.GitHub, 30, max(reps/2, 1)}, {task.GitLab, 30, max(reps/2, 1)}} {
+	}{{task.GitHub, 0, reps}, {task.GitLab, 0, reps}, {task.Gitea, 0, reps},
+		{task.GitHub, 30, max(reps/2, 1)}, {task.GitLab, 30, max(reps/2, 1)}, {task.Gitea, 30, max(reps/2, 1)}} {
 		name := c.forge
 		if c.lease > 0 {
 			name += "-forge-lease"
@@ -70,6 +71,7 @@ type hostsEnv struct {
 	forge string
 	gh    *forgetest.GitHub
 	gl    *forgetest.GitLab
+	gt    *forgetest.Gitea
 	model *llmtest.Server
 	mcp   string
 	tasks int
@@ -98,13 +100,20 @@ func newHosts(t *testing.T, forge string, tasks int) *hostsEnv {
 	for i := 1; i <= tasks; i++ {
 		seed := forgetest.IssueSeed{Title: fmt.Sprintf("Task %d", i), Body: fmt.Sprintf("Say done. token=T%d.", i),
 			Author: "alice", Labels: []string{"coding agent"}}
-		if forge == task.GitHub {
+		switch forge {
+		case task.GitHub:
 			if h.gh == nil {
 				h.gh = forgetest.NewGitHub(t)
 				h.gh.AddRepo("acme/app")
 			}
 			h.gh.AddIssue("acme/app", seed)
-		} else {
+		case task.Gitea:
+			if h.gt == nil {
+				h.gt = forgetest.NewGitea(t)
+				h.gt.AddRepo("acme/app")
+			}
+			h.gt.AddIssue("acme/app", seed)
+		default:
 			if h.gl == nil {
 				h.gl = forgetest.NewGitLab(t)
 				h.gl.AddProject("acme/app")
@@ -124,7 +133,7 @@ func (h *hostsEnv) config(t *testing.T, host string) string {
 	if h.lease > 0 {
 		lease = fmt.Sprintf("forge_lease_seconds: %d\n", h.lease)
 	}
-	source := fmt.Sprintf("github:\n  api_url: %s\n  token: ${CA_TEST_TOKEN}\n  repositories: [acme/app]\n", q(h.url()))
+	source := fmt.Sprintf("%s:\n  api_url: %s\n  token: ${CA_TEST_TOKEN}\n  repositories: [acme/app]\n", h.forge, q(h.url()))
 	if h.forge == task.GitLab {
 		source = fmt.Sprintf("gitlab:\n  api_url: %s\n  token: ${CA_TEST_TOKEN}\n  project_id: [acme/app]\n", q(h.url()))
 	}
@@ -168,6 +177,14 @@ func (h *hostsEnv) holders(n int) int {
 		}
 		return count
 	}
+	if h.gt != nil {
+		for _, c := range h.gt.Comments("acme/app", n) {
+			if _, ok := report.HolderOf(c.Body); ok && c.Author == h.gt.BotUsername {
+				count++
+			}
+		}
+		return count
+	}
 	for _, c := range h.gl.Notes("acme/app", forgetest.KindIssue, n) {
 		if _, ok := report.HolderOf(c.Body); ok && c.Author == h.gl.BotUsername {
 			count++
@@ -177,15 +194,21 @@ func (h *hostsEnv) holders(n int) int {
 }
 
 func (h *hostsEnv) url() string {
-	if h.gh != nil {
+	switch {
+	case h.gh != nil:
 		return h.gh.URL()
+	case h.gt != nil:
+		return h.gt.URL()
 	}
 	return h.gl.URL()
 }
 
 func (h *hostsEnv) token() string {
-	if h.gh != nil {
+	switch {
+	case h.gh != nil:
 		return h.gh.Token
+	case h.gt != nil:
+		return h.gt.Token
 	}
 	return h.gl.Token
 }
@@ -245,6 +268,13 @@ func (h *hostsEnv) check(t *testing.T) (twice, dup, notDone int) {
 				}
 			}
 			labels = h.gh.Labels("acme/app", n)
+		} else if h.gt != nil {
+			for _, c := range h.gt.Comments("acme/app", n) {
+				if c.Author == h.gt.BotUsername && strings.Contains(c.Body, fmt.Sprintf("Finished task %d.", n)) {
+					closing++
+				}
+			}
+			labels = h.gt.Labels("acme/app", n)
 		} else {
 			for _, c := range h.gl.Notes("acme/app", forgetest.KindIssue, n) {
 				if c.Author == h.gl.BotUsername && strings.Contains(c.Body, fmt.Sprintf("Finished task %d.", n)) {

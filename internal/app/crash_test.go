@@ -123,12 +123,19 @@ func writeConfig(t testing.TB, c *config.Config) string {
 			}
 		}
 	}
-	yaml := fmt.Sprintf(`task_source: github
+	source, apiURL, reposKey, repos := "github", c.GitHub.APIURL, "repositories", c.GitHub.Repositories
+	switch c.TaskSource {
+	case task.GitLab:
+		source, apiURL, reposKey, repos = c.TaskSource, c.GitLab.APIURL, "project_id", c.GitLab.Projects
+	case task.Gitea:
+		source, apiURL, repos = c.TaskSource, c.Gitea.APIURL, c.Gitea.Repositories
+	}
+	yaml := fmt.Sprintf(`task_source: %s
 state_dir: %s
-github:
+%s:
   api_url: %s
   token: ${CA_TEST_TOKEN}
-  repositories: [%s]
+  %s: [%s]
 llm:
   provider: openai
   function_calling: %t
@@ -157,7 +164,7 @@ delivery:
   enabled: %t
   draft: %t
   branch_prefix: %s
-`, q(c.StateDir), q(c.GitHub.APIURL), strings.Join(c.GitHub.Repositories, ", "), c.LLM.FunctionCalling, q(c.LLM.OpenAI.BaseURL),
+`, source, q(c.StateDir), source, q(apiURL), reposKey, strings.Join(repos, ", "), c.LLM.FunctionCalling, q(c.LLM.OpenAI.BaseURL),
 		c.LLM.OpenAI.ContextLength, c.LLM.OpenAI.MaxToken, mcp.String(), q(c.Logging.File), c.ShutdownGraceSeconds, c.Planning.Enabled,
 		c.Planning.Reflection.TriggerInterval, q(c.Planning.History.Directory), c.Conversation.Enabled,
 		q(c.Workspace.Root), c.Workspace.Keep, c.Delivery.Enabled, c.Delivery.Draft, q(c.Delivery.BranchPrefix))

@@ -77,6 +77,7 @@ func TestDoctorPassesAndFixesLabels(t *testing.T) {
 		{task.GitHub, config.ProviderOpenAI, "gpt-test"},
 		{task.GitLab, config.ProviderOllama, "qwen-test"},
 		{task.GitHub, config.ProviderLMStudio, "local-model"},
+		{task.Gitea, config.ProviderOpenAI, "gpt-test"},
 	} {
 		fg, provider := c.forge, c.provider
 		t.Run(fg+"-"+provider, func(t *testing.T) {
@@ -108,8 +109,11 @@ func TestDoctorPassesAndFixesLabels(t *testing.T) {
 			}
 			wantLines(t, out, "ok    labels acme/app: created \"coding agent processing\", \"coding agent done\"")
 			color := func(name string) string {
-				if fg == task.GitHub {
+				switch fg {
+				case task.GitHub:
 					return e.gh.RepoLabelColor("acme/app", name)
+				case task.Gitea:
+					return e.gt.LabelColor("acme/app", name)
 				}
 				return e.gl.ProjectLabelColor("acme/app", name)
 			}

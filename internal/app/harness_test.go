@@ -295,6 +295,26 @@ func (e *env) holderComments() []string {
 	return out
 }
 
+// allComments are the bodies of every comment on the task, oldest first.
+func (e *env) allComments() []string {
+	var out []string
+	switch {
+	case e.gh != nil:
+		for _, c := range e.gh.Comments(e.ref.Repo, e.ref.Number) {
+			out = append(out, c.Body)
+		}
+	case e.gt != nil:
+		for _, c := range e.gt.Comments(e.ref.Repo, e.ref.Number) {
+			out = append(out, c.Body)
+		}
+	default:
+		for _, n := range e.gl.Notes(e.ref.Repo, e.glKind(), e.ref.Number) {
+			out = append(out, n.Body)
+		}
+	}
+	return out
+}
+
 // allBotComments are the bodies the bot posted, oldest first.
 func (e *env) allBotComments() []string {
 	var out []string

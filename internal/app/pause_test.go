@@ -127,8 +127,10 @@ func TestLivingCommentSaysTheRunHalted(t *testing.T) {
 		}{
 			{app.SignalPause, task.GitHub, "coding-agent paused its work on this", "*Paused: resuming it continues from here"},
 			{app.SignalStop, task.GitLab, "coding-agent stopped working on this", "*Stopped"},
+			{app.SignalPause, task.Gitea, "coding-agent paused its work on this", "*Paused: resuming it continues from here"},
+			{app.SignalStop, task.Gitea, "coding-agent stopped working on this", "*Stopped"},
 		} {
-			t.Run(fmt.Sprintf("planning=%v/%s", planning, c.signal), func(t *testing.T) {
+			t.Run(fmt.Sprintf("planning=%v/%s/%s", planning, c.forge, c.signal), func(t *testing.T) {
 				t.Parallel()
 				respond := writeThenDone
 				if planning {

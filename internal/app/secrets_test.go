@@ -28,20 +28,22 @@ func TestSecretsReachNothing(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
 	for _, c := range []struct {
 		name     string
+		forge    string
 		planning bool
 		native   bool
 		respond  func(*env, llmtest.Received) llmtest.Step
 	}{
-		{"plain-native", false, true, leakingLoop},
-		{"planned-json", true, false, leakingPlan},
+		{"plain-native", task.GitHub, false, true, leakingLoop},
+		{"planned-json", task.GitHub, true, false, leakingPlan},
+		{"gitea-plain-native", task.Gitea, false, true, leakingLoop},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI,
+			e := newEnv(t, setup{forge: c.forge, kind: task.Issue, provider: config.ProviderOpenAI,
 				native: c.native, planning: c.planning, respond: c.respond})
 			e.cfg.MCPServers = append(e.cfg.MCPServers, config.MCPServer{Name: "t", Command: []string{mcptest.Build(t)},
 				Env: map[string]string{"LEAK_TOKEN": "${CA_TEST_TOKEN}", "LEAK_KEY": "${CA_TEST_KEY}"}})
 			cmd := exec.Command(buildBinary(t), "run", "--config", writeConfig(t, e.cfg))
-			cmd.Env = append(os.Environ(), "CA_TEST_TOKEN="+e.gh.Token, "CA_TEST_KEY="+apiKey)
+			cmd.Env = append(os.Environ(), "CA_TEST_TOKEN="+e.token(), "CA_TEST_KEY="+apiKey)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("run: %v\n%s", err, out)
@@ -139,13 +141,9 @@ func checkNothingLeaked(t *testing.T, e *env, output string) {
 		"the log": filepath.Dir(e.cfg.Logging.File)} {
 		places[name] = readTree(t, dir)
 	}
-	var comments []string
-	for _, c := range e.gh.Comments(e.ref.Repo, e.ref.Number) {
-		comments = append(comments, c.Body)
-	}
-	places["the comments"] = strings.Join(comments, "\n")
+	places["the comments"] = strings.Join(e.allComments(), "\n")
 	for place, text := range places {
-		for name, secret := range map[string]string{"the GitHub token": e.gh.Token, "the API key": apiKey} {
+		for name, secret := range map[string]string{"the forge's token": e.token(), "the API key": apiKey} {
 			if w := mcptest.Leaked(text, secret); w != "" {
 				t.Errorf("%s reached %s: %q", name, place, w)
 			}

@@ -324,6 +324,21 @@ func (g *Gitea) Labels(repo string, number int) []string {
 	return out
 }
 
+// LabelColor is the colour of repo's label name ("" for none), as Gitea
+// keeps it: six hex digits.
+func (g *Gitea) LabelColor(repo, name string) string {
+	g.dmu.Lock()
+	defer g.dmu.Unlock()
+	if r := g.repos[strings.ToLower(repo)]; r != nil {
+		for _, l := range r.labels {
+			if l.name == name {
+				return l.color
+			}
+		}
+	}
+	return ""
+}
+
 // Comments are repo#number's comments, oldest first.
 func (g *Gitea) Comments(repo string, number int) []Comment {
 	g.dmu.Lock()
