@@ -213,7 +213,7 @@ func (a *App) newForge() (forge.Forge, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, token, err := k.open(a, a.forgeHTTPClient())
+	f, token, err := a.openForge(k, a.forgeHTTPClient())
 	if err != nil {
 		return nil, err
 	}

@@ -16,33 +16,26 @@ import (
 )
 
 // A forgeKind is one forge the daemon works on, in the one registry that
-// builds adapters (forges): what its adapter says of itself (forge.Kind)
-// and how the adapter is opened from the configuration. What the
-// configuration says of a forge is in its section (config.Config's
-// BotName, Scope, Watching, Webhook); what a task's forge means to the
-// rest of the daemon is in task.Forges. No other code of the app asks
-// which forge is configured.
+// builds adapters (forges): what its adapter says of itself (forge.Kind),
+// and how the app opens an adapter that needs more than an access token
+// (open). What the configuration says of a forge is in its section
+// (config.Config's Access, BotName, Scope, Watching, Webhook); what a
+// task's forge means to the rest of the daemon is in task.Forges. No other
+// code of the app asks which forge is configured.
 type forgeKind struct {
 	forge.Kind
-	// open builds the adapter from the configuration, sending through
-	// client: the forge (as the daemon and doctor use it), and git's
-	// token for it (asked at each command: a GitHub App's changes every
-	// hour).
-	open func(a *App, client *http.Client) (adapter, func(context.Context) (string, error), error)
-}
-
-// adapter is a forge's adapter: the forge the daemon works on, and what
-// doctor checks and sets up there.
-type adapter interface {
-	forge.Forge
-	forge.Setup
+	// open, when set, builds the adapter instead of Kind.Open, sending
+	// through client: the forge (as the daemon and doctor use it), and
+	// git's token for it (asked at each command: a GitHub App's changes
+	// every hour).
+	open func(a *App, client *http.Client) (forge.Adapter, func(context.Context) (string, error), error)
 }
 
 // forges are the forges, by task_source: a line each.
 var forges = registry(
-	forgeKind{ghforge.Kind, openGitHub},
-	forgeKind{glforge.Kind, openGitLab},
-	forgeKind{giteaforge.Kind, openGitea},
+	forgeKind{Kind: ghforge.Kind, open: openGitHub},
+	forgeKind{Kind: glforge.Kind},
+	forgeKind{Kind: giteaforge.Kind},
 )
 
 func registry(kinds ...forgeKind) map[string]forgeKind {
@@ -53,7 +46,22 @@ func registry(kinds ...forgeKind) map[string]forgeKind {
 	return m
 }
 
-func openGitHub(a *App, client *http.Client) (adapter, func(context.Context) (string, error), error) {
+// openForge builds the configured forge's adapter, and git's token for it.
+func (a *App) openForge(k forgeKind, client *http.Client) (forge.Adapter, func(context.Context) (string, error), error) {
+	if k.open != nil {
+		return k.open(a, client)
+	}
+	apiURL, token := a.cfg.Access()
+	repos, owner := a.cfg.Scope()
+	f, err := k.Open(forge.Access{APIURL: apiURL, Token: token.Reveal(), Repositories: repos, Owner: owner,
+		HTTPClient: client, Logger: a.Log, Sleep: a.o.Sleep})
+	if err != nil {
+		return nil, nil, fmt.Errorf("setting up %s: %w", k.Name, err)
+	}
+	return f, func(context.Context) (string, error) { return token.Reveal(), nil }, nil
+}
+
+func openGitHub(a *App, client *http.Client) (forge.Adapter, func(context.Context) (string, error), error) {
 	c := a.cfg.GitHub
 	o := ghforge.Options{APIURL: c.APIURL, Token: c.Token.Reveal(), Owner: c.Owner,
 		Repositories: c.Repositories, Query: c.Query, HTTPClient: client, Logger: a.Log, Sleep: a.o.Sleep}
@@ -69,26 +77,6 @@ func openGitHub(a *App, client *http.Client) (adapter, func(context.Context) (st
 		return nil, nil, fmt.Errorf("setting up GitHub: %w", err)
 	}
 	return f, f.Token, nil
-}
-
-func openGitLab(a *App, client *http.Client) (adapter, func(context.Context) (string, error), error) {
-	c := a.cfg.GitLab
-	f, err := glforge.New(glforge.Options{APIURL: c.APIURL, Token: c.Token.Reveal(), Projects: c.Projects,
-		Group: c.Group, HTTPClient: client, Logger: a.Log, Sleep: a.o.Sleep})
-	if err != nil {
-		return nil, nil, fmt.Errorf("setting up GitLab: %w", err)
-	}
-	return f, func(context.Context) (string, error) { return c.Token.Reveal(), nil }, nil
-}
-
-func openGitea(a *App, client *http.Client) (adapter, func(context.Context) (string, error), error) {
-	c := a.cfg.Gitea
-	f, err := giteaforge.New(giteaforge.Options{APIURL: c.APIURL, Token: c.Token.Reveal(), Repositories: c.Repositories,
-		Owner: c.Owner, HTTPClient: client, Logger: a.Log, Sleep: a.o.Sleep})
-	if err != nil {
-		return nil, nil, fmt.Errorf("setting up Gitea: %w", err)
-	}
-	return f, func(context.Context) (string, error) { return c.Token.Reveal(), nil }, nil
 }
 
 // webhooks are the forges' webhooks the server section has a secret for.

@@ -34,7 +34,7 @@ func TestEveryForgeIsRegistered(t *testing.T) {
 		t.Fatalf("task.Forges %q, the configuration's %q", got, want)
 	}
 	for name, k := range forges {
-		if k.open == nil || k.Name != name || k.GitUser == "" || k.BotAdvice == "" || k.Hooks == nil {
+		if (k.open == nil && k.Open == nil) || k.Name != name || k.GitUser == "" || k.BotAdvice == "" || k.Hooks == nil {
 			t.Errorf("forge %s lacks a fact: %+v", name, k.Kind)
 		}
 		if _, key := (&config.Config{TaskSource: name}).Webhook(); key == "" {

@@ -83,3 +83,5 @@ func (g *Gitea) watching() []string {
 func (g *Gitea) webhook(s Server) (Secret, string) {
 	return s.GiteaWebhookSecret, "gitea_webhook_secret"
 }
+
+func (g *Gitea) access() (string, Secret) { return g.APIURL, g.Token }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,15 +37,27 @@ type forgeSection interface {
 	// webhook is the server's secret for the forge's webhooks, and its
 	// key in the server section.
 	webhook(s Server) (secret Secret, key string)
+	// access is where the forge's API is and the token the agent acts
+	// with there.
+	access() (apiURL string, token Secret)
 }
 
-// sections are the forge sections of a configuration, by task_source, in
-// the order Forges lists them.
-var sections = map[string]func(c *Config) forgeSection{
-	task.GitHub: func(c *Config) forgeSection { return &c.GitHub },
-	task.GitLab: func(c *Config) forgeSection { return &c.GitLab },
-	task.Gitea:  func(c *Config) forgeSection { return &c.Gitea },
-}
+// sections are the forge sections of a configuration, by task_source:
+// the fields of Config that are a forgeSection, by their key. A forge's
+// field in Config is all that registers it here.
+var sections = func() map[string]func(c *Config) forgeSection {
+	m := map[string]func(*Config) forgeSection{}
+	t := reflect.TypeFor[Config]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !reflect.PointerTo(f.Type).Implements(reflect.TypeFor[forgeSection]()) {
+			continue
+		}
+		key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		m[key] = func(c *Config) forgeSection { return reflect.ValueOf(c).Elem().Field(i).Addr().Interface().(forgeSection) }
+	}
+	return m
+}()
 
 // section is the section of the configured task_source; nil for a value
 // Validate refuses.
@@ -87,6 +100,15 @@ func (c *Config) Watching() []string {
 func (c *Config) Webhook() (secret Secret, key string) {
 	if s := c.section(); s != nil {
 		return s.webhook(c.Server)
+	}
+	return "", ""
+}
+
+// Access is where the configured forge's API is and the token the agent
+// acts with there.
+func (c *Config) Access() (apiURL string, token Secret) {
+	if s := c.section(); s != nil {
+		return s.access()
 	}
 	return "", ""
 }
@@ -189,3 +211,6 @@ func (g *GitHub) webhook(s Server) (Secret, string) {
 func (g *GitLab) webhook(s Server) (Secret, string) {
 	return s.GitLabWebhookToken, "gitlab_webhook_token"
 }
+
+func (g *GitHub) access() (string, Secret) { return g.APIURL, g.Token }
+func (g *GitLab) access() (string, Secret) { return g.APIURL, g.Token }

@@ -15,7 +15,7 @@ import (
 )
 
 // Kind is Gitea (and Forgejo), as the registry of forges knows it.
-var Kind = forge.Kind{Name: task.Gitea, GitUser: "oauth2",
+var Kind = forge.Kind{Name: task.Gitea, Open: open, GitUser: "oauth2",
 	BotAdvice: "a dedicated account (Gitea's API marks no user as a bot)", Hooks: Hooks{}}
 
 // Hooks reads Gitea's and Forgejo's webhook deliveries: X-Gitea-Event (or
@@ -136,4 +136,13 @@ func (Hooks) Read(r *http.Request, body []byte, labels task.Labels) (forge.Event
 		return forge.Event{What: forge.Labelled, Ref: ref}, nil
 	}
 	return forge.Ignored(fmt.Sprintf("%s %s does not ask for the agent", kind, p.Action)), nil
+}
+
+func open(a forge.Access) (forge.Adapter, error) {
+	c, err := New(Options{APIURL: a.APIURL, Token: a.Token, Repositories: a.Repositories, Owner: a.Owner,
+		HTTPClient: a.HTTPClient, Logger: a.Logger, Sleep: a.Sleep})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }

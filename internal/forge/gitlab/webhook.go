@@ -149,4 +149,13 @@ func (Hooks) Read(r *http.Request, body []byte, labels task.Labels) (forge.Event
 }
 
 // Kind is GitLab, as the registry of forges knows it.
-var Kind = forge.Kind{Name: task.GitLab, GitUser: "oauth2", BotAdvice: "a dedicated account or a project access token (its user is a bot)", Hooks: Hooks{}}
+var Kind = forge.Kind{Name: task.GitLab, Open: open, GitUser: "oauth2", BotAdvice: "a dedicated account or a project access token (its user is a bot)", Hooks: Hooks{}}
+
+func open(a forge.Access) (forge.Adapter, error) {
+	c, err := New(Options{APIURL: a.APIURL, Token: a.Token, Projects: a.Repositories, Group: a.Owner,
+		HTTPClient: a.HTTPClient, Logger: a.Logger, Sleep: a.Sleep})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
