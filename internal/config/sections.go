@@ -54,7 +54,9 @@ var sections = func() map[string]func(c *Config) forgeSection {
 			continue
 		}
 		key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		m[key] = func(c *Config) forgeSection { return reflect.ValueOf(c).Elem().Field(i).Addr().Interface().(forgeSection) }
+		m[key] = func(c *Config) forgeSection {
+			return reflect.ValueOf(c).Elem().Field(i).Addr().Interface().(forgeSection)
+		}
 	}
 	return m
 }()
