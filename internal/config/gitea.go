@@ -1,9 +1,7 @@
 package config
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/coding-agent/coding-agent/internal/task"
 )
@@ -35,24 +33,7 @@ func (g *Gitea) validate(k *checker) {
 		k.url("gitea.api_url", g.APIURL)
 	}
 	k.required("gitea.token", g.Token.Reveal(), when+" (or gitea.token_file)")
-	if g.Owner == "" && len(g.Repositories) == 0 {
-		k.add("gitea", "owner or repositories is required (or both)")
-	}
-	if strings.ContainsAny(g.Owner, "/ ") {
-		k.add("gitea.owner", "must be a user or organisation name (list repositories under gitea.repositories)")
-	}
-	seen := map[string]string{}
-	for i, r := range g.Repositories {
-		p := fmt.Sprintf("gitea.repositories[%d]", i)
-		switch first, dup := seen[strings.ToLower(r)]; {
-		case !repoPattern.MatchString(r):
-			k.add(p, `must be "owner/name"`)
-		case dup:
-			k.add(p, "repeats "+first)
-		default:
-			seen[strings.ToLower(r)] = p
-		}
-	}
+	validateScope(k, "gitea", "organisation", g.Owner, g.Repositories)
 	validateLabels(k, "gitea", g.labels())
 }
 

@@ -256,6 +256,18 @@ func TestValidateRequiredPerSourceAndProvider(t *testing.T) {
 			{Path: "github", Msg: "owner or repositories is required (or both)", Line: 2},
 			{Path: "llm.lmstudio.model", Msg: "required when llm.provider is lmstudio"},
 		}},
+		{"task_source: gitea\nllm: {provider: lmstudio, lmstudio: {model: m}}\n", config.Problems{
+			{Path: "gitea", Msg: "owner or repositories is required (or both)"},
+			{Path: "gitea.api_url", Msg: "required when task_source is gitea: the instance's root URL, such as https://gitea.example.com"},
+			{Path: "gitea.token", Msg: "required when task_source is gitea (or gitea.token_file)"},
+		}},
+		{"task_source: gitea\ngitea: {api_url: \"gitea.example.com\", token: t, owner: \"a b\", repositories: [a/b, A/B, c]}\n" +
+			"llm: {provider: lmstudio, lmstudio: {model: m}}\n", config.Problems{
+			{Path: "gitea.api_url", Msg: "must be an absolute http or https URL", Line: 2},
+			{Path: "gitea.owner", Msg: "must be a user or organisation name (list repositories under gitea.repositories)", Line: 2},
+			{Path: "gitea.repositories[1]", Msg: "repeats gitea.repositories[0]", Line: 2},
+			{Path: "gitea.repositories[2]", Msg: `must be "owner/name"`, Line: 2},
+		}},
 		{"task_source: svn\nllm: {provider: gpt}\n", config.Problems{
 			{Path: "llm.provider", Msg: "must be one of: openai, lmstudio, ollama", Line: 2},
 			{Path: "task_source", Msg: "must be one of: gitea, github, gitlab", Line: 1},

@@ -150,15 +150,22 @@ func (g *GitHub) validate(k *checker) {
 	} else {
 		k.required("github.token", g.Token.Reveal(), when+" (or github.token_file, or github.app)")
 	}
-	if g.Owner == "" && len(g.Repositories) == 0 {
-		k.add("github", "owner or repositories is required (or both)")
+	validateScope(k, "github", "organization", g.Owner, g.Repositories)
+	validateLabels(k, "github", g.labels())
+}
+
+// validateScope wants an owner (a user or org's name) or repositories
+// ("owner/name" each, none twice), or both, in section.
+func validateScope(k *checker, section, org, owner string, repos []string) {
+	if owner == "" && len(repos) == 0 {
+		k.add(section, "owner or repositories is required (or both)")
 	}
-	if strings.ContainsAny(g.Owner, "/ ") {
-		k.add("github.owner", "must be a user or organization name (list repositories under github.repositories)")
+	if strings.ContainsAny(owner, "/ ") {
+		k.add(section+".owner", "must be a user or "+org+" name (list repositories under "+section+".repositories)")
 	}
 	seen := map[string]string{}
-	for i, r := range g.Repositories {
-		p := fmt.Sprintf("github.repositories[%d]", i)
+	for i, r := range repos {
+		p := fmt.Sprintf("%s.repositories[%d]", section, i)
 		switch first, dup := seen[strings.ToLower(r)]; {
 		case !repoPattern.MatchString(r):
 			k.add(p, `must be "owner/name"`)
@@ -168,7 +175,6 @@ func (g *GitHub) validate(k *checker) {
 			seen[strings.ToLower(r)] = p
 		}
 	}
-	validateLabels(k, "github", g.labels())
 }
 
 func (g *GitLab) validate(k *checker) {
