@@ -42,13 +42,13 @@ commands:
   doctor         check every configured service and say what to fix [--fix creates missing labels]
   config check [FILE]
                  validate the config file and list every problem
-  init           write a starter config: --forge %[1]s --provider openai|ollama|lmstudio
+  init           write a starter config: --forge %[1]s --provider %[2]s
   health         probe the running serve's GET /healthz at server.listen (exit 0 when it answers 200)
   version        print the version and commit (also --version)
 
 Every command but init and version reads --config FILE (default config.yaml).
 coding-agent <command> --help lists the command's own flags.
-`, strings.Join(config.Forges, "|"))
+`, strings.Join(config.Forges, "|"), strings.Join(config.Providers, "|"))
 
 // flags are the values a command's flags set.
 type flags struct {
@@ -116,7 +116,7 @@ var commands = []command{
 	{name: "init", summary: "Write a commented starter config, with ${VAR} placeholders for the secrets.",
 		define: func(fs *flag.FlagSet, f *flags) {
 			fs.StringVar(&f.forge, "forge", "", config.ForgeChoice()+" (required)")
-			fs.StringVar(&f.provider, "provider", "", "openai, ollama or lmstudio (required)")
+			fs.StringVar(&f.provider, "provider", "", config.ProviderChoice()+" (required)")
 			fs.StringVar(&f.output, "output", "config.yaml", "the file to write")
 			fs.BoolVar(&f.force, "force", false, "overwrite the file if it exists")
 			fs.StringVar(&f.language, "language", config.LanguageEnglish, "en or ja: the language of the agent's comments")
@@ -274,7 +274,8 @@ func loadConfig(path string, load func(string) (*config.Config, []config.Warning
 	if err != nil {
 		fmt.Fprintf(stderr, "config %s:\n%s\n", path, indent(err))
 		if errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(stderr, "write a starter config with `coding-agent init --forge %s --provider openai|ollama|lmstudio --output %s`, or name yours with --config FILE\n", strings.Join(config.Forges, "|"), path)
+			fmt.Fprintf(stderr, "write a starter config with `coding-agent init --forge %s --provider %s --output %s`, or name yours with --config FILE\n",
+				strings.Join(config.Forges, "|"), strings.Join(config.Providers, "|"), path)
 		}
 		return nil, exitUsage, false
 	}
@@ -302,7 +303,8 @@ func checkConfig(cmd command, f flags, pos []string, stdout, stderr io.Writer) i
 // unless --force.
 func initConfig(f flags, stdout, stderr io.Writer) int {
 	if f.forge == "" || f.provider == "" {
-		fmt.Fprintf(stderr, "usage: coding-agent init --forge %s --provider openai|ollama|lmstudio [--language en|ja] [--output FILE] [--force]\n", strings.Join(config.Forges, "|"))
+		fmt.Fprintf(stderr, "usage: coding-agent init --forge %s --provider %s [--language en|ja] [--output FILE] [--force]\n",
+			strings.Join(config.Forges, "|"), strings.Join(config.Providers, "|"))
 		return exitUsage
 	}
 	data, err := config.StarterIn(f.forge, f.provider, f.output, f.language)

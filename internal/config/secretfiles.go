@@ -29,8 +29,10 @@ func (c *Config) secretFiles() []secretFile {
 	if s := c.section(); s != nil {
 		out = append(out, s.tokenFile())
 	}
-	if c.LLM.Provider == ProviderOpenAI {
-		out = append(out, secretFile{"llm.openai.api_key", &c.LLM.OpenAI.APIKey, c.LLM.OpenAI.APIKeyFile})
+	if p := c.LLM.provider(); p != nil {
+		if f, ok := p.keyFile("llm." + c.LLM.Provider); ok {
+			out = append(out, f)
+		}
 	}
 	return out
 }

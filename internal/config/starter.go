@@ -20,19 +20,20 @@ var starterFiles embed.FS
 
 var starterTemplate = template.Must(template.ParseFS(starterFiles, "starter/config.yaml.tmpl"))
 
-// Providers are the values of llm.provider.
-var Providers = []string{ProviderOpenAI, ProviderOllama, ProviderLMStudio}
-
 // Forges are the values of task_source: the forges with a section
 // (sections), sorted.
 var Forges = slices.Sorted(maps.Keys(sections))
 
-// ForgeChoice is the values of task_source in prose: "github or gitlab".
-func ForgeChoice() string {
-	if len(Forges) < 2 {
-		return strings.Join(Forges, "")
+// ForgeChoice is the values of task_source in prose: "gitea, github or
+// gitlab".
+func ForgeChoice() string { return either(Forges) }
+
+// either is a list in prose: "a, b or c".
+func either(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
 	}
-	return strings.Join(Forges[:len(Forges)-1], ", ") + " or " + Forges[len(Forges)-1]
+	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
 }
 
 // Starter returns a commented starter configuration for forge (task.GitHub
@@ -54,14 +55,13 @@ func StarterIn(forge, provider, output, language string) ([]byte, error) {
 		return nil, fmt.Errorf("unknown forge %q: want %s", forge, ForgeChoice())
 	}
 	if !slices.Contains(Providers, provider) {
-		return nil, fmt.Errorf("unknown provider %q: want openai, ollama or lmstudio", provider)
+		return nil, fmt.Errorf("unknown provider %q: want %s", provider, ProviderChoice())
 	}
 	data := map[string]string{
 		"Forge": forge, "Provider": provider, "Output": output, "Language": language,
 		"ForgeTitle": sections[forge](&Config{}).title(), "Change": task.Forges[forge].Change,
-		"Changes": task.Forges[forge].Change + "s",
-		"ProviderTitle": map[string]string{ProviderOpenAI: "an OpenAI model", ProviderOllama: "a model served by Ollama",
-			ProviderLMStudio: "a model served by LM Studio"}[provider],
+		"Changes":       task.Forges[forge].Change + "s",
+		"ProviderTitle": providerSections[provider](&LLM{}).title(),
 	}
 	t, err := template.Must(starterTemplate.Clone()).ParseFS(starterFiles, "starter/"+forge+".yaml.tmpl")
 	if err != nil {
@@ -81,8 +81,8 @@ func StarterVariables(forge, provider string) []string {
 	if s, ok := sections[forge]; ok {
 		vars = append(vars, s(&Config{}).tokenVar())
 	}
-	if provider == ProviderOpenAI {
-		vars = append(vars, "OPENAI_API_KEY")
+	if s, ok := providerSections[provider]; ok && s(&LLM{}).keyVar() != "" {
+		vars = append(vars, s(&LLM{}).keyVar())
 	}
 	return vars
 }

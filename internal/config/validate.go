@@ -222,28 +222,10 @@ func (l *LLM) validate(k *checker) {
 		k.add("llm.compact_at", fmt.Sprintf("is %g; it must be between 0.1 and 0.95", l.CompactAt))
 	}
 	k.oneOf("llm.constrained", l.Constrained, ConstrainedOff, ConstrainedAuto)
-	if !k.oneOf("llm.provider", l.Provider, ProviderOpenAI, ProviderLMStudio, ProviderOllama) {
+	if !k.oneOf("llm.provider", l.Provider, Providers...) {
 		return
 	}
-	when := "required when llm.provider is " + l.Provider
-	switch l.Provider {
-	case ProviderOpenAI:
-		o := l.OpenAI
-		k.url("llm.openai.base_url", o.BaseURL)
-		k.required("llm.openai.api_key", o.APIKey.Reveal(), when+" (or llm.openai.api_key_file)")
-		k.required("llm.openai.model", o.Model, when)
-		modelLimits(k, "llm.openai", o.MaxToken, o.ContextLength)
-	case ProviderLMStudio:
-		s := l.LMStudio
-		k.url("llm.lmstudio.base_url", s.BaseURL)
-		k.required("llm.lmstudio.model", s.Model, when)
-		modelLimits(k, "llm.lmstudio", s.MaxToken, s.ContextLength)
-	case ProviderOllama:
-		o := l.Ollama
-		k.url("llm.ollama.endpoint", o.Endpoint)
-		k.required("llm.ollama.model", o.Model, when)
-		modelLimits(k, "llm.ollama", o.MaxToken, o.ContextLength)
-	}
+	l.provider().validate(k, "llm."+l.Provider, "required when llm.provider is "+l.Provider)
 }
 
 // modelLimits checks a provider's max_token and context_length; 0 is
