@@ -12,8 +12,10 @@ import (
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
-// The starter's text: config.yaml.tmpl, and a file per forge (named by
-// its task_source) that defines its "section" and its "webhook" line.
+// The starter's text: config.yaml.tmpl, a file per forge (named by its
+// task_source) that defines its "section" and its "webhook" line, and a
+// file per provider (named by llm.provider) that defines its "provider"
+// part of llm.
 //
 //go:embed starter
 var starterFiles embed.FS
@@ -63,7 +65,7 @@ func StarterIn(forge, provider, output, language string) ([]byte, error) {
 		"Changes":       task.Forges[forge].Change + "s",
 		"ProviderTitle": providerSections[provider](&LLM{}).title(),
 	}
-	t, err := template.Must(starterTemplate.Clone()).ParseFS(starterFiles, "starter/"+forge+".yaml.tmpl")
+	t, err := template.Must(starterTemplate.Clone()).ParseFS(starterFiles, "starter/"+forge+".yaml.tmpl", "starter/"+provider+".yaml.tmpl")
 	if err != nil {
 		return nil, fmt.Errorf("writing the starter config: %w", err)
 	}
