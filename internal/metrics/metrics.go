@@ -134,9 +134,6 @@ func (m *Metrics) ForgeSeen() time.Time {
 	return time.Unix(0, n)
 }
 
-// statuses are the task statuses reported, each with 0 when no task has it.
-var statuses = []task.Status{task.Queued, task.Running, task.Paused, task.Awaiting, task.Done, task.Failed, task.Stopped}
-
 var tasksDesc = prometheus.NewDesc(namespace+"_tasks", "Tasks the store holds, by status, read at scrape time.", []string{"status"}, nil)
 
 // tasksByStatus reads the store at every scrape.
@@ -156,7 +153,7 @@ func (t *tasksByStatus) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range recs {
 		count[r.Status]++
 	}
-	for _, s := range statuses {
+	for _, s := range task.Statuses { // each, with 0 when no task has it
 		ch <- prometheus.MustNewConstMetric(tasksDesc, prometheus.GaugeValue, float64(count[s]), string(s))
 		delete(count, s)
 	}

@@ -189,6 +189,9 @@ const (
 	Failed   Status = "failed"
 )
 
+// Statuses are every status a task may be in, in the order of its life.
+var Statuses = []Status{Queued, Running, Paused, Awaiting, Done, Failed, Stopped}
+
 // Final reports whether nothing more will happen to a task in this status
 // without a person acting on it.
 func (s Status) Final() bool {
