@@ -1,11 +1,7 @@
 package gitea_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -113,108 +109,25 @@ func (e emu) hooked(w *world, target, secret string, n int, label string) {
 
 // instance is a real Gitea as a backend.
 type instance struct {
-	t        *testing.T
-	url      string
-	admin    string
-	aliceTok string
-	bobTok   string
-	labelIDs map[string]int64
+	*forgetest.RealGitea
+	aliceTok, bobTok string
 }
 
 func real(t *testing.T) *world {
-	u, tok := os.Getenv("CODING_AGENT_GITEA_URL"), os.Getenv("CODING_AGENT_GITEA_ADMIN_TOKEN")
-	if u == "" || tok == "" {
-		t.Skip("CODING_AGENT_GITEA_URL and CODING_AGENT_GITEA_ADMIN_TOKEN name no Gitea to test against")
-	}
-	g := &instance{t: t, url: strings.TrimRight(u, "/"), admin: tok, labelIDs: map[string]int64{}}
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	s := hex.EncodeToString(b)
-	w := &world{t: t, b: g, url: g.url}
-	w.bot, w.botTok = g.user("bot", s)
-	w.alice, g.aliceTok = g.user("alice", s)
-	w.bob, g.bobTok = g.user("bob", s)
-	w.carol, _ = g.user("carol", s)
+	g := &instance{RealGitea: forgetest.NewRealGitea(t)}
+	w := &world{t: t, b: g, url: g.URL}
+	w.bot, w.botTok = g.User("bot")
+	w.alice, g.aliceTok = g.User("alice")
+	w.bob, g.bobTok = g.User("bob")
+	w.carol, _ = g.User("carol")
 	w.repo = w.alice + "/app"
-	g.call("POST", "/user/repos", g.aliceTok, map[string]any{"name": "app", "auto_init": true, "default_branch": "main"}, nil, http.StatusCreated)
-	g.call("PUT", "/repos/"+w.repo+"/collaborators/"+w.bob, g.aliceTok, map[string]any{"permission": "write"}, nil, http.StatusNoContent)
+	g.Repo(g.aliceTok, "app")
+	g.Collaborator(g.aliceTok, w.repo, w.bob, "write")
 	// The bot administers the repository: Gitea shows others'
 	// permissions to administrators only (CanWrite).
-	g.call("PUT", "/repos/"+w.repo+"/collaborators/"+w.bot, g.aliceTok, map[string]any{"permission": "admin"}, nil, http.StatusNoContent)
+	g.Collaborator(g.aliceTok, w.repo, w.bot, "admin")
 	w.clients()
 	return w
-}
-
-// call sends method path with body as JSON under token (or basic auth
-// user:password when token holds a colon) and decodes the answer into
-// out; it fails the test unless the status is want.
-func (g *instance) call(method, path, token string, body, out any, want int) {
-	g.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, g.url+"/api/v1"+path, rd)
-	req.Header.Set("Content-Type", "application/json")
-	if user, pass, ok := strings.Cut(token, ":"); ok {
-		req.SetBasicAuth(user, pass)
-	} else {
-		req.Header.Set("Authorization", "token "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		g.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		g.t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, b, want)
-	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			g.t.Fatalf("%s %s: %v in %s", method, path, err, b)
-		}
-	}
-}
-
-const password = "Contract-Passw0rd!"
-
-// user makes a user and returns its login and a token of it.
-func (g *instance) user(prefix, suffix string) (login, token string) {
-	login = prefix + "-" + suffix
-	g.call("POST", "/admin/users", g.admin, map[string]any{"username": login, "email": login + "@example.com",
-		"password": password, "must_change_password": false}, nil, http.StatusCreated)
-	var tk struct {
-		SHA1 string `json:"sha1"`
-	}
-	g.call("POST", "/users/"+login+"/tokens", login+":"+password, map[string]any{"name": "t", "scopes": []string{"all"}}, &tk, http.StatusCreated)
-	return login, tk.SHA1
-}
-
-func (g *instance) label(w *world, name string) int64 {
-	g.t.Helper()
-	if id, ok := g.labelIDs[name]; ok {
-		return id
-	}
-	var l struct {
-		ID int64 `json:"id"`
-	}
-	g.call("POST", "/repos/"+w.repo+"/labels", g.aliceTok, map[string]any{"name": name, "color": "#1d76db"}, &l, http.StatusCreated)
-	g.labelIDs[name] = l.ID
-	return l.ID
-}
-
-func (g *instance) issue(w *world, title string, labels []string) int {
-	ids := []int64{}
-	for _, l := range labels {
-		ids = append(ids, g.label(w, l))
-	}
-	var is struct {
-		Number int `json:"number"`
-	}
-	g.call("POST", "/repos/"+w.repo+"/issues", g.aliceTok, map[string]any{"title": title, "body": "body of " + title, "labels": ids}, &is, http.StatusCreated)
-	return is.Number
 }
 
 func (g *instance) token(w *world, user string) string {
@@ -224,21 +137,20 @@ func (g *instance) token(w *world, user string) string {
 	return g.aliceTok
 }
 
+func (g *instance) issue(w *world, title string, labels []string) int {
+	return g.Issue(g.aliceTok, w.repo, title, "body of "+title, labels...)
+}
+
 func (g *instance) comment(w *world, n int, user, body string) int64 {
-	var c struct {
-		ID int64 `json:"id"`
-	}
-	g.call("POST", fmt.Sprintf("/repos/%s/issues/%d/comments", w.repo, n), g.token(w, user), map[string]any{"body": body}, &c, http.StatusCreated)
-	return c.ID
+	return g.Comment(g.token(w, user), w.repo, n, body)
 }
 
 func (g *instance) addLabel(w *world, n int, label, user string) {
-	g.call("POST", fmt.Sprintf("/repos/%s/issues/%d/labels", w.repo, n), g.token(w, user),
-		map[string]any{"labels": []int64{g.label(w, label)}}, nil, http.StatusOK)
+	g.AddLabel(g.token(w, user), w.repo, n, label)
 }
 
 func (g *instance) setPermission(w *world, user, perm string) {
-	g.call("PUT", "/repos/"+w.repo+"/collaborators/"+user, g.aliceTok, map[string]any{"permission": perm}, nil, http.StatusNoContent)
+	g.Collaborator(g.aliceTok, w.repo, user, perm)
 }
 
 func (g *instance) reactions(w *world, n int) []string {
@@ -248,7 +160,7 @@ func (g *instance) reactions(w *world, n int) []string {
 			Login string `json:"login"`
 		} `json:"user"`
 	}
-	g.call("GET", fmt.Sprintf("/repos/%s/issues/%d/reactions", w.repo, n), g.aliceTok, nil, &rs, http.StatusOK)
+	g.Call("GET", fmt.Sprintf("/repos/%s/issues/%d/reactions", w.repo, n), g.aliceTok, nil, &rs, http.StatusOK)
 	var out []string
 	for _, r := range rs {
 		out = append(out, r.User.Login+":"+r.Content)
@@ -257,7 +169,7 @@ func (g *instance) reactions(w *world, n int) []string {
 }
 
 func (g *instance) hooked(w *world, target, secret string, n int, label string) {
-	g.call("POST", "/repos/"+w.repo+"/hooks", g.aliceTok, map[string]any{"type": "gitea", "active": true,
+	g.Call("POST", "/repos/"+w.repo+"/hooks", g.aliceTok, map[string]any{"type": "gitea", "active": true,
 		"events": []string{"issues", "issue_comment", "pull_request", "issue_label", "pull_request_label"},
 		"config": map[string]string{"url": target, "content_type": "json", "secret": secret}}, nil, http.StatusCreated)
 	g.addLabel(w, n, label, w.bob)
