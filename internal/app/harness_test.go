@@ -49,8 +49,11 @@ type env struct {
 	ref       task.Ref
 	native    bool
 	now       func() time.Time // the clock of planned runs; nil → real time
-	head      string           // a pull or merge request's head branch
-	fork      string           // the fork the head branch is in; "" for the repository itself
+	// realLabels, when set, reads the task's labels from a real forge
+	// instead of the emulator.
+	realLabels func() []string
+	head       string // a pull or merge request's head branch
+	fork       string // the fork the head branch is in; "" for the repository itself
 
 	mu        sync.Mutex
 	claimedAt []string // labels seen by the model server at the first request
@@ -257,6 +260,8 @@ func (e *env) glKind() string {
 func (e *env) labels() []string {
 	var l []string
 	switch {
+	case e.realLabels != nil:
+		l = e.realLabels()
 	case e.gh != nil:
 		l = e.gh.Labels(e.ref.Repo, e.ref.Number)
 	case e.gt != nil:
