@@ -238,7 +238,13 @@ func (a *App) startAgent(ctx context.Context) error {
 	}
 	for _, s := range c.MCPServers {
 		srv := toolhost.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, Scope: toolhost.Scope(s.Scope),
-			SystemPrompt: s.SystemPrompt, Allow: s.Tools.Allow, Deny: s.Tools.Deny}
+			SystemPrompt: s.SystemPrompt, Allow: s.Tools.Allow, Deny: s.Tools.Deny, URL: s.URL}
+		for k, v := range s.Headers {
+			if srv.Headers == nil {
+				srv.Headers = map[string]string{}
+			}
+			srv.Headers[k] = v.Reveal()
+		}
 		if s.Sandbox {
 			srv.Confine = a.box.Confine
 		}

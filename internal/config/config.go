@@ -268,7 +268,12 @@ const (
 // everywhere. With Scope process they are the literal values.
 type MCPServer struct {
 	Name         string            `yaml:"mcp_server_name"`      // unique, ^[A-Za-z0-9_-]+$; tools are named "Name/tool"
-	Command      []string          `yaml:"command,tasktemplate"` // program and arguments; non-empty
+	Command      []string          `yaml:"command,tasktemplate"` // program and arguments; this or URL
+	// URL is a remote server's streamable HTTP endpoint, instead of
+	// Command (scope process only); Headers are sent with each of its
+	// requests (Authorization: Bearer ${TOKEN}), their values secrets.
+	URL     string            `yaml:"url"`
+	Headers map[string]Secret `yaml:"headers"`
 	Env          map[string]string `yaml:"env,tasktemplate"`     // extra environment of the server process only
 	Scope        string            `yaml:"scope"`                // ScopeProcess (default; "" too) or ScopeTask
 	SystemPrompt string            `yaml:"system_prompt"`        // text added to the system prompt about this server
@@ -845,6 +850,12 @@ func plainValue(v string) bool {
 func (c *Config) Secrets() []string {
 	all := secretFields(reflect.ValueOf(c).Elem())
 	for _, s := range c.MCPServers {
+		for _, v := range s.Headers {
+			// "Bearer T": T alone may show where the header does not.
+			if _, token, ok := strings.Cut(strings.TrimSpace(v.Reveal()), " "); ok && len(token) >= 8 {
+				all = append(all, strings.TrimSpace(token))
+			}
+		}
 		for k, v := range s.Env {
 			if s.PerTask() {
 				v, _ = untemplate(v) // the text, task variables aside

@@ -59,7 +59,7 @@ metrics:
 		{Path: "logging.file", Msg: "required unless logging.stdout is true", Line: 29},
 		{Path: "logging.level", Msg: "must be one of: debug, info, warn, error", Line: 28},
 		{Path: "max_llm_process_num", Msg: "expected an integer, got a string", Line: 21},
-		{Path: "mcp_servers[1].command", Msg: "required: a list of the program and its arguments"},
+		{Path: "mcp_servers[1].command", Msg: "required: a list of the program and its arguments (or url, for a remote server)"},
 		{Path: "mcp_servers[1].mcp_server_name", Msg: "repeats mcp_servers[0].mcp_server_name", Line: 16},
 		{Path: "mcp_servers[2].mcp_server_name", Msg: "must use only letters, digits, _ and - (it prefixes tool names as name/tool)", Line: 17},
 		{Path: "tools.call_timeout_seconds", Msg: "must be from 1 to 86400 (a day)", Line: 20},

@@ -255,10 +255,15 @@ func validateMCP(k *checker, servers []MCPServer, builtin bool) {
 			seen[s.Name] = name
 		}
 		switch {
+		case s.URL != "":
+			validateRemote(k, p, s)
 		case len(s.Command) == 0:
-			k.add(p+".command", "required: a list of the program and its arguments")
+			k.add(p+".command", "required: a list of the program and its arguments (or url, for a remote server)")
 		case strings.TrimSpace(s.Command[0]) == "":
 			k.add(p+".command[0]", "must name a program")
+		}
+		if len(s.Headers) > 0 && s.URL == "" {
+			k.add(p+".headers", "only with url: a command's server takes its secrets in env")
 		}
 		for key := range s.Env {
 			if key == "" || strings.ContainsAny(key, "=\x00") {
@@ -277,6 +282,34 @@ func validateMCP(k *checker, servers []MCPServer, builtin bool) {
 		k.globs(p+".tools.deny", s.Tools.Deny)
 	}
 }
+
+// validateRemote checks a server reached over streamable HTTP at p: an
+// http(s) URL, no command, env or sandbox (there is no process), scope
+// process (one connection serves every task), header names that are HTTP
+// tokens.
+func validateRemote(k *checker, p string, s MCPServer) {
+	k.url(p+".url", s.URL)
+	if len(s.Command) > 0 {
+		k.add(p+".command", "not with url: a server is a command or a url")
+	}
+	if len(s.Env) > 0 {
+		k.add(p+".env", "not with url: a remote server has no process to pass it to (send secrets in headers)")
+	}
+	if s.PerTask() {
+		k.add(p+".scope", "must be process with url: one connection serves every task")
+	}
+	if s.Sandbox {
+		k.add(p+".sandbox", "not with url: a remote server runs elsewhere")
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Headers)) {
+		if !headerName.MatchString(name) {
+			k.add(p+".headers", fmt.Sprintf("%q is not a header name", name))
+		}
+	}
+}
+
+// headerName is an HTTP header name (a token).
+var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 // globs wants every entry to be a non-empty path.Match pattern.
 func (k *checker) globs(key string, globs []string) {

@@ -47,17 +47,22 @@ func (s *server) call(ctx context.Context, tool string, args map[string]any) (Re
 
 // crashed restarts the server after the call to full broke its connection.
 // The call is not run again: it may have done part of its work.
+// A remote server's connection is made again instead.
 func (s *server) crashed(ctx context.Context, c *conn, full string, cause error) (Result, error) {
-	s.log.Warn("MCP server crashed during a call; restarting it", "server", s.cfg.Name, "call", full,
+	broke, again, fixing := "crashed during", "was restarted", "restarting"
+	if s.cfg.URL != "" {
+		broke, again, fixing = "lost its connection during", "was connected again", "connecting again to"
+	}
+	s.log.Warn("MCP server "+broke+" a call; "+fixing+" it", "server", s.cfg.Name, "call", full,
 		"error", cause, "stderr", c.proc.stderrTail())
 	err := s.replace(ctx, c)
 	if err != nil {
 		if sysErr := s.systemError(ctx, full, err); sysErr != nil {
 			return Result{}, sysErr
 		}
-		return s.h.toolError(fmt.Sprintf("MCP server %q crashed during the call to %s, and restarting it failed: %v. The call may or may not have taken effect. The server's tools are unavailable for now; a later call will try to restart it again.", s.cfg.Name, full, err)), nil
+		return s.h.toolError(fmt.Sprintf("MCP server %q %s the call to %s, and %s it failed: %v. The call may or may not have taken effect. The server's tools are unavailable for now; a later call will try again.", s.cfg.Name, broke, full, fixing, err)), nil
 	}
-	return s.h.toolError(fmt.Sprintf("MCP server %q crashed during the call to %s and was restarted. The call may or may not have taken effect: check before calling it again.", s.cfg.Name, full)), nil
+	return s.h.toolError(fmt.Sprintf("MCP server %q %s the call to %s and %s. The call may or may not have taken effect: check before calling it again.", s.cfg.Name, broke, full, again)), nil
 }
 
 // timedOut restarts the server after a call to tool outlived CallTimeout: a

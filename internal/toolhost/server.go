@@ -212,8 +212,8 @@ func (s *server) launch(ctx context.Context, ready func(context.Context, *mcp.Cl
 	return c, nil
 }
 
-// transport returns how to reach the server: in process, the Connect hook,
-// or its command.
+// transport returns how to reach the server: in process, over streamable
+// HTTP, the Connect hook, or its command.
 func (s *server) transport(ctx context.Context) (mcp.Transport, *process, error) {
 	if s.cfg.InProcess != nil {
 		srv, err := s.cfg.InProcess(s.cfg.vars)
@@ -225,6 +225,9 @@ func (s *server) transport(ctx context.Context) (mcp.Transport, *process, error)
 			return nil, nil, fmt.Errorf("connecting to the in-process server: %w", err)
 		}
 		return client, nil, nil
+	}
+	if s.cfg.URL != "" {
+		return &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: remoteClient(s.cfg.Headers)}, nil, nil
 	}
 	if connect := s.h.opts.Connect; connect != nil {
 		t, err := connect(ctx, s.cfg)

@@ -55,6 +55,10 @@ type ServerConfig struct {
 	Name string
 	// Command is the program and its arguments.
 	Command []string
+	// URL, instead of Command, is a remote server's streamable HTTP
+	// endpoint (ScopeProcess only); Headers go with each request to it.
+	URL     string
+	Headers map[string]string
 	// Env is the server's whole environment, plus PATH and HOME inherited from
 	// ours unless set here. No other variable of ours reaches the server.
 	Env map[string]string
@@ -253,8 +257,10 @@ func validate(opts Options) error {
 			errs = append(errs, fmt.Errorf("starting MCP server %q: the name must not contain '/' or spaces", s.Name))
 		case seen[s.Name]:
 			errs = append(errs, fmt.Errorf("starting MCP server %q: duplicate server name", s.Name))
-		case opts.Connect == nil && s.InProcess == nil && len(s.Command) == 0:
+		case opts.Connect == nil && s.InProcess == nil && len(s.Command) == 0 && s.URL == "":
 			errs = append(errs, fmt.Errorf("starting MCP server %q: no command", s.Name))
+		case s.URL != "" && s.Scope == ScopeTask:
+			errs = append(errs, fmt.Errorf("starting MCP server %q: a remote server (url) is process-scoped", s.Name))
 		case s.Scope != "" && s.Scope != ScopeProcess && s.Scope != ScopeTask:
 			errs = append(errs, fmt.Errorf("starting MCP server %q: scope %q is not %q or %q", s.Name, s.Scope, ScopeProcess, ScopeTask))
 		}
