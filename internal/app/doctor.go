@@ -435,6 +435,10 @@ func (a *App) doctorTools(ctx context.Context, d *doctor, b engine.Budget) {
 		per[t.Server]++
 	}
 	for _, s := range a.host.Servers() {
+		if s.URL != "" {
+			d.line("ok", "mcp", "%s at %s answered with %d tools (streamable HTTP)", s.Name, a.redact(s.URL), per[s.Name])
+			continue
+		}
 		scope := ""
 		if s.Scope != "" {
 			scope = fmt.Sprintf(" (scope %s: an instance per task)", s.Scope)
