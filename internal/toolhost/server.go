@@ -343,6 +343,13 @@ func (s *server) close() error {
 	}
 	err := s.live.stop(false)
 	s.live = nil
+	if err != nil && s.cfg.URL != "" {
+		// The session could not be ended on a remote server (it is gone,
+		// or unreachable): nothing of ours is left running; it ends the
+		// session itself.
+		s.log.Info("could not end the session on the remote MCP server", "server", s.cfg.Name, "error", err)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("stopping MCP server %q: %w", s.cfg.Name, err)
 	}
