@@ -267,17 +267,17 @@ const (
 // written $${. Any other ${VAR} is expanded when the file is loaded, as
 // everywhere. With Scope process they are the literal values.
 type MCPServer struct {
-	Name         string            `yaml:"mcp_server_name"`      // unique, ^[A-Za-z0-9_-]+$; tools are named "Name/tool"
-	Command      []string          `yaml:"command,tasktemplate"` // program and arguments; this or URL
+	Name    string   `yaml:"mcp_server_name"`      // unique, ^[A-Za-z0-9_-]+$; tools are named "Name/tool"
+	Command []string `yaml:"command,tasktemplate"` // program and arguments; this or URL
 	// URL is a remote server's streamable HTTP endpoint, instead of
 	// Command (scope process only); Headers are sent with each of its
 	// requests (Authorization: Bearer ${TOKEN}), their values secrets.
-	URL     string            `yaml:"url"`
-	Headers map[string]Secret `yaml:"headers"`
-	Env          map[string]string `yaml:"env,tasktemplate"`     // extra environment of the server process only
-	Scope        string            `yaml:"scope"`                // ScopeProcess (default; "" too) or ScopeTask
-	SystemPrompt string            `yaml:"system_prompt"`        // text added to the system prompt about this server
-	Tools        ToolFilter        `yaml:"tools"`                // which of the server's tools are offered
+	URL          string            `yaml:"url"`
+	Headers      map[string]Secret `yaml:"headers"`
+	Env          map[string]string `yaml:"env,tasktemplate"` // extra environment of the server process only
+	Scope        string            `yaml:"scope"`            // ScopeProcess (default; "" too) or ScopeTask
+	SystemPrompt string            `yaml:"system_prompt"`    // text added to the system prompt about this server
+	Tools        ToolFilter        `yaml:"tools"`            // which of the server's tools are offered
 	// Sandbox runs the server inside the task's sandbox (the sandbox
 	// section's limits, its network setting, the checkout its only
 	// writable place) instead of as a plain child process; only with
