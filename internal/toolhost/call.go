@@ -26,6 +26,7 @@ func (s *server) call(ctx context.Context, tool string, args map[string]any) (Re
 	start := time.Now()
 	res, err := c.sess.CallTool(callCtx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err == nil {
+		s.readLinks(callCtx, c.sess, res)
 		r := s.h.result(res, s.cfg.InProcess != nil)
 		s.log.Debug("MCP tool call", "server", s.cfg.Name, "tool", tool, "duration", time.Since(start),
 			"is_error", r.IsError, "bytes", r.Bytes)

@@ -77,6 +77,12 @@ func TestNpmServerOverStreamableHTTP(t *testing.T) {
 	if res := call(t, h, "everything/echo", map[string]any{"message": "over http"}); res.IsError || !strings.Contains(res.Text, "over http") {
 		t.Fatalf("echo: %+v", res)
 	}
+	links := call(t, h, "everything/get-resource-links", map[string]any{"count": 2})
+	t.Logf("get-resource-links read:\n%.400s", links.Text)
+	if links.IsError || strings.Contains(links.Text, "not read") || strings.Contains(links.Text, "reading it failed") ||
+		strings.Count(links.Text, "[resource ") < 2 {
+		t.Errorf("the resource links were not read: %.600s", links.Text)
+	}
 	stop()
 	stop = everything(t, port)
 	// The first call finds the session gone and says so; the next runs.

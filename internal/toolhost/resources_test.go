@@ -1,0 +1,61 @@
+package toolhost
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// linkServer has one tool, links, whose result links to a readable
+// resource, a missing one and a large one.
+func linkServer(_ TaskVars) (*mcp.Server, error) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "links", Version: "1"}, nil)
+	s.AddResource(&mcp.Resource{URI: "file:///notes.md", Name: "notes"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "text/markdown", Text: "The notes say: use tabs."}}}, nil
+	})
+	s.AddResource(&mcp.Resource{URI: "file:///big.txt", Name: "big"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: strings.Repeat("x", 100_000)}}}, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "links"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{
+			&mcp.TextContent{Text: "Here are the files."},
+			&mcp.ResourceLink{URI: "file:///notes.md", Name: "notes"},
+			&mcp.ResourceLink{URI: "file:///gone.md", Name: "gone"},
+			&mcp.ResourceLink{URI: "file:///big.txt", Name: "big"},
+		}}, nil, nil
+	})
+	return s, nil
+}
+
+// A tool result's resource links are read and given to the model; one
+// that cannot be read says why; the whole is cut to MaxResultBytes with a
+// note.
+func TestResourceLinksAreRead(t *testing.T) {
+	h := start(t, Options{Servers: []ServerConfig{{Name: "l", InProcess: linkServer}}, MaxResultBytes: 4096})
+	res := call(t, h, "l/links", map[string]any{})
+	for _, want := range []string{"Here are the files.", "[resource file:///notes.md]\nThe notes say: use tabs.",
+		"[resource link file:///gone.md: gone; reading it failed:", "[output truncated:"} {
+		if !strings.Contains(res.Text, want) {
+			t.Errorf("the result lacks %q:\n%.600s", want, res.Text)
+		}
+	}
+	if !res.Truncated || len(res.Text) > 4096 {
+		t.Errorf("the result is %d bytes, truncated %v; want at most 4096, cut", len(res.Text), res.Truncated)
+	}
+}
+
+// A server without resources has its links named, not read.
+func TestResourceLinksOfAServerWithoutResources(t *testing.T) {
+	h := start(t, Options{Servers: []ServerConfig{{Name: "n", InProcess: func(TaskVars) (*mcp.Server, error) {
+		s := mcp.NewServer(&mcp.Implementation{Name: "n", Version: "1"}, nil)
+		mcp.AddTool(s, &mcp.Tool{Name: "link"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ResourceLink{URI: "file:///x", Name: "x"}}}, nil, nil
+		})
+		return s, nil
+	}}}})
+	if res := call(t, h, "n/link", map[string]any{}); res.Text != "[resource link file:///x: x; not read: the server offers no resources to read]" {
+		t.Errorf("result %q", res.Text)
+	}
+}
