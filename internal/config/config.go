@@ -93,12 +93,12 @@ const (
 	StorageJSONL = "jsonl" // planning.history.storage_type
 )
 
-// Config is the whole configuration. Task sources are task.GitHub and
-// task.GitLab.
+// Config is the whole configuration. Its task sources are its forge
+// sections (sections.go).
 type Config struct {
 	// File is the config file Load read, as an absolute path; "" for Parse.
 	File             string           `yaml:"-"`
-	TaskSource       string           `yaml:"task_source"`         // task.GitHub or task.GitLab; required
+	TaskSource       string           `yaml:"task_source"`         // a forge section's key (Forges); required
 	StateDir         string           `yaml:"state_dir"`           // directory of the embedded store; default ./data
 	Database         Database         `yaml:"database"`            // a shared PostgreSQL store instead of the embedded one
 	GitHub           GitHub           `yaml:"github"`              // read when TaskSource is github

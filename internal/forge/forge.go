@@ -1,6 +1,7 @@
 // Package forge is the task-source port: the small role interfaces the core
-// uses to find tasks on GitHub or GitLab, read them, talk on them and move
-// their labels. Adapters live in forge/github and forge/gitlab.
+// uses to find tasks on a forge, read them, talk on them and move their
+// labels, and what an adapter says of itself (Kind, Hooks). Adapters live
+// in forge/github, forge/gitlab and forge/gitea.
 package forge
 
 import (

@@ -57,7 +57,7 @@ const (
 // Ref identifies a task across forges: github:acme/app#12 is an issue,
 // github:acme/app!13 a pull request, gitlab:group/app!7 a merge request.
 type Ref struct {
-	Forge  string // a key of Forges: GitHub or GitLab
+	Forge  string // a key of Forges: GitHub, GitLab or Gitea
 	Repo   string // "owner/name" on GitHub, the full project path on GitLab
 	Kind   Kind
 	Number int // issue/PR number on GitHub, iid on GitLab
