@@ -1,4 +1,4 @@
-// Command coding-agent watches GitHub or GitLab for tasks labelled
+// Command coding-agent watches GitHub, GitLab or Gitea for tasks labelled
 // "coding agent" and works on them with an LLM and MCP tool servers.
 package main
 

@@ -1,4 +1,4 @@
-// Package forgetest emulates the GitHub and GitLab REST APIs for tests: an
+// Package forgetest emulates the GitHub, GitLab and Gitea REST APIs for tests: an
 // httptest server per forge with in-memory issues, pull/merge requests,
 // comments, labels and users, answering with the real APIs' status codes,
 // pagination and rate-limit headers, plus injected faults.

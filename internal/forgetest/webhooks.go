@@ -19,7 +19,7 @@ import (
 
 // Delivery is one webhook delivery as the forge sends it: its headers and
 // its JSON body. The emulators make them from their state, in the shapes
-// GitHub and GitLab document, after the change that fires them.
+// GitHub, GitLab and Gitea document, after the change that fires them.
 type Delivery struct {
 	Header http.Header
 	Body   []byte
