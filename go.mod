@@ -22,6 +22,7 @@ require (
 	github.com/rabbitmq/amqp091-go v1.16.0
 	github.com/tiktoken-go/tokenizer v0.10.0
 	gitlab.com/gitlab-org/api/client-go/v2 v2.64.0
+	golang.org/x/oauth2 v0.37.0
 	golang.org/x/sys v0.49.0
 	golang.org/x/tools v0.50.0
 	modernc.org/sqlite v1.60.1
@@ -76,7 +77,6 @@ require (
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	go.yaml.in/yaml/v4 v4.0.0-rc.4 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
-	golang.org/x/oauth2 v0.37.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/time v0.15.0 // indirect

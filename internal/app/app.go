@@ -239,6 +239,9 @@ func (a *App) startAgent(ctx context.Context) error {
 	for _, s := range c.MCPServers {
 		srv := toolhost.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, Scope: toolhost.Scope(s.Scope),
 			SystemPrompt: s.SystemPrompt, Allow: s.Tools.Allow, Deny: s.Tools.Deny, URL: s.URL}
+		if o := s.OAuth; o != nil {
+			srv.OAuth = &toolhost.OAuthClient{TokenURL: o.TokenURL, ClientID: o.ClientID, ClientSecret: o.ClientSecret.Reveal(), Scopes: o.Scopes}
+		}
 		for k, v := range s.Headers {
 			if srv.Headers == nil {
 				srv.Headers = map[string]string{}

@@ -272,8 +272,13 @@ type MCPServer struct {
 	// URL is a remote server's streamable HTTP endpoint, instead of
 	// Command (scope process only); Headers are sent with each of its
 	// requests (Authorization: Bearer ${TOKEN}), their values secrets.
-	URL          string            `yaml:"url"`
-	Headers      map[string]Secret `yaml:"headers"`
+	URL     string            `yaml:"url"`
+	Headers map[string]Secret `yaml:"headers"`
+	// OAuth, with URL, signs in with OAuth 2.0 client credentials: each
+	// request carries an access token asked of its token URL, renewed
+	// before it expires.
+	OAuth *OAuthClient `yaml:"oauth"`
+
 	Env          map[string]string `yaml:"env,tasktemplate"` // extra environment of the server process only
 	Scope        string            `yaml:"scope"`            // ScopeProcess (default; "" too) or ScopeTask
 	SystemPrompt string            `yaml:"system_prompt"`    // text added to the system prompt about this server
@@ -283,6 +288,15 @@ type MCPServer struct {
 	// writable place) instead of as a plain child process; only with
 	// Scope task, since a process-scoped server serves every task.
 	Sandbox bool `yaml:"sandbox"`
+}
+
+// OAuthClient is mcp_servers[].oauth: an OAuth 2.0 client of the client
+// credentials grant.
+type OAuthClient struct {
+	TokenURL     string   `yaml:"token_url"`     // the authorization server's token endpoint; required
+	ClientID     string   `yaml:"client_id"`     // required
+	ClientSecret Secret   `yaml:"client_secret"` // required
+	Scopes       []string `yaml:"scopes"`        // asked for; empty: none named
 }
 
 // PerTask reports whether the server runs one instance per task.

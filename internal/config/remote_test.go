@@ -19,13 +19,16 @@ mcp_servers:
     headers:
       Authorization: Bearer ${MCP_TOKEN}
       X-Team: tools
-`, map[string]string{"MCP_TOKEN": "mcp-secret-token-0123"})
+  - mcp_server_name: signed
+    url: https://mcp.example.com/other
+    oauth: {token_url: "https://auth.example.com/token", client_id: agent, client_secret: "${MCP_CLIENT_SECRET}"}
+`, map[string]string{"MCP_TOKEN": "mcp-secret-token-0123", "MCP_CLIENT_SECRET": "client-secret-4567"})
 	s := c.MCPServers[0]
 	if s.URL != "https://mcp.example.com/mcp" || s.Headers["Authorization"].Reveal() != "Bearer mcp-secret-token-0123" {
 		t.Fatalf("server %+v", s)
 	}
 	secrets := c.Secrets()
-	for _, want := range []string{"Bearer mcp-secret-token-0123", "mcp-secret-token-0123", "tools"} {
+	for _, want := range []string{"Bearer mcp-secret-token-0123", "mcp-secret-token-0123", "tools", "client-secret-4567"} {
 		if !slices.Contains(secrets, want) {
 			t.Errorf("Secrets lacks %q", want)
 		}
@@ -43,6 +46,14 @@ func TestRemoteMCPServerProblems(t *testing.T) {
 			{Path: "mcp_servers[0].scope", Msg: "must be process with url: one connection serves every task", Line: 5},
 			{Path: "mcp_servers[0].url", Msg: "must be an absolute http or https URL", Line: 5},
 			{Path: "mcp_servers[1].headers", Msg: "only with url: a command's server takes its secrets in env", Line: 6},
+		}},
+		{"mcp_servers:\n  - {mcp_server_name: a, url: \"https://x/mcp\", headers: {Authorization: b}, oauth: {token_url: \"\"}}\n" +
+			"  - {mcp_server_name: b, command: [x], oauth: {token_url: \"https://t\", client_id: c, client_secret: s}}\n", config.Problems{
+			{Path: "mcp_servers[0].oauth", Msg: "not with an Authorization header: oauth sets it", Line: 5},
+			{Path: "mcp_servers[0].oauth.client_id", Msg: "required with oauth"},
+			{Path: "mcp_servers[0].oauth.client_secret", Msg: "required with oauth"},
+			{Path: "mcp_servers[0].oauth.token_url", Msg: "required", Line: 5},
+			{Path: "mcp_servers[1].oauth", Msg: "only with url", Line: 6},
 		}},
 	})
 }

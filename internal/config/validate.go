@@ -265,6 +265,9 @@ func validateMCP(k *checker, servers []MCPServer, builtin bool) {
 		if len(s.Headers) > 0 && s.URL == "" {
 			k.add(p+".headers", "only with url: a command's server takes its secrets in env")
 		}
+		if s.OAuth != nil && s.URL == "" {
+			k.add(p+".oauth", "only with url")
+		}
 		for key := range s.Env {
 			if key == "" || strings.ContainsAny(key, "=\x00") {
 				k.add(p+".env", "variable names must be non-empty and without = or NUL")
@@ -304,6 +307,14 @@ func validateRemote(k *checker, p string, s MCPServer) {
 	for _, name := range slices.Sorted(maps.Keys(s.Headers)) {
 		if !headerName.MatchString(name) {
 			k.add(p+".headers", fmt.Sprintf("%q is not a header name", name))
+		}
+	}
+	if o := s.OAuth; o != nil {
+		k.url(p+".oauth.token_url", o.TokenURL)
+		k.required(p+".oauth.client_id", o.ClientID, "required with oauth")
+		k.required(p+".oauth.client_secret", o.ClientSecret.Reveal(), "required with oauth")
+		if _, ok := s.Headers["Authorization"]; ok {
+			k.add(p+".oauth", "not with an Authorization header: oauth sets it")
 		}
 	}
 }

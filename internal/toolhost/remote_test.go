@@ -135,3 +135,65 @@ func (r *logRecorder) containing(s string) []string {
 	}
 	return out
 }
+
+// A remote server behind OAuth client credentials: the host asks the
+// token endpoint for a token with the client's id and secret, sends it,
+// and asks again when the server no longer takes it (revoked: the
+// connection made again brings a new one).
+func TestRemoteServerWithOAuthClientCredentials(t *testing.T) {
+	var issued atomic.Int64
+	var mu sync.Mutex
+	valid := map[string]bool{}
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, secret, ok := r.BasicAuth()
+		if !ok || id != "agent" || secret != "client-secret-0123456789" || r.FormValue("grant_type") != "client_credentials" {
+			http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
+			return
+		}
+		tok := "access-" + strings.Repeat("x", 8) + string(rune('a'+issued.Add(1)))
+		mu.Lock()
+		valid[tok] = true
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"access_token":"` + tok + `","token_type":"Bearer","expires_in":3600}`))
+	}))
+	t.Cleanup(tokens.Close)
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcptest.NewServer(mcptest.ServerOptions{}) }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		mu.Lock()
+		ok := valid[tok]
+		mu.Unlock()
+		if !ok {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	cfg := ServerConfig{Name: "oauth", URL: srv.URL, OAuth: &OAuthClient{TokenURL: tokens.URL, ClientID: "agent",
+		ClientSecret: "client-secret-0123456789", Scopes: []string{"tools"}}}
+	h := start(t, Options{Servers: []ServerConfig{cfg}})
+	if res := call(t, h, "oauth/echo", map[string]any{"text": "signed in"}); res.IsError || !strings.Contains(res.Text, "signed in") {
+		t.Fatalf("echo: %+v", res)
+	}
+	if issued.Load() != 1 {
+		t.Fatalf("%d tokens asked for, want 1", issued.Load())
+	}
+	mu.Lock()
+	clear(valid) // revoked
+	mu.Unlock()
+	call(t, h, "oauth/echo", map[string]any{"text": "refused"}) // fails, and the connection is made again
+	if res := call(t, h, "oauth/echo", map[string]any{"text": "again"}); res.IsError || !strings.Contains(res.Text, "again") {
+		t.Fatalf("echo with a new token: %+v", res)
+	}
+	if issued.Load() < 2 {
+		t.Errorf("no new token was asked for after the first was refused")
+	}
+
+	bad := cfg
+	bad.OAuth = &OAuthClient{TokenURL: tokens.URL, ClientID: "agent", ClientSecret: "wrong-secret-000000000"}
+	if _, err := Start(t.Context(), Options{Servers: []ServerConfig{bad}}); err == nil || strings.Contains(err.Error(), "wrong-secret") {
+		t.Fatalf("a wrong client secret: %v", err)
+	}
+}

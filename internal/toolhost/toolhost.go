@@ -59,6 +59,8 @@ type ServerConfig struct {
 	// endpoint (ScopeProcess only); Headers go with each request to it.
 	URL     string
 	Headers map[string]string
+	// OAuth, with URL, signs the requests in with client credentials.
+	OAuth *OAuthClient
 	// Env is the server's whole environment, plus PATH and HOME inherited from
 	// ours unless set here. No other variable of ours reaches the server.
 	Env map[string]string
