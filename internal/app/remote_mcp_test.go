@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -73,5 +74,46 @@ func TestRemoteMCPServerThroughATask(t *testing.T) {
 	}
 	if n := refused.Load(); n != 0 {
 		t.Errorf("%d requests reached the server without the token", n)
+	}
+}
+
+// A remote server that restarts mid-task (its sessions forgotten): the
+// call that finds the session gone is answered as such, the host connects
+// again, the model's next call goes through, and the task finishes.
+func TestRemoteMCPServerRestartsMidTask(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
+	var mu sync.Mutex
+	newHandler := func() http.Handler {
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcptest.NewServer(mcptest.ServerOptions{}) }, nil)
+	}
+	handler := newHandler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		h := handler
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	e := newEnv(t, setup{forge: task.GitLab, kind: task.Issue, provider: config.ProviderOllama, native: true,
+		respond: func(e *env, r llmtest.Received) llmtest.Step {
+			switch toolResults(r) {
+			case 0:
+				return e.call(r, "", "remote/echo", map[string]any{"text": "first"})
+			case 1:
+				mu.Lock()
+				handler = newHandler() // the server restarted: every session is gone
+				mu.Unlock()
+				return e.call(r, "", "remote/echo", map[string]any{"text": "second"})
+			case 2:
+				return e.call(r, "", "remote/echo", map[string]any{"text": "third"})
+			}
+			return done("The remote server answered three times.")
+		}})
+	e.cfg.MCPServers = append(e.cfg.MCPServers, config.MCPServer{Name: "remote", URL: srv.URL})
+	e.runOK(t)
+	e.wantLabels(t, "bug", "coding agent done")
+	reqs := e.model.Requests()
+	if len(reqs) != 4 || !seen(reqs[1], "first") || !seen(reqs[2], "lost its connection") || !seen(reqs[3], "third") {
+		t.Fatalf("%d requests; the second call's answer and the third's did not reach the model as they should", len(reqs))
 	}
 }
