@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -115,5 +116,38 @@ func TestRemoteMCPServerRestartsMidTask(t *testing.T) {
 	reqs := e.model.Requests()
 	if len(reqs) != 4 || !seen(reqs[1], "first") || !seen(reqs[2], "lost its connection") || !seen(reqs[3], "third") {
 		t.Fatalf("%d requests; the second call's answer and the third's did not reach the model as they should", len(reqs))
+	}
+}
+
+// The resources a remote server lists are found and read through the
+// host's resources/ tools in a task: what the resource says reaches the
+// model.
+func TestRemoteResourcesFoundAndReadInATask(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
+		s := mcptest.NewServer(mcptest.ServerOptions{})
+		s.AddResource(&mcp.Resource{URI: "docs://style-guide", Name: "style guide", Description: "How code is written here"},
+			func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "Indent with tabs; name tests after behaviour."}}}, nil
+			})
+		return s
+	}, nil)
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	e := newEnv(t, setup{forge: task.Gitea, kind: task.Issue, provider: config.ProviderOpenAI, native: true,
+		respond: func(e *env, r llmtest.Received) llmtest.Step {
+			switch toolResults(r) {
+			case 0:
+				return e.call(r, "", "resources/find", map[string]any{"query": "style guide"})
+			case 1:
+				return e.call(r, "", "resources/read", map[string]any{"uri": "docs://style-guide"})
+			}
+			return done("Read the style guide.")
+		}})
+	e.cfg.MCPServers = append(e.cfg.MCPServers, config.MCPServer{Name: "docs", URL: srv.URL})
+	e.runOK(t)
+	reqs := e.model.Requests()
+	if len(reqs) != 3 || !seen(reqs[1], "docs://style-guide (style guide, on docs)") || !seen(reqs[2], "Indent with tabs") {
+		t.Fatalf("%d requests: the resource was not found and read", len(reqs))
 	}
 }

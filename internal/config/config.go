@@ -635,6 +635,10 @@ func (c *Config) BuiltinTools() bool {
 // server may have it while they are on.
 const BuiltinServer = "workspace"
 
+// ResourcesServer is the name under which the tool host offers the tools
+// that find and read the servers' resources (toolhost.ResourceServer).
+const ResourcesServer = "resources"
+
 // defaultCompletionKeywords are the words of a reply that end a conversation
 // when none are configured (Japanese and English thanks and acknowledgements).
 var defaultCompletionKeywords = []string{

@@ -249,6 +249,8 @@ func validateMCP(k *checker, servers []MCPServer, builtin bool) {
 			k.add(name, "must use only letters, digits, _ and - (it prefixes tool names as name/tool)")
 		case dup:
 			k.add(name, "repeats "+first)
+		case s.Name == ResourcesServer:
+			k.add(name, "is the name of the host's own resource tools (resources/find, resources/read): rename this server")
 		case builtin && s.Name == BuiltinServer:
 			k.add(name, "is the built-in tools' server name: rename this server, or set workspace.builtin_tools: false")
 		default:

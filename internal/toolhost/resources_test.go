@@ -2,8 +2,11 @@ package toolhost
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/coding-agent/coding-agent/internal/config"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -57,5 +60,42 @@ func TestResourceLinksOfAServerWithoutResources(t *testing.T) {
 	}}}})
 	if res := call(t, h, "n/link", map[string]any{}); res.Text != "[resource link file:///x: x; not read: the server offers no resources to read]" {
 		t.Errorf("result %q", res.Text)
+	}
+}
+
+// The resources the servers list are found by words and read by URI
+// through the host's resources/ tools; a URI no server lists is refused;
+// without resources there are no such tools.
+func TestResourcesFoundAndRead(t *testing.T) {
+	h := start(t, Options{Servers: []ServerConfig{{Name: "l", InProcess: linkServer}}})
+	var names []string
+	for _, tool := range h.Tools() {
+		names = append(names, tool.FullName())
+	}
+	if !slices.Contains(names, "resources/find") || !slices.Contains(names, "resources/read") {
+		t.Fatalf("tools %q", names)
+	}
+	found := call(t, h, "resources/find", map[string]any{"query": "notes"})
+	if found.IsError || !strings.Contains(found.Text, "file:///notes.md (notes, on l)") || strings.Contains(found.Text, "big.txt") {
+		t.Fatalf("find: %+v", found)
+	}
+	read := call(t, h, "resources/read", map[string]any{"uri": "file:///notes.md"})
+	if read.IsError || !strings.Contains(read.Text, "The notes say: use tabs.") {
+		t.Fatalf("read: %+v", read)
+	}
+	if res := call(t, h, "resources/read", map[string]any{"uri": "file:///etc/passwd"}); !res.IsError {
+		t.Fatalf("an unlisted URI was read: %+v", res)
+	}
+	plain := start(t, Options{Servers: []ServerConfig{testServer(t, "t")}})
+	for _, tool := range plain.Tools() {
+		if tool.Server == ResourceServer {
+			t.Fatalf("a host without resources offers %s", tool.FullName())
+		}
+	}
+	if _, err := Start(t.Context(), Options{Servers: []ServerConfig{{Name: ResourceServer, InProcess: linkServer}}}); err == nil {
+		t.Fatal("a server took the host's resources name")
+	}
+	if ResourceServer != config.ResourcesServer {
+		t.Fatalf("the host's name %q, the configuration's %q", ResourceServer, config.ResourcesServer)
 	}
 }

@@ -40,6 +40,8 @@ type server struct {
 	schemas map[string]*jsonschema.Resolved
 	// withheld counts the tools the server listed that its filters withhold.
 	withheld int
+	// resources are what a process-scoped server listed at its start.
+	resources []resource
 
 	lock     chan struct{} // held while reading or replacing live and closed
 	live     *conn         // nil while the server is down
@@ -92,7 +94,13 @@ func (c *conn) stop(kill bool) error {
 func (h *Host) startServer(ctx context.Context, cfg ServerConfig, life *lifetime, log *slog.Logger, task string) (*server, error) {
 	s := &server{h: h, cfg: cfg, life: life, log: log, task: task, names: map[string]bool{},
 		schemas: map[string]*jsonschema.Resolved{}, lock: make(chan struct{}, 1)}
-	c, err := s.launch(ctx, s.listTools)
+	c, err := s.launch(ctx, func(ctx context.Context, sess *mcp.ClientSession) error {
+		if err := s.listTools(ctx, sess); err != nil {
+			return err
+		}
+		s.listResources(ctx, sess)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -188,6 +188,9 @@ type Host struct {
 	servers []*server
 	byName  map[string]*server
 	tools   []Tool
+	// resources are what the process-scoped servers listed at start,
+	// searched and read through the host's resources/ tools.
+	resources []resource
 
 	life      *lifetime // ends on Close
 	mu        sync.Mutex
@@ -243,7 +246,12 @@ func Start(ctx context.Context, opts Options) (*Host, error) {
 	for _, s := range servers {
 		h.byName[s.cfg.Name] = s
 		h.tools = append(h.tools, s.tools...)
-		h.log.Info("started MCP server", "server", s.cfg.Name, "scope", s.cfg.scope(), "tools", len(s.tools), "withheld", s.withheld)
+		h.resources = append(h.resources, s.resources...)
+		h.log.Info("started MCP server", "server", s.cfg.Name, "scope", s.cfg.scope(), "tools", len(s.tools), "withheld", s.withheld,
+			"resources", len(s.resources))
+	}
+	if len(h.resources) > 0 {
+		h.tools = append(h.tools, resourceTools(len(h.resources))...)
 	}
 	return h, nil
 }
@@ -259,6 +267,8 @@ func validate(opts Options) error {
 			errs = append(errs, fmt.Errorf("starting MCP server %q: the name must not contain '/' or spaces", s.Name))
 		case seen[s.Name]:
 			errs = append(errs, fmt.Errorf("starting MCP server %q: duplicate server name", s.Name))
+		case s.Name == ResourceServer:
+			errs = append(errs, fmt.Errorf("starting MCP server %q: the name is the host's own (its resource tools)", s.Name))
 		case opts.Connect == nil && s.InProcess == nil && len(s.Command) == 0 && s.URL == "":
 			errs = append(errs, fmt.Errorf("starting MCP server %q: no command", s.Name))
 		case s.URL != "" && s.Scope == ScopeTask:
@@ -324,6 +334,13 @@ func (h *Host) call(ctx context.Context, life *lifetime, instances map[string]*s
 	}
 	if life.ended() || h.life.ended() {
 		return Result{}, fmt.Errorf("calling MCP tool %s: %w", fullName, ErrClosed)
+	}
+	if srv, tool, _ := strings.Cut(fullName, "/"); srv == ResourceServer && len(h.resources) > 0 {
+		m, err := parseArgs(args)
+		if err != nil {
+			return h.toolError(fmt.Sprintf("Invalid arguments for %s: %v.", fullName, err)), nil
+		}
+		return h.callResources(ctx, tool, m), nil
 	}
 	s, tool, problem := h.resolve(fullName)
 	if problem != "" {
