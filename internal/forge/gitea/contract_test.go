@@ -388,6 +388,19 @@ func delivery(t *testing.T, w *world) {
 		!strings.HasPrefix(got.Title, "WIP: ") {
 		t.Fatalf("Get(pull request) = %+v, %v", got, err)
 	}
+	// A pull request is claimed as an issue is: its label, its reactions.
+	if err := w.client.AddLabel(ctx, pr, "coding agent"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.client.TakeLabel(ctx, pr, "coding agent"); err != nil {
+		t.Fatalf("taking the pull request's label: %v", err)
+	}
+	if err := w.client.TakeLabel(ctx, pr, "coding agent"); !errors.Is(err, forge.ErrLabelAbsent) {
+		t.Fatalf("taking it again: %v", err)
+	}
+	if rs := w.b.reactions(w, pr.Number); len(rs) != 0 {
+		t.Fatalf("reactions left on the pull request: %q", rs)
+	}
 }
 
 // Gitea's deliveries, as it sends them, are verified and read by Hooks: a
