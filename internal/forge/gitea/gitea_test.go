@@ -235,3 +235,26 @@ func TestHooks(t *testing.T) {
 		}
 	}
 }
+
+// A take costs four requests, a pull request's as an issue's: react, read
+// the issue, remove the label, release (the labels' ids read once before).
+func TestTakeLabelCostsFourRequests(t *testing.T) {
+	g := forgetest.NewGitea(t)
+	p := g.AddPull("acme/app", forgetest.PullSeed{IssueSeed: forgetest.IssueSeed{Title: "p", Labels: []string{"coding agent", "x"}}})
+	c := newClient(t, g)
+	ref := task.Ref{Forge: task.Gitea, Repo: "acme/app", Kind: task.PullRequest, Number: p}
+	if err := c.RemoveLabel(context.Background(), ref, "x"); err != nil { // reads the labels' ids
+		t.Fatal(err)
+	}
+	g.ResetRequests()
+	if err := c.TakeLabel(context.Background(), ref, "coding agent"); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range g.Requests() {
+		got = append(got, r.Method+" "+r.Path)
+	}
+	if len(got) != 4 {
+		t.Errorf("the take made %d requests, want 4: %q", len(got), got)
+	}
+}

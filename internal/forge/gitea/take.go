@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,8 +37,8 @@ const (
 // TakeLabel removes label as a claim (forge.Labeler): with the bot's lock
 // reaction on the issue or pull request, it reads the labels, and removes
 // the label only when it is there; without the lock, or without the
-// label, it is forge.ErrLabelAbsent. Four requests: react, read, remove,
-// release. The guarantee holds as long as Gitea's database enforces its
+// label, it is forge.ErrLabelAbsent. Four requests: react, read the
+// issue, remove, release (and the labels' ids, once a repository). The guarantee holds as long as Gitea's database enforces its
 // unique index on reactions (every supported database does) and no person
 // removes the bot's reaction by hand during a take.
 func (c *Client) TakeLabel(ctx context.Context, ref task.Ref, label string) error {
@@ -58,11 +59,14 @@ func (c *Client) takeLabel(ctx context.Context, ref task.Ref, label string) erro
 		return err
 	}
 	defer c.unlock(ctx, ref)
-	t, err := c.Get(ctx, ref)
+	// The issue's labels alone: Get would read a pull request's branches
+	// too, a request the take has no use for.
+	owner, repo, _ := split(ref)
+	i, resp, err := c.api(ctx).GetIssue(owner, repo, int64(ref.Number))
 	if err != nil {
-		return err
+		return wrap(resp, err)
 	}
-	if !t.HasLabel(label) {
+	if !slices.ContainsFunc(i.Labels, func(l *sdk.Label) bool { return l.Name == label }) {
 		return forge.ErrLabelAbsent
 	}
 	return c.removeLabel(ctx, ref, label)
