@@ -143,7 +143,7 @@ func newEnv(t testing.TB, s setup) *env {
 	case task.GitHub:
 		e.gh = forgetest.NewGitHub(t)
 		e.gh.AddRepo("acme/app")
-		e.gh.AddComment("acme/app", e.addGitHub(s.kind, seed), "bob", "Please keep it short.")
+		e.gh.AddComment("acme/app", e.addItem(e.gh, task.GitHub, s.kind, seed), "bob", "Please keep it short.")
 		e.gh.SetPermission("acme/app", "bob", "write") // a collaborator: heard
 		cfg.GitHub.APIURL, cfg.GitHub.Token, cfg.GitHub.Repositories = e.gh.URL(), config.Secret(e.gh.Token), []string{"acme/app"}
 	case task.GitLab:
@@ -156,7 +156,7 @@ func newEnv(t testing.TB, s setup) *env {
 	case task.Gitea:
 		e.gt = forgetest.NewGitea(t)
 		e.gt.AddRepo("acme/app")
-		e.gt.AddComment("acme/app", e.addGitea(s.kind, seed), "bob", "Please keep it short.")
+		e.gt.AddComment("acme/app", e.addItem(e.gt, task.Gitea, s.kind, seed), "bob", "Please keep it short.")
 		e.gt.SetPermission("acme/app", "bob", "write") // a collaborator: heard
 		cfg.Gitea.APIURL, cfg.Gitea.Token, cfg.Gitea.Repositories = e.gt.URL(), config.Secret(e.gt.Token), []string{"acme/app"}
 	}
@@ -216,25 +216,22 @@ var emulatedForges = []string{task.GitHub, task.GitLab, task.Gitea}
 // GitLab's merge request.
 func changeKind(forge string) task.Kind { return task.Forges[forge].ChangeKind }
 
-func (e *env) addGitea(kind task.Kind, seed forgetest.IssueSeed) int {
-	n := 0
-	if kind == task.PullRequest {
-		n = e.gt.AddPull("acme/app", forgetest.PullSeed{IssueSeed: seed, Head: e.head, Base: "main", HeadRepo: e.fork})
-	} else {
-		n = e.gt.AddIssue("acme/app", seed)
-	}
-	e.ref = task.Ref{Forge: task.Gitea, Repo: "acme/app", Kind: kind, Number: n}
-	return n
+// issuesAndPulls is an emulator whose changes are pull requests that
+// share the issues' numbers (GitHub, Gitea).
+type issuesAndPulls interface {
+	AddIssue(repo string, s forgetest.IssueSeed) int
+	AddPull(repo string, s forgetest.PullSeed) int
 }
 
-func (e *env) addGitHub(kind task.Kind, seed forgetest.IssueSeed) int {
+// addItem adds the env's task to em, an emulator of forge.
+func (e *env) addItem(em issuesAndPulls, forge string, kind task.Kind, seed forgetest.IssueSeed) int {
 	n := 0
 	if kind == task.PullRequest {
-		n = e.gh.AddPull("acme/app", forgetest.PullSeed{IssueSeed: seed, Head: e.head, Base: "main", HeadRepo: e.fork})
+		n = em.AddPull("acme/app", forgetest.PullSeed{IssueSeed: seed, Head: e.head, Base: "main", HeadRepo: e.fork})
 	} else {
-		n = e.gh.AddIssue("acme/app", seed)
+		n = em.AddIssue("acme/app", seed)
 	}
-	e.ref = task.Ref{Forge: task.GitHub, Repo: "acme/app", Kind: kind, Number: n}
+	e.ref = task.Ref{Forge: forge, Repo: "acme/app", Kind: kind, Number: n}
 	return n
 }
 
@@ -300,22 +297,38 @@ func (e *env) holderComments() []string {
 	return out
 }
 
-// allComments are the bodies of every comment on the task, oldest first.
-func (e *env) allComments() []string {
-	var out []string
+// note is one comment on the task: GitHub's and Gitea's comments, and
+// GitLab's notes (system: one GitLab wrote itself, such as "added label").
+type note struct {
+	author, body string
+	system       bool
+}
+
+// thread is every comment on the task, oldest first.
+func (e *env) thread() []note {
+	var out []note
 	switch {
 	case e.gh != nil:
 		for _, c := range e.gh.Comments(e.ref.Repo, e.ref.Number) {
-			out = append(out, c.Body)
+			out = append(out, note{author: c.Author, body: c.Body})
 		}
 	case e.gt != nil:
 		for _, c := range e.gt.Comments(e.ref.Repo, e.ref.Number) {
-			out = append(out, c.Body)
+			out = append(out, note{author: c.Author, body: c.Body})
 		}
 	default:
 		for _, n := range e.gl.Notes(e.ref.Repo, e.glKind(), e.ref.Number) {
-			out = append(out, n.Body)
+			out = append(out, note{author: n.Author, body: n.Body, system: n.System})
 		}
+	}
+	return out
+}
+
+// allComments are the bodies of every comment on the task, oldest first.
+func (e *env) allComments() []string {
+	var out []string
+	for _, n := range e.thread() {
+		out = append(out, n.body)
 	}
 	return out
 }
@@ -323,25 +336,9 @@ func (e *env) allComments() []string {
 // allBotComments are the bodies the bot posted, oldest first.
 func (e *env) allBotComments() []string {
 	var out []string
-	if e.gh != nil {
-		for _, c := range e.gh.Comments(e.ref.Repo, e.ref.Number) {
-			if c.Author == e.gh.BotLogin {
-				out = append(out, postonce.Unmark(c.Body))
-			}
-		}
-		return out
-	}
-	if e.gt != nil {
-		for _, c := range e.gt.Comments(e.ref.Repo, e.ref.Number) {
-			if c.Author == e.gt.BotUsername {
-				out = append(out, postonce.Unmark(c.Body))
-			}
-		}
-		return out
-	}
-	for _, n := range e.gl.Notes(e.ref.Repo, e.glKind(), e.ref.Number) {
-		if n.Author == e.gl.BotUsername && !n.System {
-			out = append(out, postonce.Unmark(n.Body))
+	for _, n := range e.thread() {
+		if n.author == e.botName() && !n.system {
+			out = append(out, postonce.Unmark(n.body))
 		}
 	}
 	return out

@@ -2,7 +2,6 @@ package config
 
 import (
 	"reflect"
-	"slices"
 	"strings"
 )
 
@@ -25,8 +24,9 @@ type providerSection interface {
 }
 
 // providerSections are the provider sections of llm, by llm.provider: the
-// fields of LLM that are a providerSection, by their key, in LLM's order.
-var providerSections, providerKeys = func() (map[string]func(l *LLM) providerSection, []string) {
+// fields of LLM that are a providerSection, by their key; Providers are
+// their keys in LLM's order.
+var providerSections, Providers = func() (map[string]func(l *LLM) providerSection, []string) {
 	m := map[string]func(*LLM) providerSection{}
 	var keys []string
 	t := reflect.TypeFor[LLM]()
@@ -43,10 +43,6 @@ var providerSections, providerKeys = func() (map[string]func(l *LLM) providerSec
 	}
 	return m, keys
 }()
-
-// Providers are the values of llm.provider, in the order the llm section
-// lists them.
-var Providers = slices.Clone(providerKeys)
 
 // ProviderChoice is the values of llm.provider in prose: "openai,
 // lmstudio or ollama".
