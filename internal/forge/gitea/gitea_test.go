@@ -3,9 +3,11 @@ package gitea_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -256,5 +258,71 @@ func TestTakeLabelCostsFourRequests(t *testing.T) {
 	}
 	if len(got) != 4 {
 		t.Errorf("the take made %d requests, want 4: %q", len(got), got)
+	}
+}
+
+// The take cut at each of its four requests, before the forge served it
+// and after (its answer never heard), as a process killed there leaves it:
+// a second taker, once a lock the cut one left has gone stale, takes the
+// label exactly when it is still there; of the two, at most one took it
+// (a read cut short is sent again by Go's HTTP client: that taker may
+// finish its take); no lock stays.
+func TestTakeLabelCutAtEveryRequest(t *testing.T) {
+	for at := int64(1); at <= 4; at++ {
+		for _, after := range []bool{false, true} {
+			g := forgetest.NewGitea(t)
+			start := time.Now().Add(-time.Hour)
+			clock := forgetest.NewClock(start)
+			g.SetClock(clock.Now)
+			n := g.AddIssue("acme/app", forgetest.IssueSeed{Title: "t", Labels: []string{"coding agent", "coding agent done"}})
+			ref := task.Ref{Forge: task.Gitea, Repo: "acme/app", Kind: task.Issue, Number: n}
+			c := newClient(t, g)
+			// Not the take's requests: the bot's name, the labels' ids.
+			if _, err := c.BotUser(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.RemoveLabel(context.Background(), ref, "coding agent done"); err != nil {
+				t.Fatal(err)
+			}
+			first := int64(0)
+			var seen []string
+			g.Watch(func(call forgetest.Call) bool {
+				if first == 0 {
+					first = call.Seq
+				}
+				if call.Seq-first+1 != at || call.Served != after {
+					return true
+				}
+				seen = append(seen, call.Method+" "+call.Path)
+				return false
+			})
+			err := c.TakeLabel(context.Background(), ref, "coding agent")
+			g.Watch(nil)
+			name := fmt.Sprintf("cut at request %d (%s), after it was served: %v", at, strings.Join(seen, ""), after)
+			if len(seen) != 1 {
+				t.Fatalf("%s: the take was not cut there (%d cuts)", name, len(seen))
+			}
+			labelled := slices.Contains(g.Labels("acme/app", n), "coding agent")
+			if err == nil && labelled {
+				t.Errorf("%s: the cut taker took the label and left it", name)
+			}
+			clock.Set(time.Now()) // any lock left is stale now
+			err2 := newClient(t, g).TakeLabel(context.Background(), ref, "coding agent")
+			switch {
+			case labelled && err2 != nil:
+				t.Errorf("%s: the label was left and a second taker could not take it: %v", name, err2)
+			case !labelled && !errors.Is(err2, forge.ErrLabelAbsent):
+				t.Errorf("%s: the label was gone and a second taker got %v", name, err2)
+			}
+			if err == nil && err2 == nil {
+				t.Errorf("%s: both takers took the label", name)
+			}
+			if slices.Contains(g.Labels("acme/app", n), "coding agent") {
+				t.Errorf("%s: the label is still there after the second take", name)
+			}
+			if rs := g.Reactions("acme/app", n, 0); len(rs) != 0 {
+				t.Errorf("%s: a lock stayed: %q", name, rs)
+			}
+		}
 	}
 }
