@@ -24,6 +24,8 @@ func (s *server) call(ctx context.Context, tool string, args map[string]any) (Re
 	callCtx, cancel := context.WithTimeout(base, s.callTimeout())
 	defer cancel()
 	start := time.Now()
+	done := s.h.asking.start(c.sess, s.cfg.Name, askerOf(ctx))
+	defer done()
 	res, err := c.sess.CallTool(callCtx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err == nil {
 		s.readLinks(callCtx, c.sess, res)

@@ -193,6 +193,7 @@ type Host struct {
 	resources []resource
 
 	life      *lifetime // ends on Close
+	asking    asking    // the calls in flight, for their servers' questions (ask.go)
 	mu        sync.Mutex
 	sessions  map[*Session]struct{} // open, closed with the host
 	closeOnce sync.Once
@@ -216,15 +217,17 @@ func Start(ctx context.Context, opts Options) (*Host, error) {
 		return nil, err
 	}
 	h := &Host{
-		opts: opts,
-		log:  opts.Logger,
-		client: mcp.NewClient(&mcp.Implementation{Name: "coding-agent", Version: "1"},
-			// No roots: servers use the directories they are given on the command line.
-			&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}),
+		opts:     opts,
+		log:      opts.Logger,
 		byName:   make(map[string]*server, len(opts.Servers)),
 		life:     newLifetime(),
 		sessions: map[*Session]struct{}{},
 	}
+	// No roots: servers use the directories they are given on the command
+	// line. Questions (form elicitation) are advertised and go to the
+	// asking call's task (ask.go).
+	h.client = mcp.NewClient(&mcp.Implementation{Name: "coding-agent", Version: "1"},
+		&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}, ElicitationHandler: h.elicit})
 	servers, err := startEach(ctx, opts.Servers, func(ctx context.Context, cfg ServerConfig) (*server, error) {
 		var s *server
 		var err error

@@ -7,6 +7,7 @@ import (
 	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -42,6 +43,10 @@ type ServerOptions struct {
 	// leak_env returns a variable of its own environment in many encodings
 	// (Encodings).
 	Leaks bool
+	// Asks adds the deploy tool, which asks where to deploy (an
+	// input_required result, or an elicitation request on a connection of
+	// an older revision) before it answers.
+	Asks bool
 	// Banner is added to every tool's description: a server that puts
 	// what it read into its catalog.
 	Banner string
@@ -144,7 +149,40 @@ func NewServer(opts ServerOptions) *mcp.Server {
 		})
 	addProcessTools(s, opts)
 	addFaultTools(s, opts)
+	if opts.Asks {
+		mcp.AddTool(s, &mcp.Tool{Name: "deploy", Description: "Deploys target, asking where to first."}, deploy)
+	}
 	return s
+}
+
+// DeployArgs are the deploy tool's arguments.
+type DeployArgs struct {
+	Target string `json:"target"`
+}
+
+// DeploySchema is what deploy asks for.
+var DeploySchema = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"environment": map[string]any{"type": "string", "enum": []any{"staging", "production"}, "description": "Where to deploy"},
+		"replicas":    map[string]any{"type": "integer", "minimum": 1, "maximum": 10, "description": "How many replicas"},
+	},
+	"required": []any{"environment"},
+}
+
+// deploy asks where to deploy, then says what it did with the answer.
+func deploy(_ context.Context, req *mcp.CallToolRequest, in DeployArgs) (*mcp.CallToolResult, any, error) {
+	ans, ok := req.Params.InputResponses["where"].(*mcp.ElicitResult)
+	if !ok {
+		return &mcp.CallToolResult{RequestState: "deploy:" + in.Target, InputRequests: mcp.InputRequestMap{
+			"where": &mcp.ElicitParams{Message: "Where should " + in.Target + " be deployed, and with how many replicas?", RequestedSchema: DeploySchema},
+		}}, nil, nil
+	}
+	if ans.Action != "accept" {
+		return text(fmt.Sprintf("deploy %s: not deployed (the question was answered %q)", in.Target, ans.Action)), nil, nil
+	}
+	b, _ := json.Marshal(ans.Content)
+	return text(fmt.Sprintf("deployed %s with %s", in.Target, b)), nil, nil
 }
 
 func addProcessTools(s *mcp.Server, opts ServerOptions) {

@@ -48,6 +48,7 @@ func main() {
 		Hang:   hang,
 		Print:  func(line string) { fmt.Fprintln(os.Stdout, line) },
 		Leaks:  true,
+		Asks:   os.Getenv("MCPTEST_ASKS") != "",
 		Banner: os.Getenv("MCPTEST_BANNER"),
 	})
 	if *banner != "" {
