@@ -402,7 +402,7 @@ func (a *App) newWorker(q *jobs, shutdown <-chan struct{}) *worker.Worker {
 			LabelerNeedsWrite: tr.LabelerNeedsWriteAccess},
 		Conversation: worker.Conversation{Enabled: cv.Enabled, AllowCollaborators: cv.AllowCollaborators,
 			Keywords: cv.CompletionKeywords, Timeout: cv.Timeout(), MaxRounds: cv.MaxRounds,
-			Ask: a.llm, Constrained: a.cfg.LLM.Constrained == config.ConstrainedAuto},
+			Ask: a.llm, Constrained: a.cfg.LLM.Constrained == config.ConstrainedAuto, Questions: a.dry == nil},
 		Lang: report.ParseLang(a.cfg.Language), Owner: self, Ran: a.metrics.TaskRan,
 		BotName: bot, Workers: a.cfg.Continuous.Consumer.Workers, Shutdown: shutdown, Redact: a.redact, Logger: a.Log,
 		ForgeLease: a.cfg.ForgeLease(), SharedStore: a.cfg.Database.URL != "", CheckRounds: a.cfg.Workspace.CheckRounds,

@@ -49,6 +49,12 @@ type checkpoint struct {
 	Checks   []CheckResult `json:"checks,omitempty"`
 	Feedback int           `json:"check_feedback,omitempty"`
 
+	// Asked is the question a server asked during the call in hand, put
+	// off to the people on the task (answer.go); Answers are the answers
+	// they gave, given to a server that asks the same question again.
+	Asked   *Question  `json:"asked,omitempty"`
+	Answers []Answered `json:"answers,omitempty"`
+
 	// Raised is the output token limit the next request may use once a
 	// reply was cut at the limit (0: the reserve): raised once, kept while
 	// the replies are cut, dropped by the first that is not.

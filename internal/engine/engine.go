@@ -195,6 +195,9 @@ type Input struct {
 	Rounds []string
 	// Watch is the checkpoint check; nil checks nothing.
 	Watch Watch
+	// Questions: a server's question may be put to the people on the task
+	// (the run ends Asked, and they answer in a reply); false declines it.
+	Questions bool
 	// Tools runs every tool call of the run (a toolhost.Session for the
 	// task); nil: Options.Tools. The catalog is Options.Tools' either way.
 	Tools Caller
@@ -214,14 +217,15 @@ type Input struct {
 type End string
 
 // The ends of a run. Done and Failed are final and recorded in the
-// checkpoint; Paused and Interrupted keep the checkpoint for a resume;
-// Stopped ends the task without finishing it.
+// checkpoint; Paused, Asked and Interrupted keep the checkpoint for a
+// resume; Stopped ends the task without finishing it.
 const (
 	Done        End = "done"
 	Failed      End = "failed"
 	Paused      End = "paused"
 	Stopped     End = "stopped"
 	Interrupted End = "interrupted" // the process is shutting down
+	Asked       End = "asked"       // a server's question awaits the people on the task (Outcome.Question)
 )
 
 // Outcome is how a run ended when it ended without a system error.
@@ -236,6 +240,8 @@ type Outcome struct {
 	// Mark is the newest comment id the conversation holds: a comment
 	// after it was never shown to the model.
 	Mark int64 `json:"mark,omitempty"`
+	// Question is the server's question the run ended on (Asked).
+	Question *Question `json:"question,omitempty"`
 	// Reported is true when the run has already posted its closing comment
 	// (planning mode does), so the worker adds no failure comment of its own.
 	Reported bool `json:"reported,omitempty"`

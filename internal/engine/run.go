@@ -109,7 +109,14 @@ func (e *Engine) begin(ctx context.Context, in Input, p Policy) (*Run, error) {
 			err := p.Begin(ctx, r, st.Policy)
 			if err == nil {
 				r.log.Info("resuming from checkpoint", "calls", st.Calls, "pending", st.Pending != nil)
-				r.cutOff = st.Pending != nil && st.Pending.Posted && st.Pending.Executed < len(st.Pending.Calls)
+				// A call whose server's question was put off did nothing:
+				// it is made again, not cut off.
+				r.cutOff = st.Pending != nil && st.Pending.Posted && st.Pending.Executed < len(st.Pending.Calls) && st.Asked == nil
+				if st.Asked != nil {
+					if err := r.answer(ctx); err != nil {
+						return nil, err
+					}
+				}
 				return r, nil
 			}
 			if !errors.Is(err, ErrUnresumable) {
@@ -142,6 +149,9 @@ func (r *Run) step(ctx context.Context) (*Outcome, error) {
 	if st.Checking != nil { // a done whose checks had not decided
 		out := st.Checking.Out
 		return &out, nil
+	}
+	if q := st.Asked; q != nil { // a reply to it could not be read: asked again
+		return &Outcome{End: Asked, Question: q, Reason: "a server's question awaits an answer"}, nil
 	}
 	if st.Pending != nil {
 		return r.act(ctx)
@@ -340,6 +350,12 @@ func (r *Run) act(ctx context.Context) (*Outcome, error) {
 		if err := r.call(ctx, a, a.Calls[a.Executed]); err != nil {
 			return nil, err
 		}
+		if q := st.Asked; q != nil { // the call is in hand until it is answered
+			if err := r.save(ctx); err != nil {
+				return nil, err
+			}
+			return &Outcome{End: Asked, Question: q, Reason: "a server's question awaits an answer"}, nil
+		}
 		a.Executed++
 		if err := r.save(ctx); err != nil {
 			return nil, err
@@ -391,9 +407,21 @@ func (r *Run) call(ctx context.Context, a *Act, c ToolCall) error {
 	if rerun {
 		r.log.Warn("running again a tool call cut off by a restart", "tool", c.Tool)
 	}
-	res, err := r.run(ctx, c)
+	ask := &asker{answers: slices.Clone(st.Answers), can: r.in.Questions}
+	res, err := r.run(toolhost.WithAsker(ctx, ask), c)
 	if err != nil {
 		return fmt.Errorf("calling %s for %s: %w", c.Tool, ref, err)
+	}
+	asked, used := ask.result()
+	if asked != nil {
+		// Its result is dropped: the call is made again once the people
+		// on the task have answered.
+		r.log.Info("a server asked a question during a call; putting it to the people on the task", "tool", c.Tool, "server", asked.Server)
+		st.Asked = &Question{Question: *asked, Mark: st.Mark}
+		return nil
+	}
+	if len(used) > 0 {
+		res.Text = answeredNote(used) + res.Text
 	}
 	st.ToolCalls++
 	r.used(c.Tool)

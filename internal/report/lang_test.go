@@ -29,7 +29,7 @@ var englishWord = regexp.MustCompile(`[A-Za-z]{3,}`)
 // (Closes, Refs).
 var keptNames = map[string]bool{"LLM": true, "coding": true, "agent": true, "UTC": true,
 	"round": true, "rounds": true, "head": true, "change": true, "Closes": true, "Refs": true,
-	"holder": true, "host": true, "beat": true, "paused": true, "diff": true}
+	"holder": true, "host": true, "beat": true, "paused": true, "diff": true, "JSON": true}
 
 // fixedText is the text a template writes whatever its data.
 func fixedText(n parse.Node) string {

@@ -108,8 +108,8 @@ type Live struct {
 	Earlier  int
 	Finished bool
 	// Halted is why the run stopped at a checkpoint, which a later run
-	// resumes: engine.Paused, engine.Stopped or engine.Interrupted; ""
-	// while it works and once it finished.
+	// resumes: engine.Paused, engine.Stopped, engine.Interrupted or
+	// engine.Asked; "" while it works and once it finished.
 	Halted engine.End
 	// Now is what the agent is doing ("" when finished or not known).
 	Now       string

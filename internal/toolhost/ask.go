@@ -1,10 +1,13 @@
 package toolhost
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -161,4 +164,94 @@ func (h *Host) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitR
 	ans := a.Ask(ctx, Question{Server: server, Message: p.Message, Schema: schema})
 	h.log.Info("MCP server asked a question", "server", server, "action", ans.Action)
 	return &mcp.ElicitResult{Action: ans.Action, Content: ans.Content}, nil
+}
+
+// Field is one field a question asks for, as its schema describes it.
+type Field struct {
+	Name        string
+	Title       string
+	Description string
+	Type        string // string, number, integer, boolean, or array (of choices)
+	Format      string // a string's format: email, uri, date, date-time
+	Required    bool
+	Choices     []Choice // the values it may take (an array: each item's), none for any
+	Default     any
+}
+
+// Choice is one value a field may take, with its title when it has one.
+type Choice struct {
+	Value string
+	Title string
+}
+
+// Fields are the question's fields, in the order the schema lists them
+// (sorted by name where it cannot be told); none for a question without a
+// schema or with one this reader cannot read.
+func (q Question) Fields() []Field {
+	var s struct {
+		Properties json.RawMessage `json:"properties"`
+		Required   []string        `json:"required"`
+	}
+	if json.Unmarshal(q.Schema, &s) != nil || len(s.Properties) == 0 {
+		return nil
+	}
+	var out []Field
+	dec := json.NewDecoder(bytes.NewReader(s.Properties))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		name, _ := t.(string)
+		var p property
+		if err := dec.Decode(&p); err != nil {
+			return nil
+		}
+		f := Field{Name: name, Title: p.Title, Description: p.Description, Type: p.Type, Format: p.Format,
+			Required: slices.Contains(s.Required, name), Default: p.Default, Choices: p.choices()}
+		if p.Type == "array" && p.Items != nil {
+			f.Choices = p.Items.choices()
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// property is a field's schema: the primitive schemas elicitation allows.
+type property struct {
+	Type        string    `json:"type"`
+	Title       string    `json:"title"`
+	Description string    `json:"description"`
+	Format      string    `json:"format"`
+	Default     any       `json:"default"`
+	Enum        []any     `json:"enum"`
+	EnumNames   []string  `json:"enumNames"`
+	OneOf       []titled  `json:"oneOf"`
+	AnyOf       []titled  `json:"anyOf"`
+	Items       *property `json:"items"`
+}
+
+type titled struct {
+	Const any    `json:"const"`
+	Title string `json:"title"`
+}
+
+func (p property) choices() []Choice {
+	var out []Choice
+	for i, v := range p.Enum {
+		c := Choice{Value: fmt.Sprint(v)}
+		if i < len(p.EnumNames) {
+			c.Title = p.EnumNames[i]
+		}
+		out = append(out, c)
+	}
+	for _, t := range slices.Concat(p.OneOf, p.AnyOf) {
+		if t.Const != nil {
+			out = append(out, Choice{Value: fmt.Sprint(t.Const), Title: t.Title})
+		}
+	}
+	return out
 }

@@ -28,6 +28,10 @@ type Conversation struct {
 	Ask llm.Client
 	// Constrained sends the answer's schema with that request (llm.constrained).
 	Constrained bool
+	// Questions: a tool server's question is put to the people on the task,
+	// which awaits their answer (engine.Input.Questions); false (a dry
+	// run) declines it.
+	Questions bool
 }
 
 // awaitFrom is how far before the start of the wait comments are read:
@@ -178,8 +182,15 @@ func (w *Worker) judge(ctx context.Context, ref task.Ref) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	question, err := w.asking(ctx, ref)
+	if err != nil {
+		return false, err
+	}
 	if len(replies) == 0 {
 		if w.o.Now().Sub(c.Since) > w.o.Conversation.Timeout {
+			if question != nil {
+				return false, w.unanswered(ctx, t, question)
+			}
 			return false, w.endConversation(ctx, t, c, ended{why: "no reply within the timeout", announce: report.EndedByTimeout})
 		}
 		if mark != c.Mark {
@@ -189,12 +200,14 @@ func (w *Worker) judge(ctx context.Context, ref task.Ref) (bool, error) {
 		return false, nil
 	}
 	c.Mark = mark
-	end, err := w.verdict(ctx, t, replies, bot)
-	if err != nil {
-		return false, err
-	}
-	if end.announce != "" {
-		return false, w.endConversation(ctx, t, c, end)
+	if question == nil { // a reply to a question answers it, whatever it says
+		end, err := w.verdict(ctx, t, replies, bot)
+		if err != nil {
+			return false, err
+		}
+		if end.announce != "" {
+			return false, w.endConversation(ctx, t, c, end)
+		}
 	}
 	// Processing replaces the awaiting label, whose removal the forge
 	// arbitrates (take): another host may judge the same reply.

@@ -32,6 +32,8 @@ const (
 	runPaused         event = "paused"             // the run ended at a checkpoint: paused
 	runStopped        event = "stopped"            // the run ended at a checkpoint: stopped
 	runInterrupted    event = "interrupted"        // the run ended at a checkpoint: the process shuts down
+	runAsked          event = "asked"              // the run ended on a server's question: the task awaits an answer
+	unanswered        event = "unanswered"         // nobody answered the server's question within the timeout
 	conversationEnded event = "conversation ended" // a completion keyword, the timeout or closing ended it
 	storeFailed       event = "store failed"       // the state store cannot be written: the worker stops
 	authRefused       event = "forge refused"      // the forge refuses the credentials: a later run resumes it
@@ -71,6 +73,10 @@ var (
 	}}
 	interruptedNotice = &notice{"interrupted", func(w *Worker, f ending) (string, error) {
 		return w.o.Lang.Interrupted(f.calls)
+	}}
+	askedNotice = &notice{"asked", func(w *Worker, f ending) (string, error) {
+		q := f.question
+		return w.o.Lang.Asked(report.Question{Server: q.Server, Message: q.Message, Fields: q.Fields(), Unread: q.Unread})
 	}}
 	storeNotice = &notice{"store-failed", func(w *Worker, f ending) (string, error) {
 		if f.lost {
@@ -137,6 +143,11 @@ var lifecycle = map[event]transition{
 	runPaused:      {from: []task.Status{task.Running}, to: task.Paused, remove: task.RoleProcessing, notice: pausedNotice},
 	runStopped:     {from: []task.Status{task.Running}, to: task.Stopped, remove: task.RoleProcessing, notice: stoppedNotice, clear: true, ws: wsFailed},
 	runInterrupted: {from: []task.Status{task.Running}, to: task.Queued, notice: interruptedNotice},
+	// The checkpoint stays: the answer's round resumes the call in hand.
+	runAsked: {from: []task.Status{task.Running}, to: task.Awaiting, add: task.RoleAwaiting, remove: task.RoleProcessing,
+		stale: []task.Role{task.RoleBot, task.RoleDone}, notice: askedNotice, retry: task.Queued},
+	unanswered: {from: []task.Status{task.Awaiting}, to: task.Failed, add: task.RoleFailed, remove: task.RoleAwaiting,
+		stale: []task.Role{task.RoleBot, task.RoleDone}, notice: failureNotice, clear: true, retry: task.Awaiting, ws: wsFailed},
 	conversationEnded: {from: []task.Status{task.Awaiting}, to: task.Done, add: task.RoleDone, remove: task.RoleAwaiting,
 		stale: []task.Role{task.RoleBot, task.RoleFailed}, retry: task.Awaiting, ws: wsDone},
 	// The store is asked once more to say queued; its last record stands
@@ -173,6 +184,8 @@ type ending struct {
 	// comment shows them, with the output of the checks that failed.
 	checks []engine.CheckResult
 	ran    []toolhost.CommandRun
+	// question is the server's question the run ended on (engine.Asked).
+	question *engine.Question
 	// keys name the comments posted after the run (the delivery, the
 	// notice), continuing the run's (engine.Outcome.Keys); nil: no run
 	// numbered any, each is a comment of its own.

@@ -131,6 +131,7 @@ var walked = map[event]string{
 	claimed: "TestClaim", replied: "TestConversationTransitions", closedEarly: "TestClosedBeforeWork",
 	runDone: "TestRunEnds", roundDone: "TestConversationTransitions", runFailed: "TestRunEnds", runBroke: "TestRunEnds",
 	runPaused: "TestRunEnds", runStopped: "TestRunEnds", runInterrupted: "TestRunEnds",
+	runAsked: "TestServerQuestionAwaitsTheAnswer", unanswered: "TestServerQuestionUnanswered",
 	conversationEnded: "TestConversationTransitions", storeFailed: "TestStoreFailureStopsTheTask",
 	authRefused: "TestRefusedCredentialsLeaveTheTaskQueued",
 	reopened:    "TestRepliesJudgedAsAPersonWould", stopAwaiting: "TestStoppedLabelOnAnAwaitingTask",

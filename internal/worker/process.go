@@ -189,6 +189,10 @@ func (w *Worker) end(ctx, fctx context.Context, f ending, out engine.Outcome, er
 		}
 		moved, err := w.finishRound(fctx, f, out)
 		return settlementOf(moved), failure(err)
+	case out.End == engine.Asked && out.Question != nil:
+		f.question = out.Question
+		moved, err := w.askOnTask(fctx, f)
+		return settlementOf(moved), failure(err)
 	case runEnds[out.End] != "":
 		ev = runEnds[out.End]
 	default:
@@ -250,7 +254,9 @@ func (w *Worker) load(ctx context.Context, ref task.Ref, post *report.Poster) (e
 	if err != nil {
 		return engine.Input{}, false, fmt.Errorf("sorting the comments of %s: %w", ref, err)
 	}
-	in := engine.Input{Task: t, Comments: shown, Mark: engine.MarkOf(comments), Ignored: ignored, BotName: bot, Post: post}
+	cv := w.o.Conversation
+	in := engine.Input{Task: t, Comments: shown, Mark: engine.MarkOf(comments), Ignored: ignored, BotName: bot, Post: post,
+		Questions: cv.Enabled && cv.Questions && w.o.Labels.Awaiting != ""}
 	if conv, ok, err := w.o.Store.LoadConversation(ctx, ref); err != nil {
 		return engine.Input{}, false, fmt.Errorf("loading the conversation of %s: %w", ref, err)
 	} else if ok {

@@ -331,8 +331,13 @@ func text(s string) *mcp.CallToolResult {
 // connect hook such as toolhost.Options.Connect once the config is dropped.
 // The server session is closed when the test ends.
 func NewInMemory(ctx context.Context, t testing.TB) (mcp.Transport, error) {
+	return NewInMemoryWith(ctx, t, ServerOptions{})
+}
+
+// NewInMemoryWith is NewInMemory for the server opts describes.
+func NewInMemoryWith(ctx context.Context, t testing.TB, opts ServerOptions) (mcp.Transport, error) {
 	serverT, clientT := mcp.NewInMemoryTransports()
-	ss, err := NewServer(ServerOptions{}).Connect(ctx, serverT, nil)
+	ss, err := NewServer(opts).Connect(ctx, serverT, nil)
 	if err != nil {
 		return nil, fmt.Errorf("connecting in-memory test server: %w", err)
 	}
