@@ -43,6 +43,9 @@ type Answered struct {
 	Key    string          `json:"key"` // toolhost.Question.Key
 	Answer toolhost.Answer `json:"answer"`
 	By     []string        `json:"by,omitempty"` // who replied
+	// Said is the replies as written, shown to the model with the answer:
+	// what else they say is the model's to hear.
+	Said string `json:"said,omitempty"`
 }
 
 // Asking reads a checkpoint's data: the question its run put off to the
@@ -107,6 +110,9 @@ func answeredNote(used []Answered) string {
 			content = []byte(u.Answer.Action)
 		}
 		fmt.Fprintf(&b, "[The server asked a question during this call; %s answered on the task: %s]\n", who, content)
+		if u.Said != "" {
+			fmt.Fprintf(&b, "%s\n", FenceCut("reply by "+who, u.Said, MaxCommentChars))
+		}
 	}
 	return b.String()
 }
@@ -154,7 +160,7 @@ func (r *Run) answer(ctx context.Context) error {
 		return r.save(ctx)
 	}
 	r.log.Info("the server's question was answered on the task", "server", q.Server, "action", ans.Action, "by", by)
-	st.Answers = append(st.Answers, Answered{Key: q.Key(), Answer: ans, By: by})
+	st.Answers = append(st.Answers, Answered{Key: q.Key(), Answer: ans, By: by, Said: text})
 	st.Asked = nil
 	return r.save(ctx)
 }

@@ -54,10 +54,23 @@ func (r *reader) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	return r.m.Chat(ctx, req)
 }
 
-var deployScript = []string{
-	cmd("test/deploy", `{"target": "web"}`, "Deploying."),
-	`{"done": true, "comment": "Deployed."}`,
+var deployScripts = map[string][]string{
+	"plain": {
+		cmd("test/deploy", `{"target": "web"}`, "Deploying."),
+		`{"done": true, "comment": "Deployed."}`,
+	},
+	"planning": {
+		`{"phase": "pre_planning", "understanding": {"goal": "deploy", "deliverables": ["web deployed"], "confidence": "high"}, "comment": "Understood."}`,
+		`{"phase": "planning", "goal_understanding": {"main_objective": "Deploy web", "success_criteria": ["deployed"]},
+		  "task_decomposition": {"subtasks": [{"id": "t1", "description": "deploy"}]},
+		  "action_plan": {"actions": [{"id": "a1", "task_id": "t1", "description": "deploy web"}]}}`,
+		cmd("test/deploy", `{"target": "web"}`, "Deploying."),
+		`{"phase": "execution", "action_id": "a1", "status": "completed", "summary": "deployed web"}`,
+		`{"phase": "verification", "verification": {"passed": true, "criteria": [{"criterion": "deployed", "met": true}]}, "comment": "Deployed."}`,
+	},
 }
+
+var deployScript = deployScripts["plain"]
 
 func asks(in *engine.Input) { in.Questions = true }
 
@@ -71,7 +84,7 @@ func replied(body string) func(*engine.Input) {
 func lastToolResult(reqs []llm.Request) string {
 	msgs := reqs[len(reqs)-1].Messages
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if strings.Contains(msgs[i].Content, "deploy") && msgs[i].Role != llm.Assistant {
+		if strings.Contains(msgs[i].Content, engine.ResultPrefix+"test/deploy") && msgs[i].Role != llm.Assistant {
 			return msgs[i].Content
 		}
 	}
@@ -84,17 +97,18 @@ func lastToolResult(reqs []llm.Request) string {
 // is told who answered what, and the run finishes.
 func TestQuestionPutOffThenAnswered(t *testing.T) {
 	for _, c := range []struct {
-		name, reply, read string
-		reads             int
+		name, loop, reply, read string
+		reads                   int
 	}{
-		{name: "lines", reply: "environment: staging\nreplicas: 2"},
-		{name: "prose read by the model", reply: "Thanks! Let's go with staging, two replicas.",
+		{name: "lines", loop: "plain", reply: "environment: staging\nreplicas: 2"},
+		{name: "prose read by the model", loop: "plain", reply: "Thanks! Let's go with staging, two replicas.",
 			read: `{"action": "accept", "content": {"environment": "staging", "replicas": 2}}`, reads: 1},
+		{name: "planning", loop: "planning", reply: `{"environment": "staging", "replicas": 2}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			host, w := askingHost(t), newWorld(t)
-			m := &reader{m: &model{script: deployScript}, read: c.read}
-			out, err := runner(t, "plain", w, m, tools{Host: host}, asks)()
+			m := &reader{m: &model{script: deployScripts[c.loop]}, read: c.read}
+			out, err := runner(t, c.loop, w, m, tools{Host: host}, asks)()
 			if err != nil || out.End != engine.Asked || out.Question == nil {
 				t.Fatalf("first run: %+v %v", out, err)
 			}
@@ -105,7 +119,7 @@ func TestQuestionPutOffThenAnswered(t *testing.T) {
 			if got, ok := engine.Asking(w.cps[ref].Data); !ok || got.Key() != q.Key() {
 				t.Fatalf("the checkpoint does not hold the question: %+v", got)
 			}
-			out, err = runner(t, "plain", w, m, tools{Host: host}, asks, replied(c.reply))()
+			out, err = runner(t, c.loop, w, m, tools{Host: host}, asks, replied(c.reply))()
 			if err != nil || out.End != engine.Done {
 				t.Fatalf("resumed run: %+v %v", out, err)
 			}
