@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/coding-agent/coding-agent/internal/config"
+	"github.com/coding-agent/coding-agent/internal/forgetest"
 	"github.com/coding-agent/coding-agent/internal/llm/llmtest"
 	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/coding-agent/coding-agent/internal/toolhost/mcptest"
@@ -74,5 +75,83 @@ func TestServerQuestionAnsweredOnTheTask(t *testing.T) {
 				t.Errorf("after the answer: %+v", rec)
 			}
 		})
+	}
+}
+
+// The question is posted, then the task is moved to awaiting; when the
+// move fails (here the forge refuses the awaiting label, as a process
+// killed in between leaves it: the task not awaiting), the next run
+// resumes, asks again, and the question is on the task once, under the
+// same comment key; the task then awaits the answer.
+func TestServerQuestionPostedOnceWhenTheMoveIsRetried(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
+	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, conversation: true,
+		respond: func(e *env, r llmtest.Received) llmtest.Step {
+			if r.N == 1 {
+				e.gh.Inject(forgetest.Fault{Method: "POST", Path: "/issues/1/labels", Status: 422})
+			}
+			if toolResults(r) == 0 {
+				return e.call(r, "Deploying web.", "deployer/deploy", map[string]any{"target": "web"})
+			}
+			return done("Deployed web.")
+		}})
+	e.cfg.MCPServers = append(e.cfg.MCPServers, config.MCPServer{Name: "deployer", Command: []string{mcptest.Build(t)},
+		Env: map[string]string{"MCPTEST_ASKS": "1"}})
+	e.runOK(t)
+	if rec := e.record(); rec.Status != task.Queued {
+		t.Fatalf("after the refused label: %+v (labels %v)", rec, e.labels())
+	}
+	e.runOK(t)
+	e.wantLabels(t, "bug", "coding agent awaiting response")
+	n := 0
+	for _, c := range e.botComments() {
+		if strings.Contains(c, "needs an answer") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the question is on the task %d times, want once:\n%s", n, strings.Join(e.botComments(), "\n---\n"))
+	}
+	if reqs := e.model.Requests(); len(reqs) != 1 {
+		t.Errorf("%d model requests, want 1: the resumed run makes the call in hand again", len(reqs))
+	}
+}
+
+// A reply that cannot be read as an answer (the model cannot either) gets
+// the question again, in a comment of its own saying why; the next reply
+// answers it.
+func TestServerQuestionAskedAgainWhenTheReplyCannotBeRead(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
+	e := newEnv(t, setup{forge: task.GitLab, kind: task.Issue, provider: config.ProviderOpenAI, conversation: true,
+		respond: func(e *env, r llmtest.Received) llmtest.Step {
+			if strings.HasPrefix(r.Messages[0].Content, "A tool server asked") {
+				return llmtest.Reply{Content: `I cannot tell.`}
+			}
+			if toolResults(r) == 0 {
+				return e.call(r, "Deploying web.", "deployer/deploy", map[string]any{"target": "web"})
+			}
+			return done("Deployed web.")
+		}})
+	e.cfg.MCPServers = append(e.cfg.MCPServers, config.MCPServer{Name: "deployer", Command: []string{mcptest.Build(t)},
+		Env: map[string]string{"MCPTEST_ASKS": "1"}})
+	e.runOK(t)
+	e.addComment("alice", "Hmm, wherever you think is best.")
+	e.runOK(t)
+	e.wantLabels(t, "bug", "coding agent awaiting response")
+	var asked []string
+	for _, c := range e.botComments() {
+		if strings.Contains(c, "needs an answer") {
+			asked = append(asked, c)
+		}
+	}
+	if len(asked) != 2 || strings.Contains(asked[0], "could not be read") || !strings.Contains(asked[1], "The last reply could not be read as an answer") {
+		t.Fatalf("the questions on the task:\n%s", strings.Join(asked, "\n---\n"))
+	}
+	e.addComment("alice", `{"environment": "production"}`)
+	e.runOK(t)
+	reqs := e.model.Requests()
+	last := reqs[len(reqs)-1]
+	if res := last.Messages[len(last.Messages)-1].Content; !strings.Contains(res, `deployed web with {"environment":"production"}`) {
+		t.Errorf("the call made again: %s", res)
 	}
 }

@@ -74,10 +74,7 @@ var (
 	interruptedNotice = &notice{"interrupted", func(w *Worker, f ending) (string, error) {
 		return w.o.Lang.Interrupted(f.calls)
 	}}
-	askedNotice = &notice{"asked", func(w *Worker, f ending) (string, error) {
-		q := f.question
-		return w.o.Lang.Asked(report.Question{Server: q.Server, Message: q.Message, Fields: q.Fields(), Unread: q.Unread})
-	}}
+
 	storeNotice = &notice{"store-failed", func(w *Worker, f ending) (string, error) {
 		if f.lost {
 			return w.o.Lang.StoreLost(f.calls, f.reason)
@@ -144,8 +141,9 @@ var lifecycle = map[event]transition{
 	runStopped:     {from: []task.Status{task.Running}, to: task.Stopped, remove: task.RoleProcessing, notice: stoppedNotice, clear: true, ws: wsFailed},
 	runInterrupted: {from: []task.Status{task.Running}, to: task.Queued, notice: interruptedNotice},
 	// The checkpoint stays: the answer's round resumes the call in hand.
+	// Its question is posted before the row (askOnTask).
 	runAsked: {from: []task.Status{task.Running}, to: task.Awaiting, add: task.RoleAwaiting, remove: task.RoleProcessing,
-		stale: []task.Role{task.RoleBot, task.RoleDone}, notice: askedNotice, retry: task.Queued},
+		stale: []task.Role{task.RoleBot, task.RoleDone}, retry: task.Queued},
 	unanswered: {from: []task.Status{task.Awaiting}, to: task.Failed, add: task.RoleFailed, remove: task.RoleAwaiting,
 		stale: []task.Role{task.RoleBot, task.RoleDone}, notice: failureNotice, clear: true, retry: task.Awaiting, ws: wsFailed},
 	conversationEnded: {from: []task.Status{task.Awaiting}, to: task.Done, add: task.RoleDone, remove: task.RoleAwaiting,

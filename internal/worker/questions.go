@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/coding-agent/coding-agent/internal/engine"
+	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
@@ -34,8 +36,32 @@ func (w *Worker) askOnTask(ctx context.Context, f ending) (bool, error) {
 		w.move(ctx, f, storeFailed)
 		return true, failure(fmt.Errorf("recording the wait for an answer on %s: %w", f.ref, err))
 	}
+	// The question is posted before the task awaits: a process that dies
+	// in between (or a move that fails) leaves it running or queued, and
+	// the run resumed asks again under the same comment key, which is
+	// looked for on the forge first (Doubt: the resumed run saved since,
+	// so its keys no longer say so), and posted once. The other way
+	// round, the task would await an answer to a question nobody was shown.
+	w.postQuestion(ctx, f)
 	f.log.Info("a tool server's question was put to the people on the task", "server", f.question.Server)
 	return w.move(ctx, f, runAsked)
+}
+
+// postQuestion posts the question, named by the run's next comment key
+// and the question's mark (a question asked again after a reply that
+// could not be read is a comment of its own), looked for on the forge
+// first. A question that cannot be posted is logged.
+func (w *Worker) postQuestion(ctx context.Context, f ending) {
+	q := f.question
+	body, err := w.o.Lang.Asked(report.Question{Server: q.Server, Message: q.Message, Fields: q.Fields(), Unread: q.Unread})
+	if err == nil && f.post != nil {
+		key := f.key(fmt.Sprintf("asked-%d", q.Mark))
+		key.Doubt, key.Since = true, time.Time{}
+		err = f.post.PostAll(ctx, key, body)
+	}
+	if err != nil {
+		f.log.Error("posting the question", "error", err)
+	}
 }
 
 // asking reports whether the awaiting task waits for the answer to a
