@@ -139,12 +139,13 @@ func (r *Run) answer(ctx context.Context) error {
 		return r.save(ctx)
 	}
 	var texts, by []string
+	var newest int64
 	for _, c := range replies {
 		texts = append(texts, c.Body)
 		if !slices.Contains(by, c.Author) {
 			by = append(by, c.Author)
 		}
-		st.Mark = max(st.Mark, c.ID)
+		newest = max(newest, c.ID)
 	}
 	text := strings.Join(texts, "\n\n")
 	ans, why := ReadAnswer(q.Question, text)
@@ -156,9 +157,12 @@ func (r *Run) answer(ctx context.Context) error {
 	}
 	if why != "" {
 		r.log.Warn("the reply to the server's question could not be read; asking again", "server", q.Server, "reason", why)
-		q.Mark, q.Unread = st.Mark, why
+		// The replies are not the conversation's yet: the next checkpoint
+		// check may hand them to the model as comments.
+		q.Mark, q.Unread = newest, why
 		return r.save(ctx)
 	}
+	st.Mark = max(st.Mark, newest) // shown to the model with the answer (answeredNote)
 	r.log.Info("the server's question was answered on the task", "server", q.Server, "action", ans.Action, "by", by)
 	st.Answers = append(st.Answers, Answered{Key: q.Key(), Answer: ans, By: by, Said: text})
 	st.Asked = nil
