@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/coding-agent/coding-agent/internal/task"
 )
@@ -108,3 +109,17 @@ func (m marked) List(ctx context.Context) ([]Record, error) {
 }
 
 func (m marked) Close() error { return mark(context.Background(), m.s.Close()) }
+
+func (m marked) AddEvent(ctx context.Context, ref task.Ref, e Event) error {
+	return mark(ctx, m.s.AddEvent(ctx, ref, e))
+}
+
+func (m marked) Events(ctx context.Context, ref task.Ref) ([]Event, error) {
+	es, err := m.s.Events(ctx, ref)
+	return es, mark(ctx, err)
+}
+
+func (m marked) PruneEvents(ctx context.Context, before time.Time) (int, error) {
+	n, err := m.s.PruneEvents(ctx, before)
+	return n, mark(ctx, err)
+}

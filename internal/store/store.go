@@ -83,6 +83,44 @@ type Conversation struct {
 	Summaries []string  `json:"summaries"` // what each finished round did, oldest first
 }
 
+// Event is one thing that happened in a task, for its page (internal/ui):
+// a model request, a tool call, a comment heard, a check, the round's end.
+// It is kept after the task ends, until PruneEvents drops it. Its text is
+// redacted before it is added; the store keeps it as given.
+type Event struct {
+	At    time.Time `json:"at"`
+	Kind  string    `json:"kind"`            // EventRequest, EventCall, …
+	Phase string    `json:"phase,omitempty"` // planning mode's phase
+	// Title is the event in a line: the reply's comment, the tool, the
+	// check's command, the outcome.
+	Title string `json:"title,omitempty"`
+	// Args and Text are a call's arguments and result (a check's output,
+	// an end's reason), cut where the event says.
+	Args  string `json:"args,omitempty"`
+	Text  string `json:"text,omitempty"`
+	Error bool   `json:"error,omitempty"`
+	// TokensIn and TokensOut are a request's; Millis how long it (or a
+	// call, a check) took; Count what it counts (comments ignored).
+	TokensIn  int    `json:"tokens_in,omitempty"`
+	TokensOut int    `json:"tokens_out,omitempty"`
+	Millis    int64  `json:"ms,omitempty"`
+	Count     int    `json:"count,omitempty"`
+	Host      string `json:"host,omitempty"`
+}
+
+// The kinds of events.
+const (
+	EventRound      = "round"      // a run began (a new round, or a resume)
+	EventRequest    = "request"    // a model request and its reply
+	EventCall       = "call"       // a tool call and its result
+	EventHeard      = "heard"      // comments handed to the model, and those ignored (counted)
+	EventCompaction = "compaction" // the conversation compacted to fit
+	EventCheck      = "check"      // a repository check run before a done
+	EventQuestion   = "question"   // a tool server's question, asked or answered
+	EventDelivery   = "delivery"   // the commit pushed, the pull or merge request
+	EventEnd        = "end"        // how the run ended
+)
+
 // Owner identifies the process claiming a task.
 type Owner struct {
 	Host     string
@@ -145,6 +183,12 @@ type Store interface {
 	Get(ctx context.Context, ref task.Ref) (Record, error)
 	// List returns every row, most recently updated first.
 	List(ctx context.Context) ([]Record, error)
+	// AddEvent records an event of the task (its At in UTC).
+	AddEvent(ctx context.Context, ref task.Ref, e Event) error
+	// Events returns the task's events, oldest first.
+	Events(ctx context.Context, ref task.Ref) ([]Event, error)
+	// PruneEvents drops the events older than before, and says how many.
+	PruneEvents(ctx context.Context, before time.Time) (int, error)
 	Close() error
 }
 

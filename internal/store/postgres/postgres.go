@@ -172,6 +172,16 @@ var migrations = []string{
 	// Version 3: the runs a round of the task has begun, for the
 	// dead-letter rule (store.Record.Attempts).
 	`ALTER TABLE tasks ADD COLUMN attempts BIGINT NOT NULL DEFAULT 0;`,
+	// Version 4: what happened in each task, for its page (store.Event),
+	// kept after the task ends until pruned.
+	`CREATE TABLE events (
+		id   BIGSERIAL PRIMARY KEY,
+		ref  TEXT COLLATE "C" NOT NULL REFERENCES tasks (ref) ON DELETE CASCADE,
+		at   TEXT COLLATE "C" NOT NULL,
+		data JSON NOT NULL
+	);
+	CREATE INDEX events_by_ref ON events (ref, id);
+	CREATE INDEX events_by_at ON events (at);`,
 }
 
 // migrate applies the missing ones of schema in one transaction that first

@@ -249,6 +249,16 @@ var migrations = []string{
 	// Version 4: the runs a round of the task has begun, for the
 	// dead-letter rule (store.Record.Attempts).
 	`ALTER TABLE tasks ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;`,
+	// Version 5: what happened in each task, for its page (store.Event),
+	// kept after the task ends until pruned.
+	`CREATE TABLE events (
+		id   INTEGER PRIMARY KEY AUTOINCREMENT,
+		ref  TEXT NOT NULL REFERENCES tasks (ref) ON DELETE CASCADE,
+		at   TEXT NOT NULL,
+		data TEXT NOT NULL CHECK (json_valid(data))
+	) STRICT;
+	CREATE INDEX events_by_ref ON events (ref, id);
+	CREATE INDEX events_by_at ON events (at);`,
 }
 
 // migrate applies the missing ones of schema in one IMMEDIATE transaction, so

@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Conversation", testConversation},
 		{"ConversationOutlivesRound", testConversationOutlivesRound},
 		{"ConcurrentConversations", testConcurrentConversations},
+		{"Events", testEvents},
 		{"NotFound", testNotFound},
 		{"Close", testClose},
 	}
