@@ -273,7 +273,8 @@ func (a *App) startAgent(ctx context.Context) error {
 	}
 	a.llm = model
 	maxTools := providers[c.LLM.Provider].maxTools
-	e, err := engine.New(engine.Options{LLM: model, Tools: a.metrics.Tools(host), State: store.HeldBy(a.store, a.self.Instance), Logger: a.Log,
+	e, err := engine.New(engine.Options{LLM: model, Tools: a.metrics.Tools(host), State: store.HeldBy(a.store, a.self.Instance),
+		Record: a.record, Logger: a.Log,
 		FunctionCalling: c.LLM.FunctionCalling, MaxCalls: c.MaxLLMProcessNum, Budget: budget, MaxTools: maxTools, Now: a.o.Now,
 		Constrained: c.LLM.Constrained == config.ConstrainedAuto})
 	if err != nil {
@@ -396,7 +397,7 @@ func (a *App) newWorker(q *jobs, shutdown <-chan struct{}) *worker.Worker {
 		return a.wake.watching(watch.New(watch.Options{Forge: a.forge, Comments: cd.Enabled, Interval: cd.CheckInterval,
 			Labels: l, Shutdown: shutdown, Posted: a.posts.Count, Logger: a.Log}, who, comments))
 	}
-	o := worker.Options{Forge: a.forge, Store: a.store, Agent: a.runner, NewWatch: newWatch, Workspaces: a.ws,
+	o := worker.Options{Forge: a.forge, Store: a.store, Record: a.record, Agent: a.runner, NewWatch: newWatch, Workspaces: a.ws,
 		Labels: l,
 		Trust: watch.Trust{Allowed: cd.AllowedUsers, HearAuthor: tr.HearAuthorWithoutAccess,
 			LabelerNeedsWrite: tr.LabelerNeedsWriteAccess},

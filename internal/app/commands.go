@@ -48,6 +48,7 @@ func (a *App) Run(ctx context.Context) error {
 	if err := a.startAgent(ctx); err != nil {
 		return err
 	}
+	a.pruneEvents(ctx)
 	q, err := a.newQueue(ctx)
 	if err != nil {
 		return err
@@ -127,6 +128,12 @@ func (a *App) Serve(ctx context.Context) (err error) {
 	// A store found lost by a pass ends both polls, and Serve returns it.
 	ctx, lose := context.WithCancelCause(ctx)
 	defer lose(nil)
+	pruned := make(chan struct{})
+	go func() {
+		defer close(pruned)
+		_ = a.poll(ctx, time.Hour, nil, func(ctx context.Context) error { a.pruneEvents(ctx); return nil })
+	}()
+	defer func() { <-pruned }()
 	replies := make(chan struct{})
 	go func() {
 		defer close(replies)

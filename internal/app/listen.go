@@ -14,6 +14,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/server"
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
+	"github.com/coding-agent/coding-agent/internal/ui"
 	"github.com/coding-agent/coding-agent/internal/watch"
 )
 
@@ -100,9 +101,16 @@ func (a *App) listen() (stop func(), err error) {
 	}
 	interval := a.cfg.Continuous.Producer.Interval()
 	ready := server.Readiness{Store: a.storeReadable, ForgeSeen: a.metrics.ForgeSeen, Within: interval + forgeTimeout}
+	var pages http.Handler
+	if s.UIToken != "" {
+		if pages, err = ui.New(ui.Options{Store: a.store, Token: string(s.UIToken), Logger: a.Log, Now: a.o.Now}); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("the task pages (server.ui_token): %w", err)
+		}
+	}
 	h := server.New(server.Options{Webhooks: a.webhooks(),
 		Labels: a.cfg.Labels(), Watched: a.cfg.Watches, Self: a.isBot, Events: a.wake,
-		Delivered: a.metrics.WebhookDelivered, Ready: ready.Check, Metrics: a.metrics.Handler(), Logger: a.Log})
+		Delivered: a.metrics.WebhookDelivered, Ready: ready.Check, Metrics: a.metrics.Handler(), Pages: pages, Logger: a.Log})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	done := make(chan struct{})
 	go func() {
@@ -112,7 +120,7 @@ func (a *App) listen() (stop func(), err error) {
 		}
 	}()
 	a.Log.Info("listening", "address", l.Addr().String(), "github_webhook", s.GitHubWebhookSecret != "",
-		"gitlab_webhook", s.GitLabWebhookToken != "")
+		"gitlab_webhook", s.GitLabWebhookToken != "", "task_pages", pages != nil)
 	if a.o.Listening != nil {
 		a.o.Listening(l.Addr())
 	}

@@ -339,6 +339,22 @@ type Server struct {
 	GitHubWebhookSecret Secret `yaml:"github_webhook_secret"` // serves POST /webhooks/github, verified with it
 	GitLabWebhookToken  Secret `yaml:"gitlab_webhook_token"`  // serves POST /webhooks/gitlab, verified with it
 	GiteaWebhookSecret  Secret `yaml:"gitea_webhook_secret"`  // serves POST /webhooks/gitea (Gitea and Forgejo), verified with it
+	// UIToken serves the task pages (/tasks) to requests that carry it;
+	// "": no pages.
+	UIToken Secret `yaml:"ui_token"`
+	// PublicURL is where people reach the listener (https://agent.example.com):
+	// with ui_token, each task's closing comment links its page.
+	PublicURL string `yaml:"public_url"`
+	// KeepEventsDays is how long a task's events (its page) are kept; 0: 30.
+	KeepEventsDays int `yaml:"keep_events_days"`
+}
+
+// DefaultKeepEventsDays is server.keep_events_days when it is not set.
+const DefaultKeepEventsDays = 30
+
+// KeepEvents is how long a task's events are kept.
+func (s Server) KeepEvents() time.Duration {
+	return time.Duration(cmp.Or(s.KeepEventsDays, DefaultKeepEventsDays)) * 24 * time.Hour
 }
 
 // Logging is the logging section.

@@ -531,9 +531,23 @@ var branchPrefix = regexp.MustCompile(`^[A-Za-z0-9._][A-Za-z0-9._/-]*$`)
 // validate wants a listen address with a port when the server is on, and
 // a listen address for a webhook secret to be of use.
 func (s Server) validate(k *checker) {
+	if s.KeepEventsDays < 0 || s.KeepEventsDays > 3650 {
+		k.add("server.keep_events_days", "must be from 1 to 3650 (0: the default, 30)")
+	}
+	if s.UIToken != "" && len(s.UIToken) < 16 {
+		k.add("server.ui_token", "must be at least 16 characters: it is all that guards the task pages")
+	}
+	if s.PublicURL != "" {
+		if u, err := url.Parse(s.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			k.add("server.public_url", "must be an http or https URL, e.g. https://agent.example.com")
+		}
+	}
 	if s.Listen == "" {
-		if s.GitHubWebhookSecret != "" || s.GitLabWebhookToken != "" {
+		if s.GitHubWebhookSecret != "" || s.GitLabWebhookToken != "" || s.GiteaWebhookSecret != "" {
 			k.add("server.listen", "required when a webhook secret or token is set: the address to listen on, e.g. 127.0.0.1:8080")
+		}
+		if s.UIToken != "" {
+			k.add("server.listen", "required when server.ui_token is set: the address to serve the task pages on, e.g. 127.0.0.1:8080")
 		}
 		return
 	}

@@ -164,6 +164,9 @@ func (r *Run) answer(ctx context.Context) error {
 	}
 	st.Mark = max(st.Mark, newest) // shown to the model with the answer (answeredNote)
 	r.log.Info("the server's question was answered on the task", "server", q.Server, "action", ans.Action, "by", by)
+	content, _ := json.Marshal(ans.Content)
+	r.record(ctx, store.Event{Kind: store.EventQuestion, Title: fmt.Sprintf("%s's question answered (%s) by @%s", q.Server, ans.Action,
+		strings.Join(by, ", @")), Text: string(content)})
 	st.Answers = append(st.Answers, Answered{Key: q.Key(), Answer: ans, By: by, Said: text})
 	st.Asked = nil
 	return r.save(ctx)

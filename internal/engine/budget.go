@@ -155,6 +155,12 @@ func (r *Run) fit(ctx context.Context, force bool, defs []llm.Tool) error {
 	}
 	st.Messages = msgs
 	st.Compactions++
+	how := "older tool outputs and long messages shortened"
+	if summarised {
+		how = "the oldest part replaced by a summary"
+	}
+	r.record(ctx, store.Event{Kind: store.EventCompaction, Phase: r.at().Phase,
+		Title: fmt.Sprintf("conversation compacted from %d to %d tokens (%s)", before, after, how)})
 	r.log.Info("conversation compacted", "tokens_before", before, "tokens_after", after, "limit", b.limit(),
 		"messages", len(msgs), "summarised", summarised, "forced", force)
 	return nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/coding-agent/coding-agent/internal/sanitize"
+	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/toolhost"
 )
 
@@ -66,6 +67,10 @@ func (r *Run) checked(ctx context.Context, out *Outcome) (*Outcome, error) {
 		}
 		c.Checked, c.Results = true, res
 		st.Checks = res
+		for _, cr := range res {
+			r.record(ctx, store.Event{Kind: store.EventCheck, Title: cr.Command, Text: cr.Output, Error: !cr.Passed(),
+				Count: cr.ExitCode})
+		}
 		if err := r.save(ctx); err != nil {
 			return nil, err
 		}

@@ -52,9 +52,12 @@ type State interface {
 
 // Options configure an Engine. Zero values mean defaults.
 type Options struct {
-	LLM    llm.Client
-	Tools  Tools
-	State  State
+	LLM   llm.Client
+	Tools Tools
+	State State
+	// Record, when set, records the runs' events for the tasks' pages
+	// (store.Event); it never fails a run.
+	Record func(ctx context.Context, ref task.Ref, e store.Event)
 	Logger *slog.Logger
 	// FunctionCalling uses the provider's native tool calls instead of the
 	// JSON text protocol.

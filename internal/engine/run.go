@@ -53,6 +53,7 @@ func (e *Engine) Run(ctx context.Context, in Input, p Policy) (Outcome, error) {
 	if in.Watch != nil {
 		defer in.Watch.Close()
 	}
+	r.roundEvent()
 	if f := r.st.Final; f != nil {
 		r.log.Info("run had already ended; returning its outcome", "end", f.End)
 		if !r.st.Announced {
@@ -196,6 +197,9 @@ func (r *Run) listen(ctx context.Context) (*Outcome, error) {
 		r.say(s.Message)
 		r.heard(ctx, s.Applied)
 	}
+	if s.Message != "" || s.Ignored != 0 {
+		r.record(ctx, heardEvent(s, r.at().Phase))
+	}
 	if changed {
 		if err := r.save(ctx); err != nil {
 			return nil, err
@@ -224,6 +228,7 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 	}
 	req := llm.Request{Messages: st.Messages, Tools: defs, Format: con.format, ToolChoice: con.choice,
 		MaxTokens: r.replyLimit(counted)}
+	began := time.Now()
 	resp, err := r.e.o.LLM.Chat(ctx, req)
 	if errors.Is(err, llm.ErrContextLength) && r.e.o.Budget.ContextLength > 0 {
 		// The server counts more than the engine did: compact harder, once.
@@ -234,7 +239,11 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 		req.Messages, req.MaxTokens = st.Messages, r.replyLimit(counted)
 		resp, err = r.e.o.LLM.Chat(ctx, req)
 	}
+	ev := store.Event{Kind: store.EventRequest, Phase: r.at().Phase, Millis: time.Since(began).Milliseconds(),
+		TokensIn: resp.Usage.InputTokens, TokensOut: resp.Usage.OutputTokens}
 	if err != nil && !errors.Is(err, llm.ErrEmptyReply) {
+		ev.Title, ev.Error = "the request failed: "+err.Error(), true
+		r.record(ctx, ev)
 		r.trouble(ctx, err.Error(), false)
 		if serr := r.save(ctx); serr != nil {
 			r.log.Error("saving checkpoint after a model error", "error", serr)
@@ -252,12 +261,15 @@ func (r *Run) ask(ctx context.Context) (*Outcome, error) {
 		return nil, fmt.Errorf("recording model usage of %s: %w", ref, err)
 	}
 	if err != nil { // a 200 without a message is an unusable reply, not an outage
+		ev.Title, ev.Error = "unusable reply: the reply was empty", true
+		r.record(ctx, ev)
 		return r.unusable(ctx, llm.Message{}, "the reply was empty")
 	}
 	msg := resp.Message
 	msg.Role = llm.Assistant
 	msg.Content = StripThink(msg.Content)
 	reply, act, finished, err := r.read(resp, con)
+	r.record(ctx, requestEvent(ev, act, err))
 	if re, ok := errors.AsType[*ReplyError](err); ok && reply.Cut {
 		kept := msg
 		kept.ToolCalls = nil
@@ -400,6 +412,8 @@ func (r *Run) call(ctx context.Context, a *Act, c ToolCall) error {
 			st.Unusable = 0
 		}
 		r.log.Info("tool call refused", "tool", c.Tool, "reason", reason)
+		r.record(ctx, store.Event{Kind: store.EventCall, Phase: r.at().Phase, Title: c.Tool + " (refused)",
+			Args: cutArgs(c.Args), Text: reason, Error: true})
 		st.Messages = append(st.Messages, r.e.ts.Refusal(c, reason))
 		return nil
 	}
@@ -408,6 +422,7 @@ func (r *Run) call(ctx context.Context, a *Act, c ToolCall) error {
 		r.log.Warn("running again a tool call cut off by a restart", "tool", c.Tool)
 	}
 	ask := &asker{answers: slices.Clone(st.Answers), can: r.in.Questions}
+	began := time.Now()
 	res, err := r.run(toolhost.WithAsker(ctx, ask), c)
 	if err != nil {
 		return fmt.Errorf("calling %s for %s: %w", c.Tool, ref, err)
@@ -418,6 +433,8 @@ func (r *Run) call(ctx context.Context, a *Act, c ToolCall) error {
 		// on the task have answered.
 		r.log.Info("a server asked a question during a call; putting it to the people on the task", "tool", c.Tool, "server", asked.Server)
 		st.Asked = &Question{Question: *asked, Mark: st.Mark}
+		r.record(ctx, store.Event{Kind: store.EventQuestion, Phase: r.at().Phase, Title: asked.Server + " asked a question during " + c.Tool,
+			Text: asked.Message})
 		return nil
 	}
 	if len(used) > 0 {
@@ -437,6 +454,8 @@ func (r *Run) call(ctx context.Context, a *Act, c ToolCall) error {
 		return err
 	}
 	r.log.Info("tool call", "phase", r.at().Phase, "tool", c.Tool, "is_error", res.IsError, "bytes", res.Bytes, "truncated", res.Truncated)
+	r.record(ctx, store.Event{Kind: store.EventCall, Phase: r.at().Phase, Title: c.Tool, Args: cutArgs(c.Args), Text: res.Text,
+		Error: res.IsError, Millis: time.Since(began).Milliseconds()})
 	st.Messages = append(st.Messages, msg)
 	return nil
 }
@@ -484,6 +503,7 @@ func (r *Run) complete(out Outcome) Outcome {
 // later save fails: a finished task is never reported as a system error.
 func (r *Run) end(ctx context.Context, out Outcome) (Outcome, error) {
 	out = r.complete(out)
+	r.record(ctx, store.Event{Kind: store.EventEnd, Title: string(out.End), Text: out.Reason})
 	if !out.Final() {
 		r.log.Info("run ends at a checkpoint", "end", out.End, "reason", out.Reason, "calls", out.Calls)
 		r.halt(ctx, out)

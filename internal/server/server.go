@@ -55,6 +55,9 @@ type Options struct {
 	Delivered func(forge, result string)
 	// Metrics serves GET /metrics; nil: not served.
 	Metrics http.Handler
+	// Pages serves GET /tasks and the task pages under it (internal/ui,
+	// which asks for its token); nil: not served.
+	Pages http.Handler
 	// Deliveries is how many deliveries (their ids and their bodies' digests)
 	// are remembered to ignore a delivery that comes again; 0 → 4096.
 	Deliveries int
@@ -141,6 +144,10 @@ func New(o Options) *Handler {
 	}
 	for _, w := range o.Webhooks {
 		h.mux.Handle("POST /webhooks/"+w.Forge, h.webhook(w))
+	}
+	if o.Pages != nil {
+		h.mux.Handle("GET /tasks", o.Pages)
+		h.mux.Handle("GET /tasks/", o.Pages)
 	}
 	return h
 }

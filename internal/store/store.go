@@ -106,6 +106,9 @@ type Event struct {
 	Millis    int64  `json:"ms,omitempty"`
 	Count     int    `json:"count,omitempty"`
 	Host      string `json:"host,omitempty"`
+	// URL is the task's page on the forge (a round's), or the pull or
+	// merge request (a delivery's).
+	URL string `json:"url,omitempty"`
 }
 
 // The kinds of events.
@@ -119,6 +122,7 @@ const (
 	EventQuestion   = "question"   // a tool server's question, asked or answered
 	EventDelivery   = "delivery"   // the commit pushed, the pull or merge request
 	EventEnd        = "end"        // how the run ended
+	EventStatus     = "status"     // the task moved (its labels and status)
 )
 
 // Owner identifies the process claiming a task.

@@ -11,6 +11,7 @@ import (
 	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/forge"
 	"github.com/coding-agent/coding-agent/internal/report"
+	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
 	"github.com/coding-agent/coding-agent/internal/toolhost"
 )
@@ -234,6 +235,7 @@ func (w *Worker) move(ctx context.Context, f ending, ev event) (bool, error) {
 		why = f.reason
 	}
 	serr := w.setStatus(ctx, f.ref, tr.to, why)
+	w.record(ctx, f.ref, store.Event{Kind: store.EventStatus, Title: fmt.Sprintf("%s: the task is %s", ev, tr.to), Text: f.reason})
 	w.notify(ctx, f, tr.notice)
 	if tr.clear {
 		if err := w.o.Store.ClearCheckpoint(ctx, f.ref); err != nil {

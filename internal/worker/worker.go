@@ -31,6 +31,9 @@ type Runner interface {
 type Options struct {
 	Forge forge.Forge
 	Store store.Store
+	// Record, when set, records the task's events for its page (the
+	// engine's Options.Record): the delivery and each transition.
+	Record func(ctx context.Context, ref task.Ref, e store.Event)
 	Queue queue.Queue // nil: the producer only marks tasks queued in the store
 	// Redeliver: the queue keeps its jobs (a broker) and no store backlog
 	// re-queues a task left queued, so a job whose task's final label
@@ -144,6 +147,14 @@ func New(o Options) *Worker {
 func (w *Worker) InHand() (now int, begun uint64) {
 	w.active.Range(func(any, any) bool { now++; return true })
 	return now, w.begun.Load()
+}
+
+// record records an event of the task, when events are recorded.
+func (w *Worker) record(ctx context.Context, ref task.Ref, e store.Event) {
+	if w.o.Record != nil {
+		e.At = w.o.Now()
+		w.o.Record(ctx, ref, e)
+	}
 }
 
 func (w *Worker) log(ref task.Ref) *slog.Logger {

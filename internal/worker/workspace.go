@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/coding-agent/coding-agent/internal/engine"
+	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/report"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
@@ -107,6 +108,9 @@ func (w *Worker) deliver(ctx context.Context, f ending, out engine.Outcome) erro
 	comment, err := f.ws.Deliver(ctx, out)
 	if err != nil {
 		return err
+	}
+	if comment != "" {
+		w.record(ctx, f.ref, store.Event{Kind: store.EventDelivery, Title: "the work was delivered", Text: comment})
 	}
 	if comment != "" && f.post != nil {
 		// The closing comment says what was delivered, where it is there
