@@ -133,12 +133,17 @@ func Path(ref task.Ref) string {
 	for _, p := range strings.Split(ref.Repo, "/") {
 		parts = append(parts, url.PathEscape(p))
 	}
-	return strings.Join(append(parts, url.PathEscape(n)), "/")
+	return strings.Join(append(parts, n), "/")
 }
 
 // refOf reads a task page's path after /tasks/.
 func refOf(rest string) (task.Ref, error) {
 	parts := strings.Split(rest, "/")
+	for i, p := range parts {
+		if u, err := url.PathUnescape(p); err == nil {
+			parts[i] = u
+		}
+	}
 	if len(parts) < 3 {
 		return task.Ref{}, errors.New("want /tasks/{forge}/{repository}/{number}")
 	}
