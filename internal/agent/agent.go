@@ -268,7 +268,8 @@ func (p *plain) Announce(ctx context.Context, out engine.Outcome) {
 	}
 	log := p.r.Log()
 	checks, ran := report.Commands(out.Checks, out.Ran)
-	body, err := p.l.o.Lang.Closing(report.Closing{Comment: out.Comment, Checks: checks, Ran: ran, Ignored: out.Ignored})
+	body, err := p.l.o.Lang.Closing(report.Closing{Comment: out.Comment, Checks: checks, Ran: ran, Ignored: out.Ignored,
+		Page: p.r.Input().Page})
 	if err != nil {
 		log.Error("rendering the closing comment", "error", err)
 		return

@@ -397,7 +397,7 @@ func (a *App) newWorker(q *jobs, shutdown <-chan struct{}) *worker.Worker {
 		return a.wake.watching(watch.New(watch.Options{Forge: a.forge, Comments: cd.Enabled, Interval: cd.CheckInterval,
 			Labels: l, Shutdown: shutdown, Posted: a.posts.Count, Logger: a.Log}, who, comments))
 	}
-	o := worker.Options{Forge: a.forge, Store: a.store, Record: a.record, Agent: a.runner, NewWatch: newWatch, Workspaces: a.ws,
+	o := worker.Options{Forge: a.forge, Store: a.store, Record: a.record, Page: a.page(), Agent: a.runner, NewWatch: newWatch, Workspaces: a.ws,
 		Labels: l,
 		Trust: watch.Trust{Allowed: cd.AllowedUsers, HearAuthor: tr.HearAuthorWithoutAccess,
 			LabelerNeedsWrite: tr.LabelerNeedsWriteAccess},

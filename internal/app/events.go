@@ -2,10 +2,12 @@ package app
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
+	"github.com/coding-agent/coding-agent/internal/ui"
 )
 
 // record records an event of a task for its page (server.ui_token):
@@ -35,4 +37,16 @@ func (a *App) pruneEvents(ctx context.Context) {
 	if n > 0 {
 		a.Log.Info("pruned the tasks' events", "events", n, "older_than", before)
 	}
+}
+
+// page is where a task's page is for the people on the forge: under
+// server.public_url when the pages are served (server.ui_token); nil
+// without.
+func (a *App) page() func(task.Ref) string {
+	s := a.cfg.Server
+	if s.UIToken == "" || s.PublicURL == "" || s.Listen == "" {
+		return nil
+	}
+	base := strings.TrimRight(s.PublicURL, "/")
+	return func(ref task.Ref) string { return base + ui.Path(ref) }
 }

@@ -201,6 +201,9 @@ type Input struct {
 	// Questions: a server's question may be put to the people on the task
 	// (the run ends Asked, and they answer in a reply); false declines it.
 	Questions bool
+	// Page is the task's page (internal/ui), for the closing comment to
+	// link; "" when there is none.
+	Page string
 	// Tools runs every tool call of the run (a toolhost.Session for the
 	// task); nil: Options.Tools. The catalog is Options.Tools' either way.
 	Tools Caller

@@ -290,6 +290,7 @@ func (p *policy) Announce(ctx context.Context, out engine.Outcome) {
 		f.VerificationPassed, f.Criteria = v.Passed, criteria(*v)
 	}
 	f.Checks, f.Ran = report.Commands(out.Checks, out.Ran)
+	f.Page = p.r.Input().Page
 	if body, err := p.c.o.Lang.Final(f); err != nil {
 		p.log.Error("rendering the closing comment", "error", err)
 	} else {

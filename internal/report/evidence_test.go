@@ -96,6 +96,6 @@ func TestFinalSaysWhatRan(t *testing.T) {
 
 func TestFailedCarriesEvidence(t *testing.T) {
 	ev := must(t)(report.Evidence(report.English, hostile[1:2], nil))
-	got := must(t)(report.English.Failed("the checks failed: `x` (exit 1)", "F", "B", "", ev))
+	got := must(t)(report.English.Failed("the checks failed: `x` (exit 1)", "F", "B", "", ev, ""))
 	golden.Check(t, "failed_checks", got)
 }

@@ -137,7 +137,7 @@ func TestCommentsRenderInOneLanguage(t *testing.T) {
 			outcome.IgnoredComments = 1
 			add(l.Final(outcome))
 		}
-		add(l.Failed("r", "F", "B", "/w", ""))
+		add(l.Failed("r", "F", "B", "/w", "", ""))
 		add(l.Kept("/w"))
 		add(l.Interrupted(3))
 		add(l.StoreFailed(3, "r"))

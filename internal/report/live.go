@@ -191,6 +191,7 @@ type Closing struct {
 	Ran      []Command
 	Ignored  int
 	Delivery string // the delivery's text (pull request link), "" when none
+	Page     string // the task's page (internal/ui), "" when none
 }
 
 // Closing renders a plain-loop closing comment.
@@ -207,6 +208,7 @@ func (l Lang) Closing(c Closing) (string, error) {
 		"Comment": comment, "Evidence": evidence, "Ignored": c.Ignored,
 		"Unrun":    len(c.Checks)+len(c.Ran) == 0 && ClaimsPass(comment),
 		"Delivery": strings.TrimSpace(c.Delivery),
+		"Page":     c.Page,
 	})
 }
 

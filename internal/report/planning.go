@@ -291,6 +291,8 @@ type Final struct {
 	// the commands the model ran (the last result of each): the only
 	// things the comment says were run (Evidence).
 	Checks, Ran     []Command
+	// Page is the task's page (internal/ui), "" when none.
+	Page string
 	IgnoredComments int // comments from people not allowed to steer (0: line omitted)
 	Receipt         Receipt
 }
@@ -351,6 +353,7 @@ func (l Lang) Final(f Final) (string, error) {
 		"TokensIn":     groupDigits(f.Receipt.TokensIn),
 		"TokensOut":    groupDigits(f.Receipt.TokensOut),
 		"Duration":     l.duration(f.Receipt.Duration),
+		"Page":         f.Page,
 		"Compactions":  f.Receipt.Compactions,
 		"Summaries":    f.Receipt.Summaries,
 	})

@@ -426,7 +426,7 @@ func TestPosterForgeLimits(t *testing.T) {
 }
 
 func TestTemplates(t *testing.T) {
-	failed, err := report.English.Failed("The model server answered 503 four times.", "coding agent failed", "coding agent", "", "")
+	failed, err := report.English.Failed("The model server answered 503 four times.", "coding agent failed", "coding agent", "", "", "")
 	if err != nil {
 		t.Fatalf("Failed: %v", err)
 	}
@@ -457,7 +457,7 @@ func TestTemplates(t *testing.T) {
 		t.Errorf("Interrupted comment lacks the step number:\n%s", interrupted)
 	}
 	// A reason is data, never a template.
-	odd, err := report.English.Failed("{{.BotLabel}} <!-- x -->", "F", "B", "", "")
+	odd, err := report.English.Failed("{{.BotLabel}} <!-- x -->", "F", "B", "", "", "")
 	if err != nil || !strings.Contains(odd, "{{.BotLabel}} <!-- x -->") {
 		t.Errorf("Failed with template text in the reason = %q, %v; want the reason verbatim", odd, err)
 	}
@@ -478,7 +478,7 @@ func TestDeliveryTemplates(t *testing.T) {
 		}
 		got[name] = body
 	}
-	failedKept, err := report.English.Failed("The tests fail.", "coding agent failed", "coding agent", "workspaces/github/acme/app/issue-12", "")
+	failedKept, err := report.English.Failed("The tests fail.", "coding agent failed", "coding agent", "workspaces/github/acme/app/issue-12", "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,9 +19,10 @@ var templates = template.Must(template.New("").Funcs(template.FuncMap{"code": Co
 // Failed is the comment posted when a task ends in failure.
 // workspace is where the task's workspace is kept ("" when it is not);
 // evidence is what the round ran (Evidence), "" to leave it out.
-func (l Lang) Failed(reason, failedLabel, botLabel, workspace, evidence string) (string, error) {
+// page is the task's page (internal/ui), "" when none.
+func (l Lang) Failed(reason, failedLabel, botLabel, workspace, evidence, page string) (string, error) {
 	return l.notice("failed", map[string]any{"Reason": reason, "FailedLabel": failedLabel, "BotLabel": botLabel, "Workspace": workspace,
-		"Evidence": evidence})
+		"Evidence": evidence, "Page": page})
 }
 
 // Kept is the comment that says where a failed task's workspace is kept,

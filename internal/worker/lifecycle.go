@@ -64,7 +64,7 @@ var (
 		if err != nil {
 			return "", err
 		}
-		return w.o.Lang.Failed(f.reason, w.o.Labels.Failed, w.o.Labels.Bot, f.where, evidence)
+		return w.o.Lang.Failed(f.reason, w.o.Labels.Failed, w.o.Labels.Bot, f.where, evidence, w.page(f.ref))
 	}}
 	pausedNotice = &notice{"paused", func(w *Worker, f ending) (string, error) {
 		return w.o.Lang.Paused(f.calls, f.reason, w.o.Labels.Paused, w.o.Labels.Bot, w.o.Owner.Host)

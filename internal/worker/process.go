@@ -256,7 +256,7 @@ func (w *Worker) load(ctx context.Context, ref task.Ref, post *report.Poster) (e
 	}
 	cv := w.o.Conversation
 	in := engine.Input{Task: t, Comments: shown, Mark: engine.MarkOf(comments), Ignored: ignored, BotName: bot, Post: post,
-		Questions: cv.Enabled && cv.Questions && w.o.Labels.Awaiting != ""}
+		Questions: cv.Enabled && cv.Questions && w.o.Labels.Awaiting != "", Page: w.page(ref)}
 	if conv, ok, err := w.o.Store.LoadConversation(ctx, ref); err != nil {
 		return engine.Input{}, false, fmt.Errorf("loading the conversation of %s: %w", ref, err)
 	} else if ok {

@@ -34,6 +34,9 @@ type Options struct {
 	// Record, when set, records the task's events for its page (the
 	// engine's Options.Record): the delivery and each transition.
 	Record func(ctx context.Context, ref task.Ref, e store.Event)
+	// Page, when set, is where a task's page is (server.public_url with
+	// the pages on): its closing and failure comments link it.
+	Page func(task.Ref) string
 	Queue queue.Queue // nil: the producer only marks tasks queued in the store
 	// Redeliver: the queue keeps its jobs (a broker) and no store backlog
 	// re-queues a task left queued, so a job whose task's final label
@@ -147,6 +150,14 @@ func New(o Options) *Worker {
 func (w *Worker) InHand() (now int, begun uint64) {
 	w.active.Range(func(any, any) bool { now++; return true })
 	return now, w.begun.Load()
+}
+
+// page is the task's page, "" without one.
+func (w *Worker) page(ref task.Ref) string {
+	if w.o.Page == nil {
+		return ""
+	}
+	return w.o.Page(ref)
 }
 
 // record records an event of the task, when events are recorded.
