@@ -290,9 +290,9 @@ type Final struct {
 	// Checks are the checks coding-agent ran at the end of the round, Ran
 	// the commands the model ran (the last result of each): the only
 	// things the comment says were run (Evidence).
-	Checks, Ran     []Command
+	Checks, Ran []Command
 	// Page is the task's page (internal/ui), "" when none.
-	Page string
+	Page            string
 	IgnoredComments int // comments from people not allowed to steer (0: line omitted)
 	Receipt         Receipt
 }

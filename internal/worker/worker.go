@@ -36,7 +36,7 @@ type Options struct {
 	Record func(ctx context.Context, ref task.Ref, e store.Event)
 	// Page, when set, is where a task's page is (server.public_url with
 	// the pages on): its closing and failure comments link it.
-	Page func(task.Ref) string
+	Page  func(task.Ref) string
 	Queue queue.Queue // nil: the producer only marks tasks queued in the store
 	// Redeliver: the queue keeps its jobs (a broker) and no store backlog
 	// re-queues a task left queued, so a job whose task's final label

@@ -5,8 +5,8 @@ import (
 	"errors"
 
 	"github.com/coding-agent/coding-agent/internal/engine"
-	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/report"
+	"github.com/coding-agent/coding-agent/internal/store"
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
