@@ -26,7 +26,11 @@ func (a *App) record(ctx context.Context, ref task.Ref, e store.Event) {
 // pruneEvents drops the events older than server.keep_events_days; a
 // failure is logged, and the next prune tries again.
 func (a *App) pruneEvents(ctx context.Context) {
-	before := a.o.Now().Add(-a.cfg.Server.KeepEvents())
+	now := time.Now
+	if a.o.Clock != nil {
+		now = a.o.Clock
+	}
+	before := now().Add(-a.cfg.Server.KeepEvents())
 	n, err := a.store.PruneEvents(ctx, before)
 	if err != nil {
 		if ctx.Err() == nil {

@@ -103,7 +103,7 @@ func (a *App) listen() (stop func(), err error) {
 	ready := server.Readiness{Store: a.storeReadable, ForgeSeen: a.metrics.ForgeSeen, Within: interval + forgeTimeout}
 	var pages http.Handler
 	if s.UIToken != "" {
-		if pages, err = ui.New(ui.Options{Store: a.store, Token: string(s.UIToken), Logger: a.Log, Now: a.o.Now}); err != nil {
+		if pages, err = ui.New(ui.Options{Store: a.store, Token: string(s.UIToken), Logger: a.Log, Now: a.o.Clock}); err != nil {
 			l.Close()
 			return nil, fmt.Errorf("the task pages (server.ui_token): %w", err)
 		}

@@ -97,7 +97,7 @@ func (c *chart) layout() {
 		b.TokensH = scale(b.TokensH, c.MaxTokens)
 		b.TimeH = scale(b.TimeH, maxMs)
 		b.TokensY = rowH - b.TokensH
-		b.TimeY = 2*rowH + 14 - b.TimeH
+		b.TimeY = rowH - b.TimeH
 	}
 }
 
