@@ -345,7 +345,7 @@ type Server struct {
 	// PublicURL is where people reach the listener (https://agent.example.com):
 	// with ui_token, each task's closing comment links its page.
 	PublicURL string `yaml:"public_url"`
-	// KeepEventsDays is how long a task's events (its page) are kept; 0: 30.
+	// KeepEventsDays is how long a task's events (its page) are kept.
 	KeepEventsDays int `yaml:"keep_events_days"`
 }
 
@@ -354,7 +354,7 @@ const DefaultKeepEventsDays = 30
 
 // KeepEvents is how long a task's events are kept.
 func (s Server) KeepEvents() time.Duration {
-	return time.Duration(cmp.Or(s.KeepEventsDays, DefaultKeepEventsDays)) * 24 * time.Hour
+	return time.Duration(cmp.Or(s.KeepEventsDays, DefaultKeepEventsDays)) * 24 * time.Hour // 0: a Server made in code
 }
 
 // Logging is the logging section.
@@ -707,6 +707,7 @@ func Default() *Config {
 		},
 		Queue: Queue{Type: QueueMemory, RabbitMQ: RabbitMQ{URL: "amqp://guest:guest@127.0.0.1:5672/",
 			Name: "coding-agent", MaxDeliveries: 5}},
+		Server:               Server{KeepEventsDays: DefaultKeepEventsDays},
 		ShutdownGraceSeconds: 5,
 		LeaseSeconds:         60,
 	}

@@ -160,6 +160,7 @@ func TestGitHubOpenAIExample(t *testing.T) {
 			Author: config.Identity{Name: "coding-agent", Email: "coding-agent@users.noreply.example"}},
 		Queue: config.Queue{Type: config.QueueMemory, RabbitMQ: config.RabbitMQ{URL: "amqp://guest:guest@127.0.0.1:5672/",
 			Name: "coding-agent", MaxDeliveries: 5}},
+		Server: config.Server{KeepEventsDays: 30},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)

@@ -11,7 +11,7 @@ import (
 
 func TestServerAbsentMeansNoListener(t *testing.T) {
 	c, _ := mustParse(t, head+gh, nil)
-	if c.Server != (config.Server{}) {
+	if c.Server != (config.Server{KeepEventsDays: config.DefaultKeepEventsDays}) {
 		t.Fatalf("server without the section: %+v", c.Server)
 	}
 }
@@ -25,7 +25,8 @@ func TestServerSection(t *testing.T) {
 	if len(warnings) != 0 {
 		t.Fatalf("warnings %v", warnings)
 	}
-	want := config.Server{Listen: "127.0.0.1:8080", GitHubWebhookSecret: "s3cret-hook", GitLabWebhookToken: "gl-hook-token"}
+	want := config.Server{Listen: "127.0.0.1:8080", GitHubWebhookSecret: "s3cret-hook", GitLabWebhookToken: "gl-hook-token",
+		KeepEventsDays: config.DefaultKeepEventsDays}
 	if diff := cmp.Diff(want, c.Server); diff != "" {
 		t.Fatalf("server (-want +got):\n%s", diff)
 	}
@@ -43,6 +44,14 @@ func TestServerProblems(t *testing.T) {
 		"server:\n  listen: :70000\n":    {{Path: "server.listen", Msg: "the port must be a number from 0 to 65535", Line: 7}},
 		"server:\n  github_webhook_secret: s\n": {{Path: "server.listen",
 			Msg: "required when a webhook secret or token is set: the address to listen on, e.g. 127.0.0.1:8080"}},
+		"server:\n  ui_token: short\n": {
+			{Path: "server.listen", Msg: "required when server.ui_token is set: the address to serve the task pages on, e.g. 127.0.0.1:8080"},
+			{Path: "server.ui_token", Msg: "must be at least 16 characters: it is all that guards the task pages", Line: 7},
+		},
+		"server:\n  listen: :8080\n  public_url: agent.example.com\n  keep_events_days: 0\n": {
+			{Path: "server.keep_events_days", Msg: "must be from 1 to 3650", Line: 9},
+			{Path: "server.public_url", Msg: "must be an http or https URL, e.g. https://agent.example.com", Line: 8},
+		},
 		"server:\n  listen: 8080\n  gitlab_webhook_tokn: t\n": {
 			{Path: "server.gitlab_webhook_tokn", Msg: `unknown key (did you mean "gitlab_webhook_token"?)`, Line: 8},
 			{Path: "server.listen", Msg: "must be host:port or :port, e.g. 127.0.0.1:8080", Line: 7},

@@ -531,8 +531,8 @@ var branchPrefix = regexp.MustCompile(`^[A-Za-z0-9._][A-Za-z0-9._/-]*$`)
 // validate wants a listen address with a port when the server is on, and
 // a listen address for a webhook secret to be of use.
 func (s Server) validate(k *checker) {
-	if s.KeepEventsDays < 0 || s.KeepEventsDays > 3650 {
-		k.add("server.keep_events_days", "must be from 1 to 3650 (0: the default, 30)")
+	if s.KeepEventsDays < 1 || s.KeepEventsDays > 3650 {
+		k.add("server.keep_events_days", "must be from 1 to 3650")
 	}
 	if s.UIToken != "" && len(s.UIToken) < 16 {
 		k.add("server.ui_token", "must be at least 16 characters: it is all that guards the task pages")

@@ -162,7 +162,12 @@ type row struct {
 	Took     time.Duration
 	Ref      string
 	Provider string
+	URL      string // on the forge, as its first run recorded it
 }
+
+// maxRows bounds the list: the most recently updated tasks first, the
+// filters reach the others.
+const maxRows = 200
 
 func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	recs, err := h.o.Store.List(r.Context())
@@ -173,6 +178,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	state, repo := r.URL.Query().Get("state"), r.URL.Query().Get("repo")
 	var rows []row
 	var repos []string
+	more := 0
 	for _, rec := range recs {
 		if !slices.Contains(repos, rec.Ref.Repo) {
 			repos = append(repos, rec.Ref.Repo)
@@ -180,15 +186,29 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		if (state != "" && string(rec.Status) != state) || (repo != "" && rec.Ref.Repo != repo) {
 			continue
 		}
+		if len(rows) == maxRows {
+			more++
+			continue
+		}
 		rows = append(rows, row{Record: rec, Path: Path(rec.Ref), Took: rec.UpdatedAt.Sub(rec.CreatedAt), Ref: rec.Ref.String(),
 			Provider: strings.Trim(rec.Provider+"/"+rec.Model, "/")})
+	}
+	for i := range rows {
+		events, err := h.o.Store.Events(r.Context(), rows[i].Record.Ref)
+		if err != nil {
+			h.fail(w, "reading the tasks' events", err)
+			return
+		}
+		if j := slices.IndexFunc(events, func(e store.Event) bool { return e.Kind == store.EventRound && e.URL != "" }); j >= 0 {
+			rows[i].URL = events[j].URL
+		}
 	}
 	slices.Sort(repos)
 	var states []string
 	for _, s := range task.Statuses {
 		states = append(states, string(s))
 	}
-	h.render(w, "list.html", map[string]any{"Rows": rows, "State": state, "Repo": repo, "States": states, "Repos": repos,
+	h.render(w, "list.html", map[string]any{"Rows": rows, "More": more, "State": state, "Repo": repo, "States": states, "Repos": repos,
 		"Now": h.o.Now()})
 }
 
