@@ -21,16 +21,18 @@ func TestServerSection(t *testing.T) {
   listen: 127.0.0.1:8080
   github_webhook_secret: ${HOOK_SECRET}
   gitlab_webhook_token: gl-hook-token
-`, map[string]string{"HOOK_SECRET": "s3cret-hook"})
+  ui_token: ${UI_TOKEN}
+  public_url: https://agent.example.com/
+`, map[string]string{"HOOK_SECRET": "s3cret-hook", "UI_TOKEN": "ui-token-0123456789abcdef"})
 	if len(warnings) != 0 {
 		t.Fatalf("warnings %v", warnings)
 	}
 	want := config.Server{Listen: "127.0.0.1:8080", GitHubWebhookSecret: "s3cret-hook", GitLabWebhookToken: "gl-hook-token",
-		KeepEventsDays: config.DefaultKeepEventsDays}
+		UIToken: "ui-token-0123456789abcdef", PublicURL: "https://agent.example.com/", KeepEventsDays: config.DefaultKeepEventsDays}
 	if diff := cmp.Diff(want, c.Server); diff != "" {
 		t.Fatalf("server (-want +got):\n%s", diff)
 	}
-	for _, s := range []string{"s3cret-hook", "gl-hook-token"} {
+	for _, s := range []string{"s3cret-hook", "gl-hook-token", "ui-token-0123456789abcdef"} {
 		if !slices.Contains(c.Secrets(), s) {
 			t.Errorf("%q is not among the secrets redacted", s)
 		}
