@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,16 +55,25 @@ func requestEvent(e store.Event, a *Act, err error) store.Event {
 	for _, c := range a.Calls {
 		tools = append(tools, c.Tool)
 	}
+	if len(a.Object) > 0 { // a planning reply: the plan, the reflection, the verification, whole
+		var b bytes.Buffer
+		if json.Indent(&b, a.Object, "", "  ") == nil {
+			e.Text = cut(b.String(), maxObject)
+		}
+	}
 	switch {
 	case e.Title == "" && len(tools) > 0:
 		e.Title = "calls " + strings.Join(tools, ", ")
 	case e.Title == "" && a.Done:
 		e.Title = "done"
-	case e.Title == "" && len(a.Object) > 0:
-		e.Title = cut(string(a.Object), 200)
+	case e.Title == "" && e.Phase != "":
+		e.Title = "the " + e.Phase + " reply"
 	}
 	return e
 }
+
+// maxObject bounds a planning reply in its event.
+const maxObject = 16384
 
 // heardEvent is a checkpoint check's comments: who was heard, and how many
 // were ignored.
