@@ -22,18 +22,7 @@ func TestServerQuestionAnsweredOnTheTask(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
 	for _, forge := range []string{task.GitHub, task.GitLab, task.Gitea} {
 		t.Run(forge, func(t *testing.T) {
-			e := newEnv(t, setup{forge: forge, kind: task.Issue, provider: config.ProviderOpenAI, conversation: true,
-				respond: func(e *env, r llmtest.Received) llmtest.Step {
-					if toolResults(r) == 0 {
-						return e.call(r, "Deploying web.", "deployer/deploy", map[string]any{"target": "web"})
-					}
-					return done("Deployed web.")
-				}})
-			e.cfg.MCPServers = append(e.cfg.MCPServers, config.MCPServer{Name: "deployer", Command: []string{mcptest.Build(t)},
-				Env: map[string]string{"MCPTEST_ASKS": "1"}})
-			if err := e.cfg.Validate(); err != nil {
-				t.Fatal(err)
-			}
+			e := deployerEnv(t, forge, nil)
 			e.runOK(t)
 			e.wantLabels(t, "bug", "coding agent awaiting response")
 			if rec := e.record(); rec.Status != task.Awaiting {
@@ -85,18 +74,12 @@ func TestServerQuestionAnsweredOnTheTask(t *testing.T) {
 // same comment key; the task then awaits the answer.
 func TestServerQuestionPostedOnceWhenTheMoveIsRetried(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	e := newEnv(t, setup{forge: task.GitHub, kind: task.Issue, provider: config.ProviderOpenAI, conversation: true,
-		respond: func(e *env, r llmtest.Received) llmtest.Step {
-			if r.N == 1 {
-				e.gh.Inject(forgetest.Fault{Method: "POST", Path: "/issues/1/labels", Status: 422})
-			}
-			if toolResults(r) == 0 {
-				return e.call(r, "Deploying web.", "deployer/deploy", map[string]any{"target": "web"})
-			}
-			return done("Deployed web.")
-		}})
-	e.cfg.MCPServers = append(e.cfg.MCPServers, config.MCPServer{Name: "deployer", Command: []string{mcptest.Build(t)},
-		Env: map[string]string{"MCPTEST_ASKS": "1"}})
+	e := deployerEnv(t, task.GitHub, func(e *env, r llmtest.Received) llmtest.Step {
+		if r.N == 1 {
+			e.gh.Inject(forgetest.Fault{Method: "POST", Path: "/issues/1/labels", Status: 422})
+		}
+		return nil
+	})
 	e.runOK(t)
 	if rec := e.record(); rec.Status != task.Queued {
 		t.Fatalf("after the refused label: %+v (labels %v)", rec, e.labels())
@@ -122,18 +105,12 @@ func TestServerQuestionPostedOnceWhenTheMoveIsRetried(t *testing.T) {
 // answers it.
 func TestServerQuestionAskedAgainWhenTheReplyCannotBeRead(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	e := newEnv(t, setup{forge: task.GitLab, kind: task.Issue, provider: config.ProviderOpenAI, conversation: true,
-		respond: func(e *env, r llmtest.Received) llmtest.Step {
-			if strings.HasPrefix(r.Messages[0].Content, "A tool server asked") {
-				return llmtest.Reply{Content: `I cannot tell.`}
-			}
-			if toolResults(r) == 0 {
-				return e.call(r, "Deploying web.", "deployer/deploy", map[string]any{"target": "web"})
-			}
-			return done("Deployed web.")
-		}})
-	e.cfg.MCPServers = append(e.cfg.MCPServers, config.MCPServer{Name: "deployer", Command: []string{mcptest.Build(t)},
-		Env: map[string]string{"MCPTEST_ASKS": "1"}})
+	e := deployerEnv(t, task.GitLab, func(e *env, r llmtest.Received) llmtest.Step {
+		if strings.HasPrefix(r.Messages[0].Content, "A tool server asked") {
+			return llmtest.Reply{Content: `I cannot tell.`}
+		}
+		return nil
+	})
 	e.runOK(t)
 	e.addComment("alice", "Hmm, wherever you think is best.")
 	e.runOK(t)
@@ -154,4 +131,29 @@ func TestServerQuestionAskedAgainWhenTheReplyCannotBeRead(t *testing.T) {
 	if res := last.Messages[len(last.Messages)-1].Content; !strings.Contains(res, `deployed web with {"environment":"production"}`) {
 		t.Errorf("the call made again: %s", res)
 	}
+}
+
+// deployerEnv is an env on forge, with the conversation on, whose model
+// deploys web through the deployer server (which asks where first), then
+// says it is done; first, when set, is asked before that (nil: nothing).
+func deployerEnv(t *testing.T, forge string, first func(e *env, r llmtest.Received) llmtest.Step) *env {
+	t.Helper()
+	e := newEnv(t, setup{forge: forge, kind: task.Issue, provider: config.ProviderOpenAI, conversation: true,
+		respond: func(e *env, r llmtest.Received) llmtest.Step {
+			if first != nil {
+				if step := first(e, r); step != nil {
+					return step
+				}
+			}
+			if toolResults(r) == 0 {
+				return e.call(r, "Deploying web.", "deployer/deploy", map[string]any{"target": "web"})
+			}
+			return done("Deployed web.")
+		}})
+	e.cfg.MCPServers = append(e.cfg.MCPServers, config.MCPServer{Name: "deployer", Command: []string{mcptest.Build(t)},
+		Env: map[string]string{"MCPTEST_ASKS": "1"}})
+	if err := e.cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
