@@ -37,7 +37,7 @@ func TestTaskPagesOfARealRun(t *testing.T) {
 			}
 			return done("Created hello.txt with a greeting.")
 		}})
-	e.cfg.Server = config.Server{UIToken: uiToken, PublicURL: "https://agent.example.com"}
+	e.cfg.Server.UIToken, e.cfg.Server.PublicURL = uiToken, "https://agent.example.com"
 	s := e.serveHTTP(t)
 	waitFor(t, "the task done", func() bool { return slicesContains(e.labels(), "coding agent done") })
 	const path = "/tasks/github/acme/app/1"

@@ -41,7 +41,7 @@ func (e *env) serveHTTP(t testing.TB) *served {
 	t.Helper()
 	pages := e.cfg.Server // the task pages' settings a test made, kept
 	e.cfg.Server = config.Server{Listen: "127.0.0.1:0", GitHubWebhookSecret: hookSecret, GitLabWebhookToken: hookToken,
-		GiteaWebhookSecret: hookSecret, UIToken: pages.UIToken, PublicURL: pages.PublicURL}
+		GiteaWebhookSecret: hookSecret, UIToken: pages.UIToken, PublicURL: pages.PublicURL, KeepEventsDays: pages.KeepEventsDays}
 	e.cfg.Continuous.Producer.IntervalMinutes = 60
 	e.cfg.Conversation.PollSeconds = 3600
 	if err := e.cfg.Validate(); err != nil {
