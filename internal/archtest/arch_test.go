@@ -38,7 +38,8 @@ var (
 		"internal/queue/rabbitmq": "internal/queue",
 	}
 	core = []string{"internal/engine", "internal/agent", "internal/report", "internal/worker", "internal/toolhost",
-		"internal/plan", "internal/watch", "internal/workspace", "internal/workspace/builtin", "internal/metrics", "internal/server"}
+		"internal/plan", "internal/watch", "internal/workspace", "internal/workspace/builtin", "internal/metrics", "internal/server",
+		"internal/ui"}
 	// plumbing is shared code below the adapters: it imports none of the
 	// roles, and adapters may import it. postonce is the forge adapters'
 	// one retry loop for comment posts; sanitize cleans, fences and redacts

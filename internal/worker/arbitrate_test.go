@@ -287,3 +287,41 @@ func TestFailedTakeRecordsNothing(t *testing.T) {
 	wd.claim()
 	wd.want(task.Queued, "bug", testLabels.Processing)
 }
+
+// The race TestResumeIsArbitrated can lose under load, made certain: the
+// host that paused the task last has already asked again (the bot added
+// the bot label) when the other host, whose store says paused from an
+// earlier pause, reads the task. The other host leaves it; the host that
+// paused it last resumes it.
+func TestResumeAskedAgainIsLeftToItsHost(t *testing.T) {
+	wd := newWorld(t, false)
+	other, ost := wd.host(t, "b")
+	for _, st := range []store.Store{wd.st, ost} {
+		if _, err := st.Claim(t.Context(), wd.ref, store.Owner{Host: "x", PID: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SetStatus(t.Context(), wd.ref, task.Paused, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wd.gh.RemoveLabelDirect(wd.ref.Repo, wd.ref.Number, testLabels.Bot)
+	for _, host := range []string{"b", "test"} {
+		body, err := report.English.Paused(1, "the paused label was added", testLabels.Paused, testLabels.Bot, host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wd.gh.AddComment(wd.ref.Repo, wd.ref.Number, wd.gh.BotLogin, body)
+	}
+	if err := wd.w.o.Forge.AddLabel(t.Context(), wd.ref, testLabels.Bot); err != nil { // "test" asks again
+		t.Fatal(err)
+	}
+	if n, err := other.Produce(t.Context()); err != nil || n != 0 {
+		t.Fatalf("the other host: %d claimed, %v; want the task left to the host that paused it last", n, err)
+	}
+	if n, err := wd.w.Produce(t.Context()); err != nil || n != 1 {
+		t.Fatalf("the host that paused it last: %d claimed, %v", n, err)
+	}
+	if rec, err := wd.st.Get(t.Context(), wd.ref); err != nil || rec.Status != task.Queued {
+		t.Errorf("the host that paused it last: %+v, %v; want it queued there", rec, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/coding-agent/coding-agent/internal/engine"
 	"github.com/coding-agent/coding-agent/internal/forge"
@@ -176,6 +177,14 @@ func (w *Worker) claim(ctx context.Context, ref task.Ref) (bool, error) {
 		if resuming, err = w.pausedHere(ctx, ref); err != nil {
 			return false, err
 		}
+	} else if resuming {
+		// The bot label the bot itself added is a host asking again to
+		// resume (below): read as a request, it would let a host whose
+		// store says paused from an earlier pause win the take from the
+		// one that paused it last and holds its checkpoint.
+		if ok, err := w.askedAgainElsewhere(ctx, ref); err != nil || ok {
+			return false, err
+		}
 	}
 	if t.State != "open" || !(t.HasLabel(w.o.Labels.Bot) || resuming) {
 		log.Info("task no longer asks for the agent; skipping", "state", t.State)
@@ -301,6 +310,23 @@ func (w *Worker) pausedHere(ctx context.Context, ref task.Ref) (bool, error) {
 	}
 	// Paused by a version that did not name the host: this store's word.
 	return true, nil
+}
+
+// askedAgainElsewhere reports whether the bot label on a paused task is
+// the bot's own (a host asking again to resume it) and another host paused
+// it last: that host resumes it. A bot label a person added is theirs to
+// ask with, and any host may take it up.
+func (w *Worker) askedAgainElsewhere(ctx context.Context, ref task.Ref) (bool, error) {
+	labeler, err := w.o.Forge.LabeledBy(ctx, ref, w.o.Labels.Bot)
+	if err != nil {
+		return false, fmt.Errorf("reading who labelled %s: %w", ref, err)
+	}
+	bot, err := w.botName(ctx)
+	if err != nil || !strings.EqualFold(labeler, bot) {
+		return false, err
+	}
+	here, err := w.pausedHere(ctx, ref)
+	return !here, err
 }
 
 // movedOn reports whether t carries a label a later round set: processing
