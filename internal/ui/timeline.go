@@ -24,6 +24,7 @@ type step struct {
 	Offset time.Duration // since the first event
 	N      int           // the model request's number in the task
 	Took   time.Duration
+	Index  int // its place among the task's events: ?event= shows its whole text
 }
 
 // chart is the small chart of tokens and time per model request: two rows
@@ -58,7 +59,7 @@ func timeline(rec store.Record, events []store.Event) view {
 		if first.IsZero() {
 			first = e.At
 		}
-		s := step{Event: e, Offset: e.At.Sub(first), Took: time.Duration(e.Millis) * time.Millisecond}
+		s := step{Event: e, Offset: e.At.Sub(first), Took: time.Duration(e.Millis) * time.Millisecond, Index: len(v.Steps)}
 		switch e.Kind {
 		case store.EventRound:
 			v.Title, v.URL = e.Text, e.URL

@@ -232,6 +232,23 @@ func (h *Handler) task(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, "reading the task's events", err)
 		return
 	}
+	if k := r.URL.Query().Get("event"); k != "" {
+		i, err := strconv.Atoi(k)
+		if err != nil || i < 0 || i >= len(events) {
+			http.Error(w, "404 Not Found: no such event", http.StatusNotFound)
+			return
+		}
+		// One event's whole text, as plain text: a long result is a
+		// click away rather than in every load of the page.
+		e := events[i]
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintf(w, "%s · %s · %s\n\n", ref, e.Kind, e.Title)
+		if e.Args != "" {
+			fmt.Fprintf(w, "%s\n\n", e.Args)
+		}
+		fmt.Fprint(w, e.Text)
+		return
+	}
 	h.render(w, "task.html", timeline(rec, events))
 }
 

@@ -203,3 +203,26 @@ func TestPathRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A long result shows its first lines on the page; its whole text is one
+// click away, as plain text, and only with the token.
+func TestWholeTextOfAnEvent(t *testing.T) {
+	srv := pagesOf(t, seeded(t))
+	_, page, _ := get(t, srv.URL+"/tasks/github/acme/app/7", true)
+	if !strings.Contains(page, `href="?event=4"`) || strings.Count(page, "example.com/app/pkg") != 8 {
+		t.Fatalf("the page does not cut the long result to its first lines with a link to the rest:\n%s", page)
+	}
+	code, text, h := get(t, srv.URL+"/tasks/github/acme/app/7?event=4", true)
+	if code != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/plain") || strings.Count(text, "example.com/app/pkg") != 14 ||
+		!strings.HasSuffix(text, "exit 0") {
+		t.Fatalf("the whole text: %d %s\n%s", code, h.Get("Content-Type"), text)
+	}
+	for _, bad := range []string{"?event=99", "?event=-1", "?event=x"} {
+		if code, _, _ := get(t, srv.URL+"/tasks/github/acme/app/7"+bad, true); code != http.StatusNotFound {
+			t.Errorf("%s: %d", bad, code)
+		}
+	}
+	if code, _, _ := get(t, srv.URL+"/tasks/github/acme/app/7?event=4", false); code != http.StatusUnauthorized {
+		t.Errorf("without the token: %d", code)
+	}
+}
