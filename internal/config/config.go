@@ -293,7 +293,7 @@ type MCPServer struct {
 // OAuthClient is mcp_servers[].oauth: an OAuth 2.0 client of the client
 // credentials grant.
 type OAuthClient struct {
-	TokenURL     string   `yaml:"token_url"`     // the authorization server's token endpoint; required
+	TokenURL     string   `yaml:"token_url"`     // the authorization server's token endpoint; "": discovered from the server
 	ClientID     string   `yaml:"client_id"`     // required
 	ClientSecret Secret   `yaml:"client_secret"` // required
 	Scopes       []string `yaml:"scopes"`        // asked for; empty: none named

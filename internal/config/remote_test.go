@@ -47,12 +47,12 @@ func TestRemoteMCPServerProblems(t *testing.T) {
 			{Path: "mcp_servers[0].url", Msg: "must be an absolute http or https URL", Line: 5},
 			{Path: "mcp_servers[1].headers", Msg: "only with url: a command's server takes its secrets in env", Line: 6},
 		}},
-		{"mcp_servers:\n  - {mcp_server_name: a, url: \"https://x/mcp\", headers: {Authorization: b}, oauth: {token_url: \"\"}}\n" +
+		{"mcp_servers:\n  - {mcp_server_name: a, url: \"https://x/mcp\", headers: {Authorization: b}, oauth: {token_url: \"tokens\"}}\n" +
 			"  - {mcp_server_name: b, command: [x], oauth: {token_url: \"https://t\", client_id: c, client_secret: s}}\n", config.Problems{
 			{Path: "mcp_servers[0].oauth", Msg: "not with an Authorization header: oauth sets it", Line: 5},
 			{Path: "mcp_servers[0].oauth.client_id", Msg: "required with oauth"},
 			{Path: "mcp_servers[0].oauth.client_secret", Msg: "required with oauth"},
-			{Path: "mcp_servers[0].oauth.token_url", Msg: "required", Line: 5},
+			{Path: "mcp_servers[0].oauth.token_url", Msg: "must be an absolute http or https URL", Line: 5},
 			{Path: "mcp_servers[1].oauth", Msg: "only with url", Line: 6},
 		}},
 	})

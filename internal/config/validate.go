@@ -312,7 +312,9 @@ func validateRemote(k *checker, p string, s MCPServer) {
 		}
 	}
 	if o := s.OAuth; o != nil {
-		k.url(p+".oauth.token_url", o.TokenURL)
+		if o.TokenURL != "" { // "": discovered from the server's metadata
+			k.url(p+".oauth.token_url", o.TokenURL)
+		}
 		k.required(p+".oauth.client_id", o.ClientID, "required with oauth")
 		k.required(p+".oauth.client_secret", o.ClientSecret.Reveal(), "required with oauth")
 		if _, ok := s.Headers["Authorization"]; ok {

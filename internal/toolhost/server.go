@@ -235,7 +235,7 @@ func (s *server) transport(ctx context.Context) (mcp.Transport, *process, error)
 		return client, nil, nil
 	}
 	if s.cfg.URL != "" {
-		return &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: remoteClient(s.cfg.Headers, s.cfg.OAuth)}, nil, nil
+		return &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: remoteClient(s.cfg.URL, s.cfg.Headers, s.cfg.OAuth)}, nil, nil
 	}
 	if connect := s.h.opts.Connect; connect != nil {
 		t, err := connect(ctx, s.cfg)
