@@ -1,9 +1,12 @@
 package app_test
 
 import (
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coding-agent/coding-agent/internal/config"
 	"github.com/coding-agent/coding-agent/internal/forgetest"
@@ -156,4 +159,75 @@ func deployerEnv(t *testing.T, forge string, first func(e *env, r llmtest.Receiv
 		t.Fatal(err)
 	}
 	return e
+}
+
+// `coding-agent serve` killed (SIGKILL) while the task awaits the answer
+// to a tool server's question, or as it moves there (once the forge added
+// the awaiting label, before the store recorded it): the next process
+// hears the author's reply, resumes the run from its checkpoint and makes
+// the call again with the answer; the question was asked once.
+func TestServerQuestionSurvivesAKillWhileAwaiting(t *testing.T) {
+	t.Parallel() // runs beside the others (see README, Tests)
+	for _, moving := range []bool{true, false} {
+		t.Run(map[bool]string{true: "as it moves", false: "awaiting"}[moving], func(t *testing.T) {
+			labelled := make(chan struct{})
+			e := deployerEnv(t, task.GitHub, func(e *env, r llmtest.Received) llmtest.Step {
+				if moving && r.N == 1 { // the next label added is the awaiting one
+					e.gh.Inject(forgetest.Fault{Method: "POST", Path: "/issues/1/labels", Arrived: labelled})
+				}
+				return nil
+			})
+			cmd := exec.Command(buildBinary(t), "serve", "--config", writeConfig(t, e.cfg))
+			cmd.Env = append(os.Environ(), "CA_TEST_TOKEN="+e.gh.Token, "CA_TEST_KEY="+apiKey)
+			stderr := &strings.Builder{}
+			cmd.Stderr = stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			killed := false
+			defer func() {
+				if !killed {
+					_ = cmd.Process.Kill()
+					_ = cmd.Wait()
+				}
+			}()
+			if moving {
+				select {
+				case <-labelled:
+				case <-time.After(time.Minute):
+					t.Fatalf("the awaiting label was not added within a minute:\n%s", stderr.String())
+				}
+			} else {
+				waitFor(t, "the task to await the answer", func() bool {
+					return slices.Contains(e.labels(), "coding agent awaiting response") && e.known(t) && e.record().Status == task.Awaiting
+				})
+			}
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			_ = cmd.Wait()
+			killed = true
+			if rec := e.record(); (rec.Status == task.Awaiting) == moving {
+				t.Fatalf("killed with the row %s", rec.Status)
+			}
+			e.addComment("alice", "environment: production")
+			e.runOK(t)
+			reqs := e.model.Requests()
+			if len(reqs) != 2 {
+				t.Fatalf("%d model requests in all, want 2 (the call before the kill, done after the answer)\n%s", len(reqs), stderr.String())
+			}
+			if res := reqs[1].Messages[len(reqs[1].Messages)-1].Content; !strings.Contains(res, `deployed web with {"environment":"production"}`) {
+				t.Errorf("the call made again: %s", res)
+			}
+			n := 0
+			for _, c := range e.botComments() {
+				if strings.Contains(c, "needs an answer") {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("the question was asked %d times, want once", n)
+			}
+		})
+	}
 }
