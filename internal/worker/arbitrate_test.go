@@ -151,24 +151,7 @@ func TestConcurrentHostsClaimEachTaskOnce(t *testing.T) {
 // by the host that paused it last: of two hosts whose stores both say
 // paused, polling at once, that one resumes it.
 func TestResumeIsArbitrated(t *testing.T) {
-	wd := newWorld(t, false)
-	other, ost := wd.host(t, "b")
-	for _, st := range []store.Store{wd.st, ost} {
-		if _, err := st.Claim(t.Context(), wd.ref, store.Owner{Host: "x", PID: 1}); err != nil {
-			t.Fatal(err)
-		}
-		if err := st.SetStatus(t.Context(), wd.ref, task.Paused, ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	wd.gh.RemoveLabelDirect(wd.ref.Repo, wd.ref.Number, testLabels.Bot) // a pause took it; removing paused resumes
-	for _, host := range []string{"b", "test"} {                        // b paused it once, then test, last
-		body, err := report.English.Paused(1, "the paused label was added", testLabels.Paused, testLabels.Bot, host)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wd.gh.AddComment(wd.ref.Repo, wd.ref.Number, wd.gh.BotLogin, body)
-	}
+	wd, other := pausedOnTwoHosts(t)
 	var wg sync.WaitGroup
 	got := make(chan int, 2)
 	for _, w := range []*Worker{wd.w, other} {
@@ -294,6 +277,25 @@ func TestFailedTakeRecordsNothing(t *testing.T) {
 // earlier pause, reads the task. The other host leaves it; the host that
 // paused it last resumes it.
 func TestResumeAskedAgainIsLeftToItsHost(t *testing.T) {
+	wd, other := pausedOnTwoHosts(t)
+	if err := wd.w.o.Forge.AddLabel(t.Context(), wd.ref, testLabels.Bot); err != nil { // "test" asks again
+		t.Fatal(err)
+	}
+	if n, err := other.Produce(t.Context()); err != nil || n != 0 {
+		t.Fatalf("the other host: %d claimed, %v; want the task left to the host that paused it last", n, err)
+	}
+	if n, err := wd.w.Produce(t.Context()); err != nil || n != 1 {
+		t.Fatalf("the host that paused it last: %d claimed, %v", n, err)
+	}
+	if rec, err := wd.st.Get(t.Context(), wd.ref); err != nil || rec.Status != task.Queued {
+		t.Errorf("the host that paused it last: %+v, %v; want it queued there", rec, err)
+	}
+}
+
+// pausedOnTwoHosts is a task both hosts' stores say paused ("test", this
+// world's, and "b"), paused by b once and then by test, last, the bot label
+// gone: removing the paused label resumes it.
+func pausedOnTwoHosts(t *testing.T) (*world, *Worker) {
 	wd := newWorld(t, false)
 	other, ost := wd.host(t, "b")
 	for _, st := range []store.Store{wd.st, ost} {
@@ -312,16 +314,5 @@ func TestResumeAskedAgainIsLeftToItsHost(t *testing.T) {
 		}
 		wd.gh.AddComment(wd.ref.Repo, wd.ref.Number, wd.gh.BotLogin, body)
 	}
-	if err := wd.w.o.Forge.AddLabel(t.Context(), wd.ref, testLabels.Bot); err != nil { // "test" asks again
-		t.Fatal(err)
-	}
-	if n, err := other.Produce(t.Context()); err != nil || n != 0 {
-		t.Fatalf("the other host: %d claimed, %v; want the task left to the host that paused it last", n, err)
-	}
-	if n, err := wd.w.Produce(t.Context()); err != nil || n != 1 {
-		t.Fatalf("the host that paused it last: %d claimed, %v", n, err)
-	}
-	if rec, err := wd.st.Get(t.Context(), wd.ref); err != nil || rec.Status != task.Queued {
-		t.Errorf("the host that paused it last: %+v, %v; want it queued there", rec, err)
-	}
+	return wd, other
 }
