@@ -117,24 +117,56 @@ func answeredNote(used []Answered) string {
 	return b.String()
 }
 
-// answer reads the replies to the question the run put off, on a resume:
-// the replies are the comments after its mark that the run may hear. With
-// an answer, the call in hand is made again and gets it; without a reply
-// (the task was started again another way, or the process stopped before
-// the question was posted) the call is made again and the server asks
-// again; a reply that cannot be read keeps the question, and the run ends
-// asking it again with the reason.
-func (r *Run) answer(ctx context.Context) error {
-	st := r.st
-	q := st.Asked
-	var replies []task.Comment
-	for _, c := range r.in.Comments {
-		if c.ID > q.Mark && !c.System && !strings.EqualFold(c.Author, r.in.BotName) && strings.TrimSpace(c.Body) != "" {
+// CommentName is the name of the comment that puts q to the people on the
+// task (the last part of its key, engine.Keys): a reply is a comment
+// written after that comment.
+func (q *Question) CommentName() string { return fmt.Sprintf("asked-%d", q.Mark) }
+
+// Replies are the comments of in that answer q: those written after the
+// comment that asked it (found by its key's name, which report.Poster
+// writes in the comment's hidden key line, "…/asked-N -->" or, for a
+// comment in parts, "…/asked-N#2 -->"), by people the run hears; posted
+// is false when that comment is not on the task.
+func (q *Question) Replies(comments []task.Comment, bot string) (replies []task.Comment, posted bool) {
+	var after int64
+	name := "/" + q.CommentName()
+	for _, c := range comments {
+		if strings.EqualFold(c.Author, bot) && (strings.Contains(c.Body, name+" -->") || strings.Contains(c.Body, name+"#")) {
+			if !posted || c.ID < after {
+				after = c.ID
+			}
+			posted = true
+		}
+	}
+	if !posted {
+		return nil, false
+	}
+	for _, c := range comments {
+		if c.ID > after && !c.System && !strings.EqualFold(c.Author, bot) && strings.TrimSpace(c.Body) != "" {
 			replies = append(replies, c)
 		}
 	}
+	return replies, true
+}
+
+// answer reads the replies to the question the run put off, on a resume:
+// the comments the run hears written after the question was posted. With
+// an answer, the call in hand is made again and gets it. Without the
+// question on the task (the process stopped before posting it, or the
+// task was started again another way) the call is made again and the
+// server asks again; a question asked again after a reply that could not
+// be read stays, for the run to end asking it (and posting it, with the
+// reason). A reply that cannot be read keeps the question, and the run
+// ends asking it again with the reason.
+func (r *Run) answer(ctx context.Context) error {
+	st := r.st
+	q := st.Asked
+	replies, posted := q.Replies(r.in.Comments, r.in.BotName)
+	if !posted && q.Unread != "" {
+		return nil
+	}
 	if len(replies) == 0 {
-		r.log.Info("no reply to the server's question; making the call again", "server", q.Server)
+		r.log.Info("no reply to the server's question; making the call again", "server", q.Server, "posted", posted)
 		st.Asked = nil
 		return r.save(ctx)
 	}
@@ -148,7 +180,7 @@ func (r *Run) answer(ctx context.Context) error {
 		newest = max(newest, c.ID)
 	}
 	text := strings.Join(texts, "\n\n")
-	ans, why := ReadAnswer(q.Question, text)
+	ans, why := ReadAnswer(q.Question, text, len(replies) == 1)
 	if why != "" {
 		var err error
 		if ans, why, err = r.askAnswer(ctx, q.Question, text, why); err != nil {
@@ -157,8 +189,8 @@ func (r *Run) answer(ctx context.Context) error {
 	}
 	if why != "" {
 		r.log.Warn("the reply to the server's question could not be read; asking again", "server", q.Server, "reason", why)
-		// The replies are not the conversation's yet: the next checkpoint
-		// check may hand them to the model as comments.
+		// Asked again in a comment of its own (named by the new mark):
+		// the replies to read are those after it.
 		q.Mark, q.Unread = newest, why
 		return r.save(ctx)
 	}
@@ -232,12 +264,14 @@ func (r *Run) askAnswer(ctx context.Context, q toolhost.Question, reply, why str
 // ReadAnswer reads a reply into the question's fields without a model: a
 // JSON object in it; else "field: value" lines (a field named by its name
 // or its title); else, for a question of one field (or one required
-// field), the whole reply. "decline" alone declines. Values are read as
+// field) that is not free text (choices, a number, yes or no), the whole
+// reply when it is one comment (alone) of one line. "decline" alone
+// declines. Values are read as
 // their field's type (a choice by its value or its title; yes/no for a
 // boolean; a list for several choices); a field left out takes its
 // default. why says what is missing or wrong when the result does not
 // match the schema.
-func ReadAnswer(q toolhost.Question, reply string) (toolhost.Answer, string) {
+func ReadAnswer(q toolhost.Question, reply string, alone bool) (toolhost.Answer, string) {
 	text := strings.TrimSpace(reply)
 	if w := strings.ToLower(strings.Trim(text, " .!/")); w == "decline" {
 		return toolhost.Answer{Action: toolhost.Decline}, ""
@@ -250,9 +284,12 @@ func ReadAnswer(q toolhost.Question, reply string) (toolhost.Answer, string) {
 	if len(values) == 0 {
 		values = lines(fields, text)
 	}
-	if len(values) == 0 {
-		if only := single(fields); only != "" {
-			values[only] = strings.Trim(text, "`\"' ")
+	if len(values) == 0 && alone && !strings.Contains(text, "\n") {
+		// Free text would take any prose whole ("Thanks, staging"): the
+		// model reads that.
+		if i := slices.IndexFunc(fields, func(f toolhost.Field) bool { return f.Name == single(fields) }); i >= 0 &&
+			(len(fields[i].Choices) > 0 || fields[i].Type != "string") {
+			values[fields[i].Name] = strings.Trim(text, "`\"' ")
 		}
 	}
 	return checkAnswer(q, coerceAll(fields, values))

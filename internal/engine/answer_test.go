@@ -36,11 +36,12 @@ func TestReadAnswer(t *testing.T) {
 		{reply: "environment = production", want: map[string]any{"environment": "production"}},
 		{reply: "staging", want: map[string]any{"environment": "staging"}},
 		{reply: "Thanks, staging please", why: "environment"},
+		{reply: "staging\nthanks", why: "environment"},
 		{reply: "environment: qa", why: "environment"},
 		{reply: "environment: staging\nreplicas: 40", why: "replicas"},
 		{reply: "replicas: two", why: "replicas"},
 	} {
-		ans, why := ReadAnswer(q, c.reply)
+		ans, why := ReadAnswer(q, c.reply, true)
 		if c.why != "" {
 			if why == "" || !strings.Contains(why, c.why) {
 				t.Errorf("%q: read as %+v (why %q), want it unread for %q", c.reply, ans, why, c.why)
@@ -55,7 +56,7 @@ func TestReadAnswer(t *testing.T) {
 			t.Errorf("%q: content (-want +got):\n%s", c.reply, diff)
 		}
 	}
-	if ans, why := ReadAnswer(q, "Decline."); why != "" || ans.Action != toolhost.Decline {
+	if ans, why := ReadAnswer(q, "Decline.", true); why != "" || ans.Action != toolhost.Decline {
 		t.Errorf("decline: %+v %q", ans, why)
 	}
 }
@@ -71,7 +72,7 @@ func TestReadAnswerRichForm(t *testing.T) {
 		"hero":{"type":"string","oneOf":[{"const":"hero-1","title":"Superman"},{"const":"hero-2","title":"Wonder Woman"}]},
 		"fish":{"type":"array","items":{"anyOf":[{"const":"fish-1","title":"Tuna"},{"const":"fish-2","title":"Salmon"}]}}}}`
 	q := toolhost.Question{Server: "everything", Message: "Fill in", Schema: json.RawMessage(schema)}
-	ans, why := ReadAnswer(q, "name: Ada Lovelace\ncheck: yes\nhero: wonder woman\npet: Dogs\nfish: Tuna and Salmon")
+	ans, why := ReadAnswer(q, "name: Ada Lovelace\ncheck: yes\nhero: wonder woman\npet: Dogs\nfish: Tuna and Salmon", true)
 	if why != "" {
 		t.Fatalf("unread: %s", why)
 	}
@@ -81,5 +82,24 @@ func TestReadAnswerRichForm(t *testing.T) {
 	}
 	if fs := q.Fields(); len(fs) != 6 || fs[0].Name != "name" || !fs[0].Required || len(fs[5].Choices) != 2 || fs[5].Choices[1].Title != "Salmon" {
 		t.Errorf("fields: %+v", fs)
+	}
+}
+
+// A free-text field is not filled with prose whole ("Thanks, staging" is
+// no branch name), nor with several replies: those go to the model. A
+// reply that names the field still fills it.
+func TestReadAnswerFreeText(t *testing.T) {
+	q := toolhost.Question{Server: "s", Message: "Which branch?",
+		Schema: json.RawMessage(`{"type":"object","required":["branch"],"properties":{"branch":{"type":"string"}}}`)}
+	for _, reply := range []string{"Thanks, staging", "main"} {
+		if ans, why := ReadAnswer(q, reply, true); why == "" {
+			t.Errorf("%q read as %+v without the model", reply, ans)
+		}
+	}
+	if ans, why := ReadAnswer(q, "branch: release/1.2", true); why != "" || ans.Content["branch"] != "release/1.2" {
+		t.Errorf("a named field: %+v %q", ans, why)
+	}
+	if _, why := ReadAnswer(deployQuestion(t), "staging", false); why == "" {
+		t.Error("a whole reply taken from several comments")
 	}
 }

@@ -51,7 +51,8 @@ type checkpoint struct {
 
 	// Asked is the question a server asked during the call in hand, put
 	// off to the people on the task (answer.go); Answers are the answers
-	// they gave, given to a server that asks the same question again.
+	// they gave, for that call alone: given when it is made again and its
+	// server asks the same form, dropped once it is answered.
 	Asked   *Question  `json:"asked,omitempty"`
 	Answers []Answered `json:"answers,omitempty"`
 

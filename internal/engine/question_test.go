@@ -74,8 +74,22 @@ var deployScript = deployScripts["plain"]
 
 func asks(in *engine.Input) { in.Questions = true }
 
+// questioned is the task with the question of mark on it, as the worker
+// posts it (its comment named by engine.Question.CommentName), and a
+// comment from alice written before it, which is no answer.
+func questioned(mark int64, id int64) func(*engine.Input) {
+	return func(in *engine.Input) {
+		in.BotName = "agent-bot"
+		q := engine.Question{Mark: mark}
+		in.Comments = append(in.Comments, task.Comment{ID: id - 1, Author: "alice", Body: "environment: production (before the question)"},
+			task.Comment{ID: id, Author: "agent-bot", Body: "A question.\n\n<!-- coding-agent comment: 0123456789ab/1/" + q.CommentName() + " -->"})
+	}
+}
+
+// replied is the question asked at mark 0 on the task and alice's reply.
 func replied(body string) func(*engine.Input) {
 	return func(in *engine.Input) {
+		questioned(0, 800)(in)
 		in.Comments = append(in.Comments, task.Comment{ID: 900, Author: "alice", Body: body})
 	}
 }
@@ -159,13 +173,20 @@ func TestQuestionUnreadOrUnanswered(t *testing.T) {
 	if out.Question.Mark != 900 {
 		t.Errorf("the question's mark is %d, want the reply's 900", out.Question.Mark)
 	}
-	// Resumed without a new reply: asked again by the server.
+	// Resumed before the question asked again was posted (the process
+	// stopped): it is asked again, with its reason, no call made.
 	out, err = runner(t, "plain", w, m, tools{Host: host}, asks, replied("maybe the blue one?"))()
+	if err != nil || out.End != engine.Asked || out.Question.Unread == "" || out.Question.Mark != 900 {
+		t.Fatalf("resumed before the question was asked again: %+v %v", out, err)
+	}
+	// Resumed with it posted and no reply after it (the task started again
+	// another way): the call is made again, and the server asks again.
+	out, err = runner(t, "plain", w, m, tools{Host: host}, asks, replied("maybe the blue one?"), questioned(900, 950))()
 	if err != nil || out.End != engine.Asked || out.Question.Unread != "" {
 		t.Fatalf("resumed without a reply: %+v %v", out, err)
 	}
-	if m.m.asked != 1 {
-		t.Errorf("%d task requests, want 1: the call in hand is made again without asking the model", m.m.asked)
+	if m.m.asked != 1 || m.reads != 1 {
+		t.Errorf("%d task requests, %d reads, want 1 and 1: the call in hand is made again without asking the model", m.m.asked, m.reads)
 	}
 }
 

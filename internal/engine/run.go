@@ -53,7 +53,6 @@ func (e *Engine) Run(ctx context.Context, in Input, p Policy) (Outcome, error) {
 	if in.Watch != nil {
 		defer in.Watch.Close()
 	}
-	r.roundEvent()
 	if f := r.st.Final; f != nil {
 		r.log.Info("run had already ended; returning its outcome", "end", f.End)
 		if !r.st.Announced {
@@ -113,6 +112,7 @@ func (e *Engine) begin(ctx context.Context, in Input, p Policy) (*Run, error) {
 				// A call whose server's question was put off did nothing:
 				// it is made again, not cut off.
 				r.cutOff = st.Pending != nil && st.Pending.Posted && st.Pending.Executed < len(st.Pending.Calls) && st.Asked == nil
+				r.roundEvent()
 				if st.Asked != nil {
 					if err := r.answer(ctx); err != nil {
 						return nil, err
@@ -140,6 +140,7 @@ func (e *Engine) begin(ctx context.Context, in Input, p Policy) (*Run, error) {
 	if err := p.Begin(ctx, r, nil); err != nil {
 		return nil, err
 	}
+	r.roundEvent()
 	return r, nil
 }
 
@@ -368,6 +369,9 @@ func (r *Run) act(ctx context.Context) (*Outcome, error) {
 			}
 			return &Outcome{End: Asked, Question: q, Reason: "a server's question awaits an answer"}, nil
 		}
+		// An answer was given for the call in hand: a later call that
+		// asks the same is asked again.
+		st.Answers = nil
 		a.Executed++
 		if err := r.save(ctx); err != nil {
 			return nil, err

@@ -27,16 +27,17 @@ type Question struct {
 	Schema  json.RawMessage `json:"schema,omitempty"`
 }
 
-// Key names the question by its server, message and schema: the same
-// question asked again (the call repeated once it was answered) has the
-// same key.
+// Key names the question's form: its server and the fields it asks for.
+// The call made again once the question was answered asks it again with
+// the same key, even when its message changed (a build number, a time in
+// it).
 func (q Question) Key() string {
 	schema := q.Schema
 	var v any
 	if json.Unmarshal(schema, &v) == nil {
 		schema, _ = json.Marshal(v) // keys sorted: one key for one schema
 	}
-	h := sha256.Sum256([]byte(q.Server + "\x00" + q.Message + "\x00" + string(schema)))
+	h := sha256.Sum256([]byte(q.Server + "\x00" + string(schema)))
 	return hex.EncodeToString(h[:12])
 }
 
@@ -161,7 +162,14 @@ func (h *Host) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitR
 		}
 		schema = b
 	}
-	ans := a.Ask(ctx, Question{Server: server, Message: p.Message, Schema: schema})
+	// What the server says goes to people and to the model: its message
+	// is redacted as its results are; a form that holds a secret is not
+	// shown at all.
+	if h.opts.Redact(string(schema)) != string(schema) {
+		h.log.Warn("MCP server asked a question whose form holds a secret; declined", "server", server)
+		return &mcp.ElicitResult{Action: Decline}, nil
+	}
+	ans := a.Ask(ctx, Question{Server: server, Message: h.opts.Redact(p.Message), Schema: schema})
 	h.log.Info("MCP server asked a question", "server", server, "action", ans.Action)
 	return &mcp.ElicitResult{Action: ans.Action, Content: ans.Content}, nil
 }

@@ -38,7 +38,7 @@ const tokenTimeout = 30 * time.Second
 func remoteClient(endpoint string, headers map[string]string, oauth *OAuthClient) *http.Client {
 	var rt http.RoundTripper = withHeaders{base: http.DefaultTransport, headers: headers}
 	if oauth != nil {
-		rt = &oauth2.Transport{Source: &tokens{endpoint: endpoint, oauth: *oauth, base: rt}, Base: rt}
+		rt = &oauth2.Transport{Source: &tokens{endpoint: endpoint, oauth: *oauth}, Base: rt}
 	}
 	return &http.Client{Transport: rt}
 }
@@ -46,12 +46,11 @@ func remoteClient(endpoint string, headers map[string]string, oauth *OAuthClient
 // tokens are a remote server's access tokens of the client credentials
 // grant, from its configured token endpoint or, without one, from the one
 // its metadata names (discovered at the first token asked for, and again
-// after a discovery that failed). The token requests name the server as
+// after a discovery that failed), whose token requests name the server as
 // the resource (RFC 8707), as the MCP authorization spec asks.
 type tokens struct {
 	endpoint string
 	oauth    OAuthClient
-	base     http.RoundTripper
 	mu       sync.Mutex
 	src      oauth2.TokenSource
 }
@@ -62,15 +61,17 @@ func (t *tokens) Token() (*oauth2.Token, error) {
 	if t.src == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), tokenTimeout)
 		defer cancel()
-		tokenURL := t.oauth.TokenURL
-		if tokenURL == "" {
+		cc := clientcredentials.Config{ClientID: t.oauth.ClientID, ClientSecret: t.oauth.ClientSecret, TokenURL: t.oauth.TokenURL,
+			Scopes: t.oauth.Scopes}
+		if cc.TokenURL == "" {
+			// The configured headers are the server's: the metadata's
+			// addresses (another host, as the 401 names them) get none.
 			var err error
-			if tokenURL, err = discover(ctx, t.endpoint, &http.Client{Transport: t.base, Timeout: tokenTimeout}); err != nil {
+			if cc.TokenURL, err = discover(ctx, t.endpoint, &http.Client{Timeout: tokenTimeout}); err != nil {
 				return nil, err
 			}
+			cc.EndpointParams = url.Values{"resource": {t.endpoint}}
 		}
-		cc := clientcredentials.Config{ClientID: t.oauth.ClientID, ClientSecret: t.oauth.ClientSecret, TokenURL: tokenURL,
-			Scopes: t.oauth.Scopes, EndpointParams: url.Values{"resource": {t.endpoint}}}
 		t.src = cc.TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Timeout: tokenTimeout}))
 	}
 	return t.src.Token()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/engine"
@@ -178,13 +180,23 @@ func (w *Worker) judge(ctx context.Context, ref task.Ref) (bool, error) {
 		_, err := w.stopAwaiting(ctx, t, fmt.Sprintf("the %q label was added", ls.Stopped))
 		return false, err
 	}
-	replies, bot, mark, err := w.replies(ctx, t, c)
+	replies, bot, mark, all, err := w.replies(ctx, t, c)
 	if err != nil {
 		return false, err
 	}
 	question, err := w.asking(ctx, ref)
 	if err != nil {
 		return false, err
+	}
+	if question != nil {
+		// Only what was written after the question was posted answers it
+		// (the run reads the same: engine.Question.Replies).
+		bot, err := w.botName(ctx)
+		if err != nil {
+			return false, err
+		}
+		after, _ := question.Replies(append(slices.Clone(replies), botComments(all, bot)...), bot)
+		replies = after
 	}
 	if len(replies) == 0 {
 		if w.o.Now().Sub(c.Since) > w.o.Conversation.Timeout {
@@ -244,7 +256,7 @@ func (w *Worker) judgeEnded(ctx context.Context, ref task.Ref) (bool, error) {
 	if t.State != "open" || !t.HasLabel(ls.Done) || t.HasLabel(ls.Processing) || t.HasLabel(ls.Bot) {
 		return false, nil // closed, or taken up again another way
 	}
-	replies, bot, mark, err := w.replies(ctx, t, c)
+	replies, bot, mark, _, err := w.replies(ctx, t, c)
 	if err != nil || (len(replies) == 0 && mark == c.Mark) {
 		return false, err
 	}
@@ -269,15 +281,15 @@ func (w *Worker) judgeEnded(ctx context.Context, ref task.Ref) (bool, error) {
 // replies are the new comments, after the conversation's mark, from people
 // allowed to reply; bot are the bodies of the bot's own comments among all
 // those read (what a reply may quote); mark is the newest comment id among
-// all new ones.
-func (w *Worker) replies(ctx context.Context, t task.Task, c store.Conversation) ([]task.Comment, []string, int64, error) {
+// all new ones; all are the comments read.
+func (w *Worker) replies(ctx context.Context, t task.Task, c store.Conversation) ([]task.Comment, []string, int64, []task.Comment, error) {
 	comments, err := w.o.Forge.CommentsSince(ctx, t.Ref, c.Since.Add(-awaitFrom))
 	if err != nil {
-		return nil, nil, c.Mark, fmt.Errorf("reading replies on %s: %w", t.Ref, err)
+		return nil, nil, c.Mark, nil, fmt.Errorf("reading replies on %s: %w", t.Ref, err)
 	}
 	bot, err := w.botName(ctx)
 	if err != nil {
-		return nil, nil, c.Mark, err
+		return nil, nil, c.Mark, nil, err
 	}
 	var said []string
 	for _, cm := range comments {
@@ -289,12 +301,23 @@ func (w *Worker) replies(ctx context.Context, t task.Task, c store.Conversation)
 	// write access when allow_collaborators is on.
 	sorted, err := w.audience(t, bot, w.o.Conversation.AllowCollaborators).Sort(ctx, comments, c.Mark)
 	if err != nil {
-		return nil, nil, c.Mark, err
+		return nil, nil, c.Mark, nil, err
 	}
 	for _, cm := range sorted.Ignored {
 		w.log(t.Ref).Info("reply from someone not allowed to continue the conversation ignored", "comment", cm.ID, "author", cm.Author)
 	}
-	return sorted.Heard, said, sorted.Mark, nil
+	return sorted.Heard, said, sorted.Mark, comments, nil
+}
+
+// botComments are the bot's comments among all.
+func botComments(all []task.Comment, bot string) []task.Comment {
+	var out []task.Comment
+	for _, c := range all {
+		if strings.EqualFold(c.Author, bot) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // ended is why a conversation ends: why for the log, and announce, the

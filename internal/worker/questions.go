@@ -55,7 +55,7 @@ func (w *Worker) postQuestion(ctx context.Context, f ending) {
 	q := f.question
 	body, err := w.o.Lang.Asked(report.Question{Server: q.Server, Message: q.Message, Fields: q.Fields(), Unread: q.Unread})
 	if err == nil && f.post != nil {
-		key := f.key(fmt.Sprintf("asked-%d", q.Mark))
+		key := f.key(q.CommentName()) // the replies are the comments after it (engine.Question.Replies)
 		key.Doubt, key.Since = true, time.Time{}
 		err = f.post.PostAll(ctx, key, body)
 	}

@@ -18,10 +18,11 @@ import (
 // holding it, as the engine's does); a later run is done, recording what
 // it was given.
 type askingRunner struct {
-	st   store.Store
-	q    engine.Question
-	ins  []engine.Input
-	runs int
+	st     store.Store
+	q      engine.Question
+	ins    []engine.Input
+	runs   int
+	during func() // called in the first run, before it ends
 }
 
 func (r *askingRunner) Run(ctx context.Context, in engine.Input) (engine.Outcome, error) {
@@ -29,6 +30,9 @@ func (r *askingRunner) Run(ctx context.Context, in engine.Input) (engine.Outcome
 	r.ins = append(r.ins, in)
 	if r.runs > 1 {
 		return engine.Outcome{End: engine.Done, Comment: "Deployed to staging."}, nil
+	}
+	if r.during != nil {
+		r.during()
 	}
 	data, _ := json.Marshal(map[string]any{"asked": r.q})
 	if err := r.st.SaveCheckpoint(ctx, in.Task.Ref, store.Checkpoint{Step: 1, Data: data}); err != nil {
@@ -118,5 +122,23 @@ func TestServerQuestionsOffWithoutTheConversation(t *testing.T) {
 	wd.w.Process(t.Context(), wd.ref)
 	if r.ins[0].Questions {
 		t.Error("the run was told it may ask with the conversation off")
+	}
+}
+
+// A comment the author wrote while the run worked, before the question was
+// posted, is no answer to it: the task still awaits one.
+func TestServerQuestionAnsweredOnlyAfterItWasAsked(t *testing.T) {
+	wd, r := askingWorld(t)
+	r.during = func() { wd.gh.AddComment(wd.ref.Repo, wd.ref.Number, "alice", "Please also bump the version.") }
+	wd.claim()
+	wd.w.Process(t.Context(), wd.ref)
+	wd.want(task.Awaiting, "bug", testLabels.Awaiting)
+	if n, err := wd.w.Replies(t.Context()); err != nil || n != 0 {
+		t.Fatalf("a comment written before the question: %d queued, %v", n, err)
+	}
+	wd.want(task.Awaiting, "bug", testLabels.Awaiting)
+	wd.gh.AddComment(wd.ref.Repo, wd.ref.Number, "alice", "staging")
+	if n, err := wd.w.Replies(t.Context()); err != nil || n != 1 {
+		t.Fatalf("the reply: %d queued, %v", n, err)
 	}
 }
