@@ -234,7 +234,11 @@ func (h *Handler) task(w http.ResponseWriter, r *http.Request) {
 	}
 	if k := r.URL.Query().Get("event"); k != "" {
 		i, err := strconv.Atoi(k)
-		if err != nil || i < 0 || i >= len(events) {
+		if err != nil {
+			http.Error(w, "400 Bad Request: event must be a number", http.StatusBadRequest)
+			return
+		}
+		if i < 0 || i >= len(events) {
 			http.Error(w, "404 Not Found: no such event", http.StatusNotFound)
 			return
 		}

@@ -217,9 +217,9 @@ func TestWholeTextOfAnEvent(t *testing.T) {
 		!strings.HasSuffix(text, "exit 0") {
 		t.Fatalf("the whole text: %d %s\n%s", code, h.Get("Content-Type"), text)
 	}
-	for _, bad := range []string{"?event=99", "?event=-1", "?event=x"} {
-		if code, _, _ := get(t, srv.URL+"/tasks/github/acme/app/7"+bad, true); code != http.StatusNotFound {
-			t.Errorf("%s: %d", bad, code)
+	for bad, want := range map[string]int{"?event=99": http.StatusNotFound, "?event=-1": http.StatusNotFound, "?event=x": http.StatusBadRequest} {
+		if code, _, _ := get(t, srv.URL+"/tasks/github/acme/app/7"+bad, true); code != want {
+			t.Errorf("%s: %d, want %d", bad, code, want)
 		}
 	}
 	if code, _, _ := get(t, srv.URL+"/tasks/github/acme/app/7?event=4", false); code != http.StatusUnauthorized {
