@@ -35,25 +35,12 @@ var (
 	_ forge.Setup = (*Client)(nil)
 )
 
-// Options configures a Client. Zero values mean defaults.
-type Options struct {
-	// APIURL is the instance's root URL (https://gitea.example.com): the
-	// API is under /api/v1. A URL that ends in /api/v1 is taken as well.
-	APIURL string
-	// Token is an access token of the user the agent acts as.
-	Token string
-	// Repositories are watched repositories, "owner/name" each.
-	Repositories []string
-	// Owner is a user or organisation whose repositories are all watched.
-	Owner string
-	// HTTPClient sends the requests; nil means a plain client with a timeout.
-	HTTPClient *http.Client
-	// Logger receives debug and warning records; nil discards them.
-	Logger *slog.Logger
-	// Sleep waits between PostComment attempts; nil means a timer that
-	// honours ctx.
-	Sleep func(ctx context.Context, d time.Duration) error
-}
+// Options configure a Client: forge.Access, the same for every forge.
+// APIURL is the instance's root URL (https://gitea.example.com; the API is
+// under /api/v1, and a URL that ends in /api/v1 is taken as well); Token
+// is an access token of the user the agent acts as; Repositories and Owner
+// are watched. Zero values mean defaults.
+type Options = forge.Access
 
 // Client talks to one Gitea (or Forgejo) instance as one user.
 type Client struct {

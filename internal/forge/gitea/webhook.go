@@ -139,8 +139,7 @@ func (Hooks) Read(r *http.Request, body []byte, labels task.Labels) (forge.Event
 }
 
 func open(a forge.Access) (forge.Adapter, error) {
-	c, err := New(Options{APIURL: a.APIURL, Token: a.Token, Repositories: a.Repositories, Owner: a.Owner,
-		HTTPClient: a.HTTPClient, Logger: a.Logger, Sleep: a.Sleep})
+	c, err := New(a)
 	if err != nil {
 		return nil, err
 	}
