@@ -114,8 +114,8 @@ func (m marked) AddEvent(ctx context.Context, ref task.Ref, e Event) error {
 	return mark(ctx, m.s.AddEvent(ctx, ref, e))
 }
 
-func (m marked) Events(ctx context.Context, ref task.Ref) ([]Event, error) {
-	es, err := m.s.Events(ctx, ref)
+func (m marked) Events(ctx context.Context, ref task.Ref, kinds ...string) ([]Event, error) {
+	es, err := m.s.Events(ctx, ref, kinds...)
 	return es, mark(ctx, err)
 }
 

@@ -189,8 +189,9 @@ type Store interface {
 	List(ctx context.Context) ([]Record, error)
 	// AddEvent records an event of the task (its At in UTC).
 	AddEvent(ctx context.Context, ref task.Ref, e Event) error
-	// Events returns the task's events, oldest first.
-	Events(ctx context.Context, ref task.Ref) ([]Event, error)
+	// Events returns the task's events, oldest first; with kinds, only
+	// the events of those kinds.
+	Events(ctx context.Context, ref task.Ref, kinds ...string) ([]Event, error)
 	// PruneEvents drops the events older than before, and says how many.
 	PruneEvents(ctx context.Context, before time.Time) (int, error)
 	Close() error

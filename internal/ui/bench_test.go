@@ -11,9 +11,9 @@ import (
 	"github.com/coding-agent/coding-agent/internal/task"
 )
 
-// BenchmarkTaskPage renders the page of a long task: 1,000 model requests,
-// each with a tool call whose result is 4 KB, read from SQLite.
-func BenchmarkTaskPage(b *testing.B) {
+// longTask is the seeded store with its done task made long: 1,000 model
+// requests, each with a tool call whose result is 4 KB.
+func longTask(b *testing.B) *Handler {
 	s := seeded(b)
 	ref := task.Ref{Forge: task.GitHub, Repo: "acme/app", Kind: task.Issue, Number: 7}
 	for i := range 1000 {
@@ -30,10 +30,20 @@ func BenchmarkTaskPage(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return h
+}
+
+// BenchmarkTaskPage renders the long task's page, read from SQLite.
+func BenchmarkTaskPage(b *testing.B) { benchPage(b, longTask(b), "/tasks/github/acme/app/7") }
+
+// BenchmarkTaskList renders the list, the long task among its rows.
+func BenchmarkTaskList(b *testing.B) { benchPage(b, longTask(b), "/tasks") }
+
+func benchPage(b *testing.B, h *Handler, path string) {
 	b.ReportAllocs()
 	var size int
 	for b.Loop() {
-		req := httptest.NewRequest("GET", "/tasks/github/acme/app/7", nil)
+		req := httptest.NewRequest("GET", path, nil)
 		req.Header.Set("Authorization", "Bearer "+token)
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, req)

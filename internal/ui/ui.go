@@ -29,7 +29,7 @@ import (
 type Store interface {
 	List(ctx context.Context) ([]store.Record, error)
 	Get(ctx context.Context, ref task.Ref) (store.Record, error)
-	Events(ctx context.Context, ref task.Ref) ([]store.Event, error)
+	Events(ctx context.Context, ref task.Ref, kinds ...string) ([]store.Event, error)
 }
 
 // Options configure the pages.
@@ -193,14 +193,14 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		rows = append(rows, row{Record: rec, Path: Path(rec.Ref), Took: rec.UpdatedAt.Sub(rec.CreatedAt), Ref: rec.Ref.String(),
 			Provider: strings.Trim(rec.Provider+"/"+rec.Model, "/")})
 	}
-	for i := range rows {
-		events, err := h.o.Store.Events(r.Context(), rows[i].Record.Ref)
+	for i := range rows { // a run's start holds the task's address on the forge
+		rounds, err := h.o.Store.Events(r.Context(), rows[i].Record.Ref, store.EventRound)
 		if err != nil {
 			h.fail(w, "reading the tasks' events", err)
 			return
 		}
-		if j := slices.IndexFunc(events, func(e store.Event) bool { return e.Kind == store.EventRound && e.URL != "" }); j >= 0 {
-			rows[i].URL = events[j].URL
+		if j := slices.IndexFunc(rounds, func(e store.Event) bool { return e.URL != "" }); j >= 0 {
+			rows[i].URL = rounds[j].URL
 		}
 	}
 	slices.Sort(repos)

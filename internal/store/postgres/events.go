@@ -22,18 +22,23 @@ func (s *Store) AddEvent(ctx context.Context, ref task.Ref, e store.Event) error
 		return fmt.Errorf("adding an event of %s: %w", ref, err)
 	}
 	// The JSON type keeps the text as given, \u0000 included.
-	tag, err := s.pool.Exec(ctx, `INSERT INTO events (ref, at, data)
-		SELECT $1, $2, CAST($3::text AS json) WHERE EXISTS (SELECT 1 FROM tasks WHERE ref = $1)`,
-		ref.String(), formatTime(e.At), string(data))
+	tag, err := s.pool.Exec(ctx, `INSERT INTO events (ref, kind, at, data)
+		SELECT $1, $2, $3, CAST($4::text AS json) WHERE EXISTS (SELECT 1 FROM tasks WHERE ref = $1)`,
+		ref.String(), e.Kind, formatTime(e.At), string(data))
 	if err := affectedOne(tag, err); err != nil {
 		return fmt.Errorf("adding an event of %s: %w", ref, lost(err))
 	}
 	return nil
 }
 
-// Events returns the task's events in the order they were added.
-func (s *Store) Events(ctx context.Context, ref task.Ref) ([]store.Event, error) {
-	rows, err := s.pool.Query(ctx, `SELECT data::text FROM events WHERE ref = $1 ORDER BY id`, ref.String())
+// Events returns the task's events in the order they were added (of
+// kinds, when given).
+func (s *Store) Events(ctx context.Context, ref task.Ref, kinds ...string) ([]store.Event, error) {
+	if kinds == nil {
+		kinds = []string{} // an empty array, not NULL: all kinds
+	}
+	rows, err := s.pool.Query(ctx, `SELECT data::text FROM events WHERE ref = $1 AND (cardinality($2::text[]) = 0 OR kind = ANY($2))
+		ORDER BY id`, ref.String(), kinds)
 	if err != nil {
 		return nil, fmt.Errorf("reading the events of %s: %w", ref, lost(err))
 	}

@@ -177,6 +177,7 @@ var migrations = []string{
 	`CREATE TABLE events (
 		id   BIGSERIAL PRIMARY KEY,
 		ref  TEXT COLLATE "C" NOT NULL REFERENCES tasks (ref) ON DELETE CASCADE,
+		kind TEXT NOT NULL,
 		at   TEXT COLLATE "C" NOT NULL,
 		data JSON NOT NULL
 	);

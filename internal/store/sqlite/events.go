@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/coding-agent/coding-agent/internal/store"
@@ -24,21 +25,29 @@ func (s *Store) AddEvent(ctx context.Context, ref task.Ref, e store.Event) error
 	if err := s.intact(); err != nil {
 		return fmt.Errorf("adding an event of %s: %w", ref, err)
 	}
-	res, err := s.db.ExecContext(ctx, `INSERT INTO events (ref, at, data)
-		SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM tasks WHERE ref = ?)`,
-		ref.String(), formatTime(e.At), string(data), ref.String())
+	res, err := s.db.ExecContext(ctx, `INSERT INTO events (ref, kind, at, data)
+		SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM tasks WHERE ref = ?)`,
+		ref.String(), e.Kind, formatTime(e.At), string(data), ref.String())
 	if err := affectedOne(res, err); err != nil {
 		return fmt.Errorf("adding an event of %s: %w", ref, s.kept(err))
 	}
 	return s.kept(nil)
 }
 
-// Events returns the task's events in the order they were added.
-func (s *Store) Events(ctx context.Context, ref task.Ref) ([]store.Event, error) {
+// Events returns the task's events in the order they were added (of
+// kinds, when given).
+func (s *Store) Events(ctx context.Context, ref task.Ref, kinds ...string) ([]store.Event, error) {
 	if err := s.intact(); err != nil {
 		return nil, fmt.Errorf("reading the events of %s: %w", ref, err)
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT data FROM events WHERE ref = ? ORDER BY id`, ref.String())
+	query, args := `SELECT data FROM events WHERE ref = ?`, []any{ref.String()}
+	if len(kinds) > 0 {
+		query += ` AND kind IN (?` + strings.Repeat(", ?", len(kinds)-1) + `)`
+		for _, k := range kinds {
+			args = append(args, k)
+		}
+	}
+	rows, err := s.db.QueryContext(ctx, query+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("reading the events of %s: %w", ref, s.kept(err))
 	}

@@ -254,6 +254,7 @@ var migrations = []string{
 	`CREATE TABLE events (
 		id   INTEGER PRIMARY KEY AUTOINCREMENT,
 		ref  TEXT NOT NULL REFERENCES tasks (ref) ON DELETE CASCADE,
+		kind TEXT NOT NULL,
 		at   TEXT NOT NULL,
 		data TEXT NOT NULL CHECK (json_valid(data))
 	) STRICT;

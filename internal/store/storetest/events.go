@@ -39,6 +39,12 @@ func testEvents(t *testing.T, s store.Store) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("events (-want +got):\n%s", diff)
 	}
+	if got, err := s.Events(ctx, ref, store.EventCall, store.EventEnd); err != nil || len(got) != 2 || got[0].Kind != store.EventCall || got[1].Kind != store.EventEnd {
+		t.Errorf("the call and end events: %+v, %v", got, err)
+	}
+	if got, err := s.Events(ctx, ref, store.EventRound); err != nil || len(got) != 1 || got[0].Host != "h1" {
+		t.Errorf("the round events: %+v, %v", got, err)
+	}
 	if err := s.AddEvent(ctx, Ref(2), store.Event{Kind: store.EventEnd}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("an event of an unknown task: %v, want ErrNotFound", err)
 	}
