@@ -20,12 +20,26 @@ import (
 // which awaits an answer; an outsider's reply is not one (and never
 // reaches the model); each run is a new process, so the daemon dying
 // while the task awaits changes nothing; the author's reply is read into
-// the fields, the call is made again with them, and the round finishes.
+// the fields (a prose reply by the model, through each provider's wire:
+// the reading request holds the author's reply and not the outsider's),
+// the call is made again with them, and the round finishes.
 func TestServerQuestionAnsweredOnTheTask(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	for _, forge := range []string{task.GitHub, task.GitLab, task.Gitea} {
-		t.Run(forge, func(t *testing.T) {
-			e := deployerEnv(t, forge, nil)
+	for _, c := range []struct {
+		forge, provider, reply string
+		reads                  int
+	}{
+		{task.GitHub, config.ProviderOpenAI, "Thanks!\nenvironment: staging\nreplicas: 2", 0},
+		{task.GitLab, config.ProviderOllama, "Thanks! Let's go with staging, and two replicas.", 1},
+		{task.Gitea, config.ProviderLMStudio, "Thanks! Staging please, with two replicas.", 1},
+	} {
+		t.Run(c.forge+"-"+c.provider, func(t *testing.T) {
+			e := deployerEnv(t, c.forge, c.provider, func(e *env, r llmtest.Received) llmtest.Step {
+				if strings.HasPrefix(r.Messages[0].Content, "A tool server asked") {
+					return llmtest.Reply{Content: `{"action": "accept", "content": {"environment": "staging", "replicas": 2}}`}
+				}
+				return nil
+			})
 			e.runOK(t)
 			e.wantLabels(t, "bug", "coding agent awaiting response")
 			if rec := e.record(); rec.Status != task.Awaiting {
@@ -40,25 +54,29 @@ func TestServerQuestionAnsweredOnTheTask(t *testing.T) {
 			if n := len(e.model.Requests()); n != 1 {
 				t.Fatalf("%d model requests before the answer, want 1", n)
 			}
-			e.addComment("mallory", "environment: production")
+			e.addComment("mallory", "environment: production (mallory-0451)")
 			e.runOK(t)
 			e.wantLabels(t, "bug", "coding agent awaiting response")
 			if n := len(e.model.Requests()); n != 1 {
 				t.Fatalf("an outsider's reply made %d model requests", n-1)
 			}
-			e.addComment("alice", "Thanks!\nenvironment: staging\nreplicas: 2")
+			e.addComment("alice", c.reply)
 			e.runOK(t)
 			reqs := e.model.Requests()
-			if len(reqs) != 2 {
-				t.Fatalf("%d model requests in all, want 2 (the call, then done after the answer)", len(reqs))
+			if len(reqs) != 2+c.reads {
+				t.Fatalf("%d model requests in all, want %d (the call, %d reading the reply, then done)", len(reqs), 2+c.reads, c.reads)
 			}
-			res := reqs[1].Messages[len(reqs[1].Messages)-1].Content
+			if c.reads > 0 && (!seen(reqs[1], "two replicas") || !strings.HasPrefix(reqs[1].Messages[0].Content, "A tool server asked")) {
+				t.Errorf("the reading request: %s", reqs[1].Body)
+			}
+			last := reqs[len(reqs)-1]
+			res := last.Messages[len(last.Messages)-1].Content
 			if !strings.Contains(res, `deployed web with {"environment":"staging","replicas":2}`) || !strings.Contains(res, "@alice answered on the task") ||
-				!strings.Contains(res, "Thanks!") {
+				!strings.Contains(res, c.reply[:7]) {
 				t.Errorf("the call made again did not get the answer, or the model not the reply: %s", res)
 			}
 			for _, r := range reqs {
-				if seen(r, "production") {
+				if seen(r, "mallory-0451") {
 					t.Error("the outsider's reply reached the model")
 				}
 			}
@@ -77,7 +95,7 @@ func TestServerQuestionAnsweredOnTheTask(t *testing.T) {
 // same comment key; the task then awaits the answer.
 func TestServerQuestionPostedOnceWhenTheMoveIsRetried(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	e := deployerEnv(t, task.GitHub, func(e *env, r llmtest.Received) llmtest.Step {
+	e := deployerEnv(t, task.GitHub, config.ProviderOpenAI, func(e *env, r llmtest.Received) llmtest.Step {
 		if r.N == 1 {
 			e.gh.Inject(forgetest.Fault{Method: "POST", Path: "/issues/1/labels", Status: 422})
 		}
@@ -108,7 +126,7 @@ func TestServerQuestionPostedOnceWhenTheMoveIsRetried(t *testing.T) {
 // answers it.
 func TestServerQuestionAskedAgainWhenTheReplyCannotBeRead(t *testing.T) {
 	t.Parallel() // runs beside the others (see README, Tests)
-	e := deployerEnv(t, task.GitLab, func(e *env, r llmtest.Received) llmtest.Step {
+	e := deployerEnv(t, task.GitLab, config.ProviderOpenAI, func(e *env, r llmtest.Received) llmtest.Step {
 		if strings.HasPrefix(r.Messages[0].Content, "A tool server asked") {
 			return llmtest.Reply{Content: `I cannot tell.`}
 		}
@@ -136,12 +154,12 @@ func TestServerQuestionAskedAgainWhenTheReplyCannotBeRead(t *testing.T) {
 	}
 }
 
-// deployerEnv is an env on forge, with the conversation on, whose model
+// deployerEnv is an env on forge and provider, with the conversation on, whose model
 // deploys web through the deployer server (which asks where first), then
 // says it is done; first, when set, is asked before that (nil: nothing).
-func deployerEnv(t *testing.T, forge string, first func(e *env, r llmtest.Received) llmtest.Step) *env {
+func deployerEnv(t *testing.T, forge, provider string, first func(e *env, r llmtest.Received) llmtest.Step) *env {
 	t.Helper()
-	e := newEnv(t, setup{forge: forge, kind: task.Issue, provider: config.ProviderOpenAI, conversation: true,
+	e := newEnv(t, setup{forge: forge, kind: task.Issue, provider: provider, conversation: true,
 		respond: func(e *env, r llmtest.Received) llmtest.Step {
 			if first != nil {
 				if step := first(e, r); step != nil {
@@ -171,7 +189,7 @@ func TestServerQuestionSurvivesAKillWhileAwaiting(t *testing.T) {
 	for _, moving := range []bool{true, false} {
 		t.Run(map[bool]string{true: "as it moves", false: "awaiting"}[moving], func(t *testing.T) {
 			labelled := make(chan struct{})
-			e := deployerEnv(t, task.GitHub, func(e *env, r llmtest.Received) llmtest.Step {
+			e := deployerEnv(t, task.GitHub, config.ProviderOpenAI, func(e *env, r llmtest.Received) llmtest.Step {
 				if moving && r.N == 1 { // the next label added is the awaiting one
 					e.gh.Inject(forgetest.Fault{Method: "POST", Path: "/issues/1/labels", Arrived: labelled})
 				}
