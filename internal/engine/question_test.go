@@ -203,3 +203,55 @@ func TestQuestionDeclinedWhenNobodyCanAnswer(t *testing.T) {
 		t.Errorf("result: %q", res)
 	}
 }
+
+// The promise that an answered question reaches its server, walked at each
+// point: the run after the reply is killed at each of its model requests
+// and tool calls, and a new process resumes from what was saved; every
+// time the run finishes, the server got the answer (the call made again
+// with it), and no question is left in the checkpoint.
+func TestQuestionAnswerSurvivesAKillAtEveryPoint(t *testing.T) {
+	for _, loop := range []string{"plain", "planning"} {
+		t.Run(loop, func(t *testing.T) {
+			script := deployScripts[loop]
+			host := askingHost(t)
+			for _, point := range []string{"request", "tool call"} {
+				for at := 1; ; at++ {
+					w := newWorld(t)
+					m := &reader{m: &model{script: script}}
+					if out, err := runner(t, loop, w, m, tools{Host: host}, asks)(); err != nil || out.End != engine.Asked {
+						t.Fatalf("the asking run: %+v %v", out, err)
+					}
+					k := &kill{at: at, t: t, w: w}
+					m.m.kill = k
+					ts := tools{Host: host}
+					if point == "tool call" {
+						m.m.kill, ts.kill = nil, k
+					}
+					out, err := runner(t, loop, w, m, ts, asks, replied("environment: staging\nreplicas: 2"))()
+					if k.left == nil { // the run ended before the point: every point was walked
+						if err != nil || out.End != engine.Done {
+							t.Fatalf("%s %d: the answered run, never killed: %+v %v", point, at, out, err)
+						}
+						if at == 1 {
+							t.Fatalf("no %s to kill at", point)
+						}
+						t.Logf("%s: killed at each of %d", point, at-1)
+						break
+					}
+					answered := m.m.asked
+					m2 := &reader{m: &model{script: script[answered:]}}
+					out, err = runner(t, loop, k.left, m2, tools{Host: host}, asks, replied("environment: staging\nreplicas: 2"))()
+					if err != nil || out.End != engine.Done {
+						t.Fatalf("%s %d: resumed: %+v %v", point, at, out, err)
+					}
+					if res := lastToolResult(append(m.reqs, m2.reqs...)); !strings.Contains(res, `deployed web with {"environment":"staging","replicas":2}`) {
+						t.Errorf("%s %d: the server did not get the answer: %q", point, at, res)
+					}
+					if _, ok := engine.Asking(k.left.cps[ref].Data); ok {
+						t.Errorf("%s %d: the question is still in the checkpoint after the answer was used", point, at)
+					}
+				}
+			}
+		})
+	}
+}
