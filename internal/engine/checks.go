@@ -69,7 +69,7 @@ func (r *Run) checked(ctx context.Context, out *Outcome) (*Outcome, error) {
 		st.Checks = res
 		for _, cr := range res {
 			r.record(ctx, store.Event{Kind: store.EventCheck, Title: cr.Command, Text: cr.Output, Error: !cr.Passed(),
-				Count: cr.ExitCode})
+				Exit: cr.ExitCode})
 		}
 		if err := r.save(ctx); err != nil {
 			return nil, err

@@ -100,11 +100,13 @@ type Event struct {
 	Text  string `json:"text,omitempty"`
 	Error bool   `json:"error,omitempty"`
 	// TokensIn and TokensOut are a request's; Millis how long it (or a
-	// call, a check) took; Count what it counts (comments ignored).
+	// call, a check) took; Count the comments ignored (heard); Exit a
+	// check's exit status (-1: it did not exit on its own).
 	TokensIn  int    `json:"tokens_in,omitempty"`
 	TokensOut int    `json:"tokens_out,omitempty"`
 	Millis    int64  `json:"ms,omitempty"`
 	Count     int    `json:"count,omitempty"`
+	Exit      int    `json:"exit,omitempty"`
 	Host      string `json:"host,omitempty"`
 	// URL is the task's page on the forge (a round's), or the pull or
 	// merge request (a delivery's).

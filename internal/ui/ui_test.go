@@ -54,7 +54,7 @@ func seeded(t testing.TB) *sqlite.Store {
 			{At: at(2 * time.Second), Kind: store.EventRequest, Phase: "planning", Title: "plan: 2 actions", TokensIn: 900, TokensOut: 300, Millis: 4000},
 			{At: at(5 * time.Second), Kind: store.EventCall, Phase: "execution", Title: "fs/edit_file (refused)", Args: `{"path":"../etc/passwd"}`, Text: "the path is outside the workspace", Error: true},
 			{At: at(7 * time.Second), Kind: store.EventCompaction, Title: "conversation compacted from 30100 to 11800 tokens (the oldest part replaced by a summary)"},
-			{At: at(9 * time.Second), Kind: store.EventCheck, Title: "pytest -q", Text: "FAILED test_parse.py::test_empty", Error: true, Count: 1},
+			{At: at(9 * time.Second), Kind: store.EventCheck, Title: "pytest -q", Text: "FAILED test_parse.py::test_empty", Error: true, Exit: 1},
 			{At: at(10 * time.Second), Kind: store.EventEnd, Title: "failed", Text: "the repository's checks still fail"},
 		}},
 		{task.Ref{Forge: task.Gitea, Repo: "acme/web", Kind: task.Issue, Number: 12}, task.Paused, "", []store.Event{
